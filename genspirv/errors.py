@@ -1,0 +1,111 @@
+"""The one error hierarchy of genspirv.
+
+Every error genspirv raises on purpose is a ``GenspirvError``. The CLI turns
+one into a message and an exit code (``exit_code``) instead of a traceback.
+Subclasses say which stage refused what; their messages name the file, the
+shader, the binding or the word offset.
+"""
+
+from __future__ import annotations
+
+
+class GenspirvError(Exception):
+    """Root of every error genspirv raises."""
+
+    exit_code = 1
+
+
+# -- build side ---------------------------------------------------------------
+
+
+class ConfigError(GenspirvError):
+    """Bad `[tool.genspirv]` configuration (names the key)."""
+
+    exit_code = 2
+
+
+class ToolchainError(GenspirvError):
+    """A compiler or tool is missing, of the wrong version, crashed or hung."""
+
+    exit_code = 2
+
+
+class CompileError(GenspirvError):
+    """glslang refused a shader; the message holds glslang's file:line output."""
+
+    exit_code = 1
+
+
+class ValidationError(GenspirvError):
+    """spirv-val refused a compiled blob."""
+
+    exit_code = 1
+
+
+class SpirvError(GenspirvError):
+    """Malformed SPIR-V. ``offset`` is the word offset where reading failed."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, offset: int | None = None):
+        self.offset = offset
+        if offset is not None:
+            message = f"{message} (at word {offset})"
+        super().__init__(message)
+
+
+class ReflectError(GenspirvError):
+    """Well-formed SPIR-V that reflection cannot describe (e.g. no entry point)."""
+
+    exit_code = 1
+
+
+class ManifestError(GenspirvError):
+    """A manifest that does not parse, breaks the schema, or names bad paths/blobs."""
+
+    exit_code = 1
+
+
+class LockError(GenspirvError):
+    """Another build holds the project's lock for too long."""
+
+    exit_code = 2
+
+
+# -- runtime side -------------------------------------------------------------
+
+
+class RuntimeCheckError(GenspirvError):
+    """What the host asked for disagrees with the manifest (the hard checks)."""
+
+
+class BindingCountError(RuntimeCheckError):
+    """Number of bound buffers differs from the kernel's binding_count."""
+
+
+class PushConstantSizeError(RuntimeCheckError):
+    """Push data size differs from the kernel's push_constant_size."""
+
+
+class SpecConstantError(RuntimeCheckError):
+    """Unknown spec constant name, or a value of the wrong type."""
+
+
+class BlobIntegrityError(RuntimeCheckError):
+    """A blob's sha256 differs from the one the manifest records."""
+
+
+class BufferRangeError(RuntimeCheckError):
+    """A buffer view or transfer outside its buffer."""
+
+
+class DispatchError(RuntimeCheckError):
+    """A dispatch of zero groups or beyond the device's limits."""
+
+
+class DeviceFeatureError(GenspirvError):
+    """The device lacks a feature a kernel needs (e.g. 16-bit storage)."""
+
+
+class VulkanError(GenspirvError):
+    """A Vulkan call failed; the message names the call and the VkResult."""

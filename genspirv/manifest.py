@@ -1,0 +1,272 @@
+"""The manifest: ``ShaderInfo`` plus build facts <-> deterministic JSON.
+
+Takes ``ManifestEntry`` records (what the build produced) and gives the bytes of
+``manifests/shaders.json`` (schema ``genspirv/1``); reads them back with
+``load_manifest``, which checks the schema, the paths (posix, relative, no
+``..``) and, by default, every blob's size and sha256.
+
+The same bytes come out of the same entries on every machine: sorted keys,
+fixed indent, trailing newline, entries sorted by name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Mapping, Optional
+
+from .errors import ManifestError
+from .reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, SPEC_TYPES, Binding,
+                      ShaderInfo, SpecConstant)
+
+SCHEMA = "genspirv/1"
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    glslang: str
+    target_env: str
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    name: str
+    source: str                 # posix path relative to the project root
+    defines: tuple[tuple[str, str], ...]   # sorted (key, value) pairs
+    spirv: str                  # posix path relative to the project root
+    sha256: str
+    size: int
+    info: ShaderInfo
+
+    @property
+    def defines_dict(self) -> dict[str, str]:
+        return dict(self.defines)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    toolchain: Toolchain
+    shaders: tuple[ManifestEntry, ...]   # sorted by name
+    root: Optional[Path] = field(default=None, compare=False)
+
+    def entry(self, name: str) -> ManifestEntry:
+        for e in self.shaders:
+            if e.name == name:
+                return e
+        known = ", ".join(e.name for e in self.shaders) or "none"
+        raise ManifestError(f"no shader named {name!r} in the manifest (known: {known})")
+
+    def blob_path(self, entry: ManifestEntry) -> Path:
+        if self.root is None:
+            raise ManifestError("manifest has no project root to resolve blob paths")
+        return self.root / entry.spirv
+
+    def read_blob(self, entry: ManifestEntry) -> bytes:
+        """The blob's bytes, verified against the recorded size and sha256."""
+        path = self.blob_path(entry)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ManifestError(f"{entry.name}: cannot read blob {entry.spirv}: {exc.strerror}") from None
+        check_blob(entry, data)
+        return data
+
+
+def check_blob(entry: ManifestEntry, data: bytes) -> None:
+    if len(data) != entry.size or hashlib.sha256(data).hexdigest() != entry.sha256:
+        from .errors import BlobIntegrityError
+        raise BlobIntegrityError(
+            f"{entry.name}: blob {entry.spirv} does not match the manifest "
+            f"(size {len(data)} vs {entry.size}, sha256 {hashlib.sha256(data).hexdigest()[:16]}… "
+            f"vs {entry.sha256[:16]}…)")
+
+
+# -- ShaderInfo <-> JSON ------------------------------------------------------
+
+
+def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
+    """The reflection fields of one manifest entry (also `genspirv reflect --json`)."""
+    return {
+        "entry_point": info.entry_point,
+        "local_size": list(info.local_size),
+        "local_size_spec_ids": list(info.local_size_spec_ids),
+        "bindings": [
+            {"set": b.set, "binding": b.binding, "name": b.name, "type": b.type,
+             "count": b.count, "access": b.access, "accessed": b.accessed,
+             "written": b.written}
+            for b in info.bindings
+        ],
+        "binding_count": info.binding_count,
+        "writable_mask": info.writable_mask,
+        "readable_mask": info.readable_mask,
+        "spec_constants": [
+            {"id": s.id, "name": s.name, "type": s.type, "default": s.default}
+            for s in info.spec_constants
+        ],
+        "push_constant_size": info.push_constant_size,
+    }
+
+
+def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
+    d = {"name": entry.name, "source": entry.source, "defines": dict(entry.defines),
+         "spirv": entry.spirv, "sha256": entry.sha256, "size": entry.size}
+    d.update(info_to_dict(entry.info))
+    return d
+
+
+def manifest_to_dict(manifest: Manifest) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "toolchain": {"glslang": manifest.toolchain.glslang,
+                      "target_env": manifest.toolchain.target_env,
+                      "flags": list(manifest.toolchain.flags)},
+        "shaders": [entry_to_dict(e) for e in sorted(manifest.shaders, key=lambda e: e.name)],
+    }
+
+
+def dumps(manifest: Manifest) -> bytes:
+    """Deterministic manifest bytes."""
+    text = json.dumps(manifest_to_dict(manifest), indent=2, sort_keys=True, ensure_ascii=False)
+    return (text + "\n").encode("utf-8")
+
+
+# -- reading ------------------------------------------------------------------
+
+
+def _need(obj: Mapping[str, Any], key: str, kind, where: str):
+    if not isinstance(obj, Mapping) or key not in obj:
+        raise ManifestError(f"{where}: missing field {key!r}")
+    value = obj[key]
+    # bool is an int in Python; keep them apart.
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ManifestError(f"{where}: field {key!r} must be an integer, not {value!r}")
+    if kind is not int and not isinstance(value, kind):
+        raise ManifestError(f"{where}: field {key!r} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def check_relative_path(path: str, where: str) -> str:
+    p = PurePosixPath(path)
+    if "\\" in path or p.is_absolute() or path.startswith("/") or (len(path) > 1 and path[1] == ":"):
+        raise ManifestError(f"{where}: path {path!r} must be relative to the project root")
+    if ".." in p.parts:
+        raise ManifestError(f"{where}: path {path!r} must not contain '..'")
+    if not path or path != p.as_posix():
+        raise ManifestError(f"{where}: path {path!r} is not a normalised posix path")
+    return path
+
+
+def info_from_dict(d: Mapping[str, Any], where: str) -> ShaderInfo:
+    bindings = []
+    for i, b in enumerate(_need(d, "bindings", list, where)):
+        w = f"{where}, binding #{i}"
+        btype = _need(b, "type", str, w)
+        access = _need(b, "access", str, w)
+        if btype not in DESCRIPTOR_TYPES:
+            raise ManifestError(f"{w}: unknown descriptor type {btype!r}")
+        if access not in ACCESS_KINDS:
+            raise ManifestError(f"{w}: unknown access {access!r}")
+        bindings.append(Binding(set=_need(b, "set", int, w), binding=_need(b, "binding", int, w),
+                                name=_need(b, "name", str, w), type=btype,
+                                count=_need(b, "count", int, w), access=access,
+                                accessed=_need(b, "accessed", bool, w),
+                                written=_need(b, "written", bool, w)))
+    specs = []
+    for i, s in enumerate(_need(d, "spec_constants", list, where)):
+        w = f"{where}, spec constant #{i}"
+        stype = _need(s, "type", str, w)
+        if stype not in SPEC_TYPES:
+            raise ManifestError(f"{w}: unknown spec constant type {stype!r}")
+        if "default" not in s or not isinstance(s["default"], (bool, int, float)):
+            raise ManifestError(f"{w}: missing or non-scalar 'default'")
+        specs.append(SpecConstant(id=_need(s, "id", int, w), name=_need(s, "name", str, w),
+                                  type=stype, default=s["default"]))
+    local_size = _need(d, "local_size", list, where)
+    spec_ids = _need(d, "local_size_spec_ids", list, where)
+    if len(local_size) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in local_size):
+        raise ManifestError(f"{where}: local_size must be three integers")
+    if len(spec_ids) != 3 or not all(x is None or (isinstance(x, int) and not isinstance(x, bool)) for x in spec_ids):
+        raise ManifestError(f"{where}: local_size_spec_ids must be three integers or nulls")
+    info = ShaderInfo(entry_point=_need(d, "entry_point", str, where),
+                      local_size=tuple(local_size), local_size_spec_ids=tuple(spec_ids),
+                      bindings=tuple(bindings), spec_constants=tuple(specs),
+                      push_constant_size=_need(d, "push_constant_size", int, where))
+    # The derived fields are stored for other consumers; they must agree.
+    for key in ("binding_count", "writable_mask", "readable_mask"):
+        if _need(d, key, int, where) != getattr(info, key):
+            raise ManifestError(f"{where}: {key} {d[key]} disagrees with its bindings "
+                                f"({getattr(info, key)})")
+    return info
+
+
+def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manifest:
+    if not isinstance(d, Mapping):
+        raise ManifestError(f"{where}: top level must be an object")
+    schema = d.get("schema")
+    if schema != SCHEMA:
+        raise ManifestError(f"{where}: schema {schema!r} is not {SCHEMA!r}")
+    tc = _need(d, "toolchain", Mapping, where)
+    toolchain = Toolchain(glslang=_need(tc, "glslang", str, f"{where}, toolchain"),
+                          target_env=_need(tc, "target_env", str, f"{where}, toolchain"),
+                          flags=tuple(_need(tc, "flags", list, f"{where}, toolchain")))
+    entries = []
+    seen = set()
+    for i, e in enumerate(_need(d, "shaders", list, where)):
+        name = _need(e, "name", str, f"{where}, shader #{i}")
+        w = f"{where}, shader {name!r}"
+        if name in seen:
+            raise ManifestError(f"{w}: duplicate shader name")
+        seen.add(name)
+        defines = _need(e, "defines", Mapping, w)
+        if not all(isinstance(v, str) for v in defines.values()):
+            raise ManifestError(f"{w}: define values must be strings")
+        sha = _need(e, "sha256", str, w)
+        if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+            raise ManifestError(f"{w}: sha256 {sha!r} is not 64 lowercase hex digits")
+        entries.append(ManifestEntry(
+            name=name, source=check_relative_path(_need(e, "source", str, w), w),
+            defines=tuple(sorted(defines.items())),
+            spirv=check_relative_path(_need(e, "spirv", str, w), w),
+            sha256=sha, size=_need(e, "size", int, w), info=info_from_dict(e, w)))
+    return Manifest(toolchain=toolchain, shaders=tuple(sorted(entries, key=lambda e: e.name)), root=root)
+
+
+def find_project_root(start: Path) -> Optional[Path]:
+    """The nearest folder at or above ``start`` whose pyproject.toml has [tool.genspirv]."""
+    for folder in [start, *start.parents]:
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                text = pyproject.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if "[tool.genspirv" in text:
+                return folder
+    return None
+
+
+def load_manifest(path, root=None, verify_blobs: bool = True) -> Manifest:
+    """Read and verify a manifest. ``root`` defaults to the project root above it."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read manifest: {exc.strerror}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ManifestError(f"{path}: not valid JSON: {exc}") from None
+    if root is None:
+        root = find_project_root(path.resolve().parent)
+        if root is None:
+            # A manifest shipped on its own: paths are relative to its parent's parent
+            # (manifests/ and spirv/ side by side), the layout genspirv writes.
+            root = path.resolve().parent.parent
+    manifest = manifest_from_dict(data, str(path), root=Path(root))
+    if verify_blobs:
+        for entry in manifest.shaders:
+            manifest.read_blob(entry)
+    return manifest
