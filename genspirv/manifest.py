@@ -2,7 +2,8 @@
 
 Takes ``ManifestEntry`` records (what the build produced) and gives the bytes of
 ``manifests/shaders.json`` (schema ``genspirv/1``); reads them back with
-``load_manifest``, which checks the schema, the paths (posix, relative, no
+``load_manifest``, which checks the schema (genspirv/schema/manifest.schema.json,
+with jsonschema), the paths (posix, relative, no
 ``..``) and, by default, every blob's size and sha256.
 
 The same bytes come out of the same entries on every machine: sorted keys,
@@ -11,9 +12,11 @@ fixed indent, trailing newline, entries sorted by name.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Optional
 
@@ -202,7 +205,45 @@ def info_from_dict(d: Mapping[str, Any], where: str) -> ShaderInfo:
     return info
 
 
+@functools.lru_cache(maxsize=1)
+def _schema_validator():
+    import jsonschema  # imported here: only reading a manifest needs it
+    text = resources.files("genspirv").joinpath("schema/manifest.schema.json").read_text("utf-8")
+    return jsonschema.Draft202012Validator(json.loads(text))
+
+
+def schema_errors(d: Any) -> list:
+    """Every violation of genspirv/schema/manifest.schema.json, as jsonschema errors."""
+    return list(_schema_validator().iter_errors(d))
+
+
+def validate_schema(d: Any, where: str) -> None:
+    """Raise a ManifestError naming ``where``, the JSON path and the shader of the first bad field."""
+    import jsonschema
+    errors = schema_errors(d)
+    if not errors:
+        return
+    error = jsonschema.exceptions.best_match(errors)
+    path = list(error.absolute_path)
+    shader = ""
+    if len(path) >= 2 and path[0] == "shaders" and isinstance(d.get("shaders"), list):
+        entry = d["shaders"][path[1]]
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            shader = f" (shader {entry['name']!r})"
+    description = error.schema.get("description") if isinstance(error.schema, Mapping) else None
+    if error.validator in ("pattern", "multipleOf") and description:
+        # A regex in the message helps nobody; the schema says what the rule means.
+        reason = f"{error.instance!r} is not valid: {description}"
+    elif error.validator == "const":
+        reason = f"{error.instance!r} is not {error.validator_value!r}"
+    else:
+        reason = error.message
+    more = f" (and {len(errors) - 1} more schema errors)" if len(errors) > 1 else ""
+    raise ManifestError(f"{where}: {error.json_path}{shader}: {reason}{more}")
+
+
 def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manifest:
+    validate_schema(d, where)
     if not isinstance(d, Mapping):
         raise ManifestError(f"{where}: top level must be an object")
     schema = d.get("schema")

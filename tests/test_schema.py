@@ -1,0 +1,240 @@
+"""The genspirv/1 JSON Schema: shipped in the package, used by load_manifest.
+
+A valid manifest passes; each kind of bad manifest is refused with a
+ManifestError that names the file and the JSON path of the bad field.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from genspirv.errors import GenspirvError, ManifestError
+from genspirv.manifest import (Manifest, ManifestEntry, Toolchain, dumps, load_manifest,
+                               manifest_from_dict, schema_errors)
+from genspirv.reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, SPEC_TYPES, Binding,
+                              ShaderInfo, SpecConstant)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def schema() -> dict:
+    return json.loads(resources.files("genspirv").joinpath("schema/manifest.schema.json").read_text("utf-8"))
+
+
+def sample_manifest() -> dict:
+    info = ShaderInfo(
+        entry_point="main", local_size=(256, 1, 1), local_size_spec_ids=(0, None, None),
+        bindings=(Binding(0, 0, "A", "storage_buffer", 0, "read", True, False),
+                  Binding(0, 1, "B", "storage_buffer", 0, "read_write", True, True),
+                  Binding(0, 2, "P", "uniform_buffer", 1, "read", True, False)),
+        spec_constants=(SpecConstant(0, "WG", "uint32", 256), SpecConstant(1, "SCALE", "float32", 0.5),
+                        SpecConstant(2, "FAST", "bool", True), SpecConstant(3, "BIAS", "int32", -3)),
+        push_constant_size=8)
+    entry = ManifestEntry(name="add_f32", source="glsl/add.comp", defines=(("TYPE", "float"),),
+                          spirv="spirv/add_f32.spv", sha256="ab" * 32, size=1236, info=info)
+    m = Manifest(Toolchain("13.1.1", "vulkan1.2", ("-Os",)), (entry,))
+    return json.loads(dumps(m))
+
+
+def refused(d, where="manifests/shaders.json") -> str:
+    with pytest.raises(ManifestError) as exc:
+        manifest_from_dict(d, where)
+    return str(exc.value)
+
+
+def test_schema_is_a_valid_draft_2020_12_schema():
+    jsonschema.Draft202012Validator.check_schema(schema())
+
+
+def test_schema_enums_agree_with_reflection_constants():
+    defs = schema()["$defs"]
+    assert defs["binding"]["properties"]["type"]["enum"] == list(DESCRIPTOR_TYPES)
+    assert defs["binding"]["properties"]["access"]["enum"] == list(ACCESS_KINDS)
+    assert defs["spec_constant"]["properties"]["type"]["enum"] == list(SPEC_TYPES)
+
+
+def test_schema_requires_every_field_the_writer_emits():
+    """The writer and the schema describe the same fields, no more, no fewer."""
+    d = sample_manifest()
+    s = schema()
+    assert set(s["required"]) == set(d) == set(s["properties"])
+    assert set(s["properties"]["toolchain"]["required"]) == set(d["toolchain"])
+    shader = s["$defs"]["shader"]
+    assert set(shader["required"]) == set(d["shaders"][0]) == set(shader["properties"])
+    binding = s["$defs"]["binding"]
+    assert set(binding["required"]) == set(d["shaders"][0]["bindings"][0]) == set(binding["properties"])
+    spec = s["$defs"]["spec_constant"]
+    assert set(spec["required"]) == set(d["shaders"][0]["spec_constants"][0]) == set(spec["properties"])
+
+
+def test_sample_manifest_is_valid():
+    d = sample_manifest()
+    assert schema_errors(d) == []
+    m = manifest_from_dict(d, "x.json")
+    assert m.shaders[0].name == "add_f32"
+
+
+def test_empty_shader_list_is_valid():
+    d = sample_manifest()
+    d["shaders"] = []
+    assert manifest_from_dict(d, "x.json").shaders == ()
+
+
+def test_repo_manifest_is_valid():
+    path = REPO / "manifests" / "shaders.json"
+    if not path.exists():
+        pytest.skip("this repo's manifest is not committed yet")
+    data = json.loads(path.read_bytes())
+    assert schema_errors(data) == []
+    m = load_manifest(path)
+    assert len(m.shaders) == len(data["shaders"]) > 0
+
+
+def _set(d, path, value):
+    target = d
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+
+
+def _delete(d, path):
+    target = d
+    for key in path[:-1]:
+        target = target[key]
+    del target[path[-1]]
+
+
+S0 = ("shaders", 0)
+
+# (what is wrong, how to make it wrong, the JSON path the error must name)
+BAD = [
+    ("wrong schema string", lambda d: _set(d, ("schema",), "genspirv/2"), "$.schema"),
+    ("schema missing", lambda d: _delete(d, ("schema",)), "$"),
+    ("extra top-level field", lambda d: _set(d, ("comment",), "hi"), "$"),
+    ("toolchain missing", lambda d: _delete(d, ("toolchain",)), "$"),
+    ("toolchain flags not a list", lambda d: _set(d, ("toolchain", "flags"), "-Os"), "$.toolchain.flags"),
+    ("toolchain flag not a string", lambda d: _set(d, ("toolchain", "flags"), [1]), "$.toolchain.flags[0]"),
+    ("extra toolchain field", lambda d: _set(d, ("toolchain", "spirv_val"), "x"), "$.toolchain"),
+    ("shaders not a list", lambda d: _set(d, ("shaders",), {}), "$.shaders"),
+    ("shader not an object", lambda d: _set(d, S0, "add_f32"), "$.shaders[0]"),
+    ("missing sha256", lambda d: _delete(d, S0 + ("sha256",)), "$.shaders[0]"),
+    ("missing bindings", lambda d: _delete(d, S0 + ("bindings",)), "$.shaders[0]"),
+    ("missing push_constant_size", lambda d: _delete(d, S0 + ("push_constant_size",)), "$.shaders[0]"),
+    ("extra shader field", lambda d: _set(d, S0 + ("pipeline",), 3), "$.shaders[0]"),
+    ("sha256 too short", lambda d: _set(d, S0 + ("sha256",), "ab" * 31), "$.shaders[0].sha256"),
+    ("sha256 upper case", lambda d: _set(d, S0 + ("sha256",), "AB" * 32), "$.shaders[0].sha256"),
+    ("sha256 not hex", lambda d: _set(d, S0 + ("sha256",), "zz" * 32), "$.shaders[0].sha256"),
+    ("sha256 trailing newline", lambda d: _set(d, S0 + ("sha256",), "ab" * 32 + "\n"), "$.shaders[0].sha256"),
+    ("size a string", lambda d: _set(d, S0 + ("size",), "1236"), "$.shaders[0].size"),
+    ("size a bool", lambda d: _set(d, S0 + ("size",), True), "$.shaders[0].size"),
+    ("size not whole words", lambda d: _set(d, S0 + ("size",), 1235), "$.shaders[0].size"),
+    ("size below the header", lambda d: _set(d, S0 + ("size",), 16), "$.shaders[0].size"),
+    ("spirv path with ..", lambda d: _set(d, S0 + ("spirv",), "spirv/../../etc/x.spv"), "$.shaders[0].spirv"),
+    ("spirv path leading ..", lambda d: _set(d, S0 + ("spirv",), "../x.spv"), "$.shaders[0].spirv"),
+    ("spirv path absolute", lambda d: _set(d, S0 + ("spirv",), "/tmp/x.spv"), "$.shaders[0].spirv"),
+    ("spirv path drive letter", lambda d: _set(d, S0 + ("spirv",), "C:/x.spv"), "$.shaders[0].spirv"),
+    ("spirv path backslash", lambda d: _set(d, S0 + ("spirv",), "spirv\\x.spv"), "$.shaders[0].spirv"),
+    ("spirv path empty", lambda d: _set(d, S0 + ("spirv",), ""), "$.shaders[0].spirv"),
+    ("spirv path dot segment", lambda d: _set(d, S0 + ("spirv",), "./spirv/x.spv"), "$.shaders[0].spirv"),
+    ("source path with ..", lambda d: _set(d, S0 + ("source",), "glsl/../../x.comp"), "$.shaders[0].source"),
+    ("source path absolute", lambda d: _set(d, S0 + ("source",), "/glsl/x.comp"), "$.shaders[0].source"),
+    ("name with a slash", lambda d: _set(d, S0 + ("name",), "a/b"), "$.shaders[0].name"),
+    ("name empty", lambda d: _set(d, S0 + ("name",), ""), "$.shaders[0].name"),
+    ("define value not a string", lambda d: _set(d, S0 + ("defines", "TYPE"), 1), "$.shaders[0].defines.TYPE"),
+    ("local_size two items", lambda d: _set(d, S0 + ("local_size",), [1, 1]), "$.shaders[0].local_size"),
+    ("local_size zero", lambda d: _set(d, S0 + ("local_size",), [0, 1, 1]), "$.shaders[0].local_size[0]"),
+    ("local_size float", lambda d: _set(d, S0 + ("local_size",), [1.5, 1, 1]), "$.shaders[0].local_size[0]"),
+    ("spec id string", lambda d: _set(d, S0 + ("local_size_spec_ids",), ["0", None, None]),
+     "$.shaders[0].local_size_spec_ids[0]"),
+    ("binding type unknown", lambda d: _set(d, S0 + ("bindings", 0, "type"), "ssbo"), "$.shaders[0].bindings[0].type"),
+    ("binding access unknown", lambda d: _set(d, S0 + ("bindings", 1, "access"), "rw"),
+     "$.shaders[0].bindings[1].access"),
+    ("binding negative set", lambda d: _set(d, S0 + ("bindings", 0, "set"), -1), "$.shaders[0].bindings[0].set"),
+    ("binding written not bool", lambda d: _set(d, S0 + ("bindings", 0, "written"), 0),
+     "$.shaders[0].bindings[0].written"),
+    ("binding missing name", lambda d: _delete(d, S0 + ("bindings", 2, "name")), "$.shaders[0].bindings[2]"),
+    ("binding extra field", lambda d: _set(d, S0 + ("bindings", 0, "offset"), 0), "$.shaders[0].bindings[0]"),
+    ("mask negative", lambda d: _set(d, S0 + ("writable_mask",), -2), "$.shaders[0].writable_mask"),
+    ("spec type unknown", lambda d: _set(d, S0 + ("spec_constants", 0, "type"), "u32"),
+     "$.shaders[0].spec_constants[0].type"),
+    ("spec default a string", lambda d: _set(d, S0 + ("spec_constants", 0, "default"), "256"),
+     "$.shaders[0].spec_constants[0].default"),
+    ("uint spec default negative", lambda d: _set(d, S0 + ("spec_constants", 0, "default"), -1),
+     "$.shaders[0].spec_constants[0].default"),
+    ("int spec default a float", lambda d: _set(d, S0 + ("spec_constants", 3, "default"), 1.5),
+     "$.shaders[0].spec_constants[3].default"),
+    ("bool spec default an int", lambda d: _set(d, S0 + ("spec_constants", 2, "default"), 1),
+     "$.shaders[0].spec_constants[2].default"),
+    ("float spec default a bool", lambda d: _set(d, S0 + ("spec_constants", 1, "default"), False),
+     "$.shaders[0].spec_constants[1].default"),
+]
+
+
+@pytest.mark.parametrize("what,spoil,json_path", BAD, ids=[b[0] for b in BAD])
+def test_invalid_manifest_is_refused_naming_file_and_json_path(what, spoil, json_path):
+    d = sample_manifest()
+    spoil(d)
+    assert schema_errors(d), f"the schema accepted a manifest with {what}"
+    message = refused(d)
+    assert message.startswith("manifests/shaders.json: "), message
+    assert f": {json_path}" in message, message
+    if json_path.startswith("$.shaders[0]") and what not in ("shader not an object", "name with a slash",
+                                                              "name empty"):
+        assert "'add_f32'" in message, message
+
+
+def test_top_level_not_an_object():
+    assert refused([1, 2]).startswith("manifests/shaders.json: $: ")
+
+
+def test_path_error_explains_the_rule_not_the_regex():
+    d = sample_manifest()
+    d["shaders"][0]["spirv"] = "../x.spv"
+    message = refused(d)
+    assert "'../x.spv'" in message and "relative to the project root" in message
+    assert "(?!" not in message
+
+
+def test_several_errors_are_counted():
+    d = sample_manifest()
+    d["shaders"][0]["sha256"] = "x"
+    d["shaders"][0]["size"] = "big"
+    assert "(and 1 more schema errors)" in refused(d)
+
+
+def test_schema_error_is_a_genspirv_error_with_exit_code_1():
+    d = sample_manifest()
+    d["schema"] = "other"
+    with pytest.raises(GenspirvError) as exc:
+        manifest_from_dict(d, "m.json")
+    assert exc.value.exit_code == 1
+
+
+def test_load_manifest_validates_schema_and_names_the_file(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.genspirv]\n")
+    (tmp_path / "manifests").mkdir()
+    path = tmp_path / "manifests" / "shaders.json"
+    d = sample_manifest()
+    d["shaders"][0]["bindings"][0]["type"] = "texture"
+    path.write_text(json.dumps(d))
+    with pytest.raises(ManifestError) as exc:
+        load_manifest(path, verify_blobs=False)
+    assert str(path) in str(exc.value)
+    assert "$.shaders[0].bindings[0].type" in str(exc.value)
+
+
+def test_schema_ships_as_package_data():
+    """The wheel's package-data globs cover the schema file and the templates."""
+    import tomllib
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())
+    globs = data["tool"]["setuptools"]["package-data"]["genspirv"]
+    pkg = REPO / "genspirv"
+    assert any(Path(p).relative_to(pkg).as_posix() == "schema/manifest.schema.json"
+               for g in globs for p in pkg.glob(g))
+    assert "jsonschema" in " ".join(data["project"]["dependencies"])
+
