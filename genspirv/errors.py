@@ -66,6 +66,12 @@ class ManifestError(GenspirvError):
     exit_code = 1
 
 
+class CodegenError(GenspirvError):
+    """A generated-code target that is unknown, or a manifest it cannot represent."""
+
+    exit_code = 2
+
+
 class LockError(GenspirvError):
     """Another build holds the project's lock for too long."""
 

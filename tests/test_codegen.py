@@ -1,0 +1,307 @@
+"""Codegen: the C/C++ table compiles warning-free and agrees with the manifest.
+
+A C program and a C++ program are built against the generated files; they
+print the table as JSON and dump each module's words, and every field is
+compared with the manifest JSON and every word with the blob.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from genspirv import codegen
+from genspirv.errors import BlobIntegrityError, CodegenError, SpirvError
+from genspirv.manifest import Manifest, ManifestEntry, Toolchain, dumps, load_manifest
+from genspirv.reflect import Binding, ShaderInfo, SpecConstant
+
+REPO = Path(__file__).resolve().parent.parent
+CC = shutil.which("cc")
+CXX = shutil.which("g++")
+GLSLANG = shutil.which("glslangValidator")
+needs_cc = pytest.mark.skipif(CC is None or CXX is None, reason="needs cc and g++")
+
+SHADERS = {
+    "scale": """#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform P { float a; uint n; } p;
+void main() { uint i = gl_GlobalInvocationID.x; if (i < p.n) y[i] = p.a * x[i]; }
+""",
+    "fill": """#version 450
+layout(local_size_x_id = 0, local_size_y = 2) in;
+layout(constant_id = 1) const float VALUE = 0.5;
+layout(constant_id = 4) const bool TWICE = false;
+layout(set = 0, binding = 0) buffer Y { float y[]; };
+void main() { y[gl_GlobalInvocationID.x] = TWICE ? 2.0 * VALUE : VALUE; }
+""",
+}
+
+
+def compile_glsl(tmp: Path, name: str, text: str) -> bytes:
+    if GLSLANG is None:
+        pytest.skip("needs glslangValidator")
+    src, out = tmp / f"{name}.comp", tmp / f"{name}.spv"
+    src.write_text(text)
+    subprocess.run([GLSLANG, "--target-env", "vulkan1.2", "-V", str(src), "-o", str(out)],
+                   check=True, capture_output=True, timeout=60)
+    return out.read_bytes()
+
+
+def entry(name: str, blob: bytes, info: ShaderInfo, spirv: str) -> ManifestEntry:
+    return ManifestEntry(name=name, source=f"glsl/{name}.comp", defines=(("N", "1"),), spirv=spirv,
+                         sha256=hashlib.sha256(blob).hexdigest(), size=len(blob), info=info)
+
+
+def storage(i: int, access: str) -> Binding:
+    return Binding(0, i, f"b{i}", "storage_buffer", 0, access, True, access != "read")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Manifest:
+    """Real glslang blobs with varied reflection, in a project laid out like genspirv writes it."""
+    root = tmp_path_factory.mktemp("codegen")
+    (root / "spirv").mkdir()
+    blobs = {name: compile_glsl(root, name, text) for name, text in SHADERS.items()}
+    for name, blob in blobs.items():
+        (root / "spirv" / f"{name}.spv").write_bytes(blob)
+    infos = {
+        "scale": ShaderInfo("main", (64, 1, 1), (None, None, None),
+                            (storage(0, "read"), storage(1, "write")), (), 8),
+        "fill": ShaderInfo("main", (32, 2, 1), (0, None, None), (storage(0, "read_write"),),
+                           (SpecConstant(0, "WG", "uint32", 32), SpecConstant(1, "VALUE", "float32", 0.5),
+                            SpecConstant(4, "TWICE", "bool", False)), 0),
+        # Same words, a wide binding table: masks beyond 32 bits must survive.
+        "wide": ShaderInfo("main", (1, 1, 1), (None, None, None),
+                           tuple(storage(i, "read_write" if i in (0, 33, 39) else "read") for i in range(40)),
+                           (), 128),
+    }
+    entries = [entry(n, blobs["scale" if n == "wide" else n], infos[n],
+                     f"spirv/{'scale' if n == 'wide' else n}.spv") for n in infos]
+    # Deliberately unsorted: render must sort by name itself.
+    return Manifest(Toolchain("13.1.1", "vulkan1.2", ()), tuple(entries), root=root)
+
+
+C_PROGRAM = r"""
+#include "shaders.h"
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    size_t i, j;
+    (void)argc;
+    printf("{\"count\": %u, \"missing_is_null\": %d, \"null_is_null\": %d, \"sentinel_is_null\": %d, \"modules\": [",
+           (unsigned)genspirv_module_count, genspirv_find_module("no_such_shader") == NULL,
+           genspirv_find_module(NULL) == NULL, genspirv_modules[genspirv_module_count].name == NULL);
+    for (i = 0; i < genspirv_module_count; i++) {
+        const genspirv_module *m = &genspirv_modules[i];
+        char path[4096];
+        FILE *f;
+        snprintf(path, sizeof path, "%s/%s.words", argv[1], m->name);
+        f = fopen(path, "wb");
+        if (f == NULL || fwrite(m->words, 4, m->word_count, f) != m->word_count) return 2;
+        fclose(f);
+        printf("%s{\"name\": \"%s\", \"entry_point\": \"%s\", \"word_count\": %u, \"found\": %d, \"spec_ids\": [",
+               i ? ", " : "", m->name, m->entry_point, (unsigned)m->word_count,
+               genspirv_find_module(m->name) == m);
+        for (j = 0; j < m->spec_count; j++) printf("%s%u", j ? ", " : "", (unsigned)m->spec_ids[j]);
+        printf("], \"spec_names\": [");
+        for (j = 0; j < m->spec_count; j++) printf("%s\"%s\"", j ? ", " : "", m->spec_names[j]);
+        printf("], \"binding_count\": %u, \"writable_mask\": %llu, \"readable_mask\": %llu, "
+               "\"push_constant_size\": %u, \"local_size\": [%u, %u, %u], \"sha256\": \"%s\"}",
+               (unsigned)m->binding_count, (unsigned long long)m->writable_mask,
+               (unsigned long long)m->readable_mask, (unsigned)m->push_constant_size,
+               (unsigned)m->local_size[0], (unsigned)m->local_size[1], (unsigned)m->local_size[2], m->sha256);
+    }
+    printf("]}\n");
+    return 0;
+}
+"""
+
+WARNINGS = ["-Wall", "-Wextra", "-Werror", "-pedantic"]
+
+
+def write_outputs(files: dict[str, bytes], where: Path) -> None:
+    for rel, data in files.items():
+        (where / rel).parent.mkdir(parents=True, exist_ok=True)
+        (where / rel).write_bytes(data)
+
+
+def run_cc(*args) -> None:
+    proc = subprocess.run(list(args), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"{' '.join(map(str, args))}\n{proc.stderr}"
+
+
+def build_and_run(files: dict[str, bytes], tmp: Path, cplusplus_main: bool) -> dict:
+    """Compile the table as C, the reading program as C or C++, link, run, parse its JSON."""
+    write_outputs(files, tmp)
+    gen = tmp / "gen"
+    (tmp / "main.c").write_text(C_PROGRAM)
+    run_cc(CC, "-std=c99", *WARNINGS, "-c", gen / "shaders.c", "-o", tmp / "table.o")
+    if cplusplus_main:
+        # A C++ caller linked against the C object: only works if extern "C" is right.
+        run_cc(CXX, "-std=c++11", *WARNINGS, "-x", "c++", "-I", gen, "-c", tmp / "main.c", "-o", tmp / "main.o")
+        run_cc(CXX, tmp / "main.o", tmp / "table.o", "-o", tmp / "reader")
+    else:
+        run_cc(CC, "-std=c99", *WARNINGS, "-I", gen, tmp / "main.c", tmp / "table.o", "-o", tmp / "reader")
+    dump = tmp / "words"
+    dump.mkdir()
+    proc = subprocess.run([tmp / "reader", dump], capture_output=True, text=True, timeout=60, check=True)
+    result = json.loads(proc.stdout)
+    result["words"] = {p.stem: p.read_bytes() for p in dump.iterdir()}
+    return result
+
+
+def assert_table_matches_manifest(result: dict, manifest: Manifest) -> None:
+    expected = json.loads(dumps(manifest))["shaders"]
+    assert result["count"] == len(expected)
+    assert result["missing_is_null"] == result["null_is_null"] == result["sentinel_is_null"] == 1
+    assert [m["name"] for m in result["modules"]] == sorted(e["name"] for e in expected)
+    for got, want in zip(result["modules"], sorted(expected, key=lambda e: e["name"])):
+        blob = manifest.read_blob(manifest.entry(want["name"]))
+        assert got["found"] == 1, got["name"]
+        assert got["entry_point"] == want["entry_point"]
+        assert got["word_count"] * 4 == want["size"] == len(blob)
+        assert result["words"][want["name"]] == blob          # host is little-endian, as glslang writes
+        assert got["spec_ids"] == [s["id"] for s in want["spec_constants"]]
+        assert got["spec_names"] == [s["name"] for s in want["spec_constants"]]
+        for key in ("binding_count", "writable_mask", "readable_mask", "push_constant_size",
+                    "local_size", "sha256"):
+            assert got[key] == want[key], (want["name"], key)
+
+
+@needs_cc
+@pytest.mark.parametrize("cplusplus_main", [False, True], ids=["c-caller", "cxx-caller"])
+def test_c_table_agrees_with_manifest(project, tmp_path, cplusplus_main):
+    files = codegen.render("c", project, "gen/shaders")
+    result = build_and_run(files, tmp_path, cplusplus_main)
+    assert_table_matches_manifest(result, project)
+    wide = next(m for m in result["modules"] if m["name"] == "wide")
+    assert wide["writable_mask"] == (1 << 0) | (1 << 33) | (1 << 39)   # the guard against 32-bit masks
+
+
+@needs_cc
+def test_generated_source_compiles_as_cxx(project, tmp_path):
+    write_outputs(codegen.render("c", project, "gen/shaders"), tmp_path)
+    run_cc(CXX, "-std=c++11", *WARNINGS, "-x", "c++", "-c", tmp_path / "gen" / "shaders.c", "-o", tmp_path / "t.o")
+
+
+@needs_cc
+def test_header_alone_compiles_in_c_and_cxx_and_twice(project, tmp_path):
+    write_outputs(codegen.render("c", project, "gen/shaders"), tmp_path)
+    tu = tmp_path / "tu.c"
+    tu.write_text('#include "shaders.h"\n#include "shaders.h"\nsize_t f(void) { return genspirv_module_count; }\n')
+    run_cc(CC, "-std=c99", *WARNINGS, "-I", tmp_path / "gen", "-c", tu, "-o", tmp_path / "a.o")
+    run_cc(CXX, "-std=c++11", *WARNINGS, "-x", "c++", "-I", tmp_path / "gen", "-c", tu, "-o", tmp_path / "b.o")
+
+
+def test_render_gives_header_and_source_with_banner_and_guard(project):
+    files = codegen.render("c", project, "manifests/shaders")
+    assert sorted(files) == ["manifests/shaders.c", "manifests/shaders.h"]
+    for data in files.values():
+        assert data.startswith(b"/* generated by genspirv -- do not edit")
+        assert data.endswith(b"\n") and b"\r" not in data
+    header = files["manifests/shaders.h"].decode()
+    assert "#ifndef GENSPIRV_MANIFESTS_SHADERS_H" in header and 'extern "C"' in header
+    assert '#include "shaders.h"' in files["manifests/shaders.c"].decode()
+
+
+def test_words_are_eight_per_line_in_hex(project):
+    source = codegen.render("c", project, "gen/shaders")["gen/shaders.c"].decode()
+    body = re.search(r"genspirv_words_1\[(\d+)\] = \{\n(.*?)\n\};", source, re.S)
+    lines = body.group(2).split("\n")
+    word = r"0x[0-9a-f]{8}"
+    assert all(re.fullmatch(rf"    {word}(, {word}){{7}},", line) for line in lines[:-1])
+    assert re.fullmatch(rf"    {word}(, {word}){{0,7}}", lines[-1])
+    assert sum(line.count("0x") for line in lines) == int(body.group(1))
+    assert lines[0].startswith("    0x07230203, ")
+
+
+def test_render_is_deterministic_and_order_independent(project):
+    a = codegen.render("c", project, "gen/shaders")
+    reordered = Manifest(project.toolchain, tuple(reversed(project.shaders)), root=project.root)
+    assert codegen.render("c", reordered, "gen/shaders") == a == codegen.render("c", project, "gen/shaders")
+    text = b"".join(a.values()).decode()
+    assert str(project.root) not in text                # no absolute paths
+    assert not re.search(r"20\d\d-\d\d-\d\d", text)     # no dates
+
+
+def test_fresh_blobs_are_used_and_verified(project, tmp_path):
+    """Build renders before it writes the blobs: the bytes it hands over win, and are checked."""
+    e = project.entry("scale")
+    blob = project.read_blob(e)
+    moved = Manifest(project.toolchain, project.shaders, root=tmp_path)   # no blob files there
+    fresh = {x.name: project.read_blob(x) for x in project.shaders}
+    assert codegen.render("c", moved, "g/s", blobs=fresh) == codegen.render("c", project, "g/s")
+    with pytest.raises(BlobIntegrityError, match="scale"):
+        codegen.render("c", project, "g/s", blobs={"scale": blob[:-4] + b"\0\0\0\0"})
+
+
+def test_unknown_target_is_refused():
+    m = Manifest(Toolchain("13.1.1", "vulkan1.2"), ())
+    with pytest.raises(CodegenError, match=r"unknown generate target 'rust' \(known: c\)"):
+        codegen.render("rust", m, "manifests/shaders")
+
+
+@pytest.mark.parametrize("output", ["", "/abs/shaders", "../shaders", "a/../b", "gen/", "a\\b", "./x"])
+def test_bad_output_path_is_refused(output):
+    m = Manifest(Toolchain("13.1.1", "vulkan1.2"), ())
+    with pytest.raises(CodegenError, match="relative posix path"):
+        codegen.render("c", m, output)
+
+
+@needs_cc
+def test_empty_manifest_gives_a_compiling_empty_table(tmp_path):
+    m = Manifest(Toolchain("13.1.1", "vulkan1.2"), (), root=tmp_path)
+    result = build_and_run(codegen.render("c", m, "gen/shaders"), tmp_path, cplusplus_main=False)
+    assert result["count"] == 0 and result["modules"] == [] and result["missing_is_null"] == 1
+
+
+def test_blob_words_reads_either_byte_order():
+    words = (0x07230203, 0x00010500, 0, 7, 0)
+    assert codegen.blob_words(struct.pack("<5I", *words), "x.spv") == words
+    assert codegen.blob_words(struct.pack(">5I", *words), "x.spv") == words
+
+
+@pytest.mark.parametrize("data,match", [
+    (b"\x03\x02\x23\x07" * 2 + b"\0" * 11, "whole words"),
+    (b"\x03\x02\x23\x07" * 4, "5-word header"),
+    (b"\0" * 20, "bad SPIR-V magic"),
+])
+def test_blob_words_refuses_non_spirv_naming_the_file(data, match):
+    with pytest.raises(SpirvError, match=match) as exc:
+        codegen.blob_words(data, "spirv/bad.spv")
+    assert "spirv/bad.spv" in str(exc.value)
+
+
+def test_too_many_bindings_for_the_masks_is_refused(project):
+    info = ShaderInfo("main", (1, 1, 1), (None,) * 3, tuple(storage(i, "read") for i in range(65)), (), 0)
+    e = project.entry("scale")
+    big = ManifestEntry("huge", e.source, (), e.spirv, e.sha256, e.size, info)
+    with pytest.raises(CodegenError, match="'huge': 65 bindings"):
+        codegen.render("c", Manifest(project.toolchain, (big,), root=project.root), "g/s")
+
+
+def test_c_string_escapes():
+    assert codegen.c_string('a"b\\c') == r'"a\"b\\c"'
+    assert codegen.c_string("??/") == r'"\?\?/"'
+    assert codegen.c_string("é\n") == r'"\303\251\012"'
+
+
+@needs_cc
+def test_repo_manifest_renders_and_compiles(tmp_path):
+    path = REPO / "manifests" / "shaders.json"
+    if not path.exists():
+        pytest.skip("this repo's manifest is not committed yet")
+    manifest = load_manifest(path)
+    result = build_and_run(codegen.render("c", manifest, "gen/shaders"), tmp_path, cplusplus_main=True)
+    assert_table_matches_manifest(result, manifest)
+
