@@ -1,0 +1,121 @@
+"""Check: are the committed blobs, manifest and generated files what the sources give?
+
+Takes a ``Config``; recompiles every variant into a temporary directory with
+the pinned compiler (no cache, no state file, nothing under the project
+written), reflects, renders the manifest and any generated files, and compares
+each with the committed bytes. Gives a ``CheckReport`` listing every
+``Difference``: a differing file (first differing byte and word, and a short
+``spirv-dis`` or text diff), a missing file, an orphan blob.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from .build import Log, compile_variants, find_tools, orphan_blobs, render_outputs
+from .config import Config
+from .errors import ToolchainError
+from .toolchain import Tool, disassemble, find_tool
+
+DIFF_LINES = 10
+
+
+@dataclass(frozen=True)
+class Difference:
+    kind: str           # "differs", "missing" or "orphan"
+    path: str           # posix, relative to the root
+    variant: Optional[str]
+    detail: str         # first differing offset and a short diff, or why
+
+    def __str__(self) -> str:
+        what = f"{self.path} ({self.variant})" if self.variant else self.path
+        head = {"differs": f"{what}: differs from a fresh build",
+                "missing": f"{what}: missing",
+                "orphan": f"{what}: orphan blob, no variant builds it"}[self.kind]
+        return head + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    checked: tuple[str, ...]            # every file compared
+    differences: tuple[Difference, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+
+def first_difference(a: bytes, b: bytes) -> int:
+    """Offset of the first differing byte (the shorter length if one is a prefix of the other)."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def short_diff(old: str, new: str, old_name: str, new_name: str, limit: int = DIFF_LINES) -> str:
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name,
+                                      n=1, lineterm=""))
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... ({len(lines) - limit} more diff lines)"]
+    return "\n".join(lines)
+
+
+def _describe_blob(spirv_dis: Optional[Tool], rel: str, name: str, committed: bytes, fresh: bytes) -> str:
+    offset = first_difference(committed, fresh)
+    text = (f"first difference at byte {offset} (word {offset // 4}); "
+            f"committed {len(committed)} bytes, fresh {len(fresh)} bytes")
+    if spirv_dis is not None:
+        old = disassemble(spirv_dis, committed, name) or "(committed blob does not disassemble)"
+        new = disassemble(spirv_dis, fresh, name)
+        diff = short_diff(old, new, f"committed/{rel}", f"fresh/{rel}")
+        text += "\n" + (diff or "(same disassembly: the difference is in bytes spirv-dis does not show)")
+    return text
+
+
+def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
+    offset = first_difference(committed, fresh)
+    line = committed[:offset].count(b"\n") + 1
+    diff = short_diff(committed.decode("utf-8", "replace"), fresh.decode("utf-8", "replace"),
+                      f"committed/{rel}", f"fresh/{rel}")
+    return f"first difference at byte {offset} (line {line})\n{diff}"
+
+
+def check(config: Config, jobs: Optional[int] = None, log: Log = None) -> CheckReport:
+    """Compare every committed output with a fresh build made in a temporary directory."""
+    tools = find_tools(config)
+    with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
+        compiled = compile_variants(config, tools, config.variants, Path(tmp), jobs=jobs, log=log)
+    try:
+        spirv_dis: Optional[Tool] = find_tool("spirv-dis")
+    except ToolchainError:   # the diff is a courtesy; the verdict does not need it
+        spirv_dis = None
+
+    expected: dict[str, tuple[Optional[str], bytes, bool]] = {}
+    for c in compiled:
+        expected[config.blob_relpath(c.variant)] = (c.variant.name, c.blob, True)
+    for rel, data in render_outputs(config, compiled).items():
+        expected[rel] = (None, data, False)
+
+    differences = []
+    for rel, (variant, fresh, is_blob) in expected.items():
+        try:
+            committed = config.path(rel).read_bytes()
+        except FileNotFoundError:
+            differences.append(Difference("missing", rel, variant, "run `genspirv build` and commit it"))
+            continue
+        except OSError as exc:
+            differences.append(Difference("missing", rel, variant, f"cannot read: {exc.strerror}"))
+            continue
+        if committed == fresh:
+            continue
+        detail = (_describe_blob(spirv_dis, rel, variant or rel, committed, fresh) if is_blob
+                  else _describe_text(rel, committed, fresh))
+        differences.append(Difference("differs", rel, variant, detail))
+    for rel in orphan_blobs(config):
+        differences.append(Difference("orphan", rel, None, "`genspirv build` removes it"))
+    return CheckReport(checked=tuple(expected), differences=tuple(differences))

