@@ -199,6 +199,24 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- init ---------------------------------------------------------------------
+
+
+def _init_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="DIR", nargs="?", default=None,
+                   help="the new project's folder (default: --root, else the current folder)")
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from .scaffold import init
+    folder = Path(args.dir or getattr(args, "root", None) or ".")
+    for w in init(folder):
+        _say(f"genspirv init: {w.what} {folder / w.path}")
+    where = "" if folder.resolve() == Path.cwd().resolve() else f" --root {folder}"
+    _say(f"next: genspirv{where} build, then commit spirv/ and manifests/; genspirv{where} check in CI")
+    return 0
+
+
 # -- the table ----------------------------------------------------------------
 
 
@@ -217,6 +235,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("list", "the shaders the manifest holds", _list_args, cmd_list),
     Command("show", "one manifest entry", _show_args, cmd_show),
     Command("lint", "findings such as a writable binding never written", _lint_args, cmd_lint),
+    Command("init", "scaffold a new genspirv project in DIR", _init_args, cmd_init),
 )
 
 
