@@ -14,6 +14,7 @@ refused or failed init leaves the folder as it was.
 
 from __future__ import annotations
 
+import contextlib
 import tomllib
 from dataclasses import dataclass
 from importlib import metadata
@@ -161,8 +162,24 @@ def init(root: Path | str) -> list[Write]:
     """Scaffold ``root``; gives what was written, in order."""
     root = Path(root)
     writes = plan(root)
-    for w in writes:
-        target = root / w.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, w.data)
+    done: list[tuple[Path, bytes | None]] = []   # (file, its bytes before) for the rollback
+    new_dirs = [d for d in (root / "glsl", root) if not d.exists()]
+    try:
+        for w in writes:
+            target = root / w.path
+            before = target.read_bytes() if target.exists() else None
+            atomic_write(target, w.data)
+            done.append((target, before))
+    except OSError as exc:
+        # Put back what this init already changed: a project half-scaffolded is worse than none.
+        for target, before in reversed(done):
+            if before is None:
+                target.unlink(missing_ok=True)
+            else:
+                atomic_write(target, before)
+        for d in new_dirs:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise ConfigError(f"{exc.filename or root}: cannot write: {exc.strerror or exc}; "
+                          "nothing was changed") from None
     return writes
