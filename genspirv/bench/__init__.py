@@ -1,0 +1,136 @@
+"""Benchmarks: ``genspirv bench SUITE [--json FILE]``.
+
+Takes a suite name and options (repeats, sizes, job counts); gives a table on
+stdout and, with ``--json``, every raw run plus the metadata needed to
+reproduce it (date, device, genspirv commit, Python, cores).
+
+- ``build``   — ``build_suite``: a synthetic project at several sizes and job
+  counts; cold build, no-op, one-header edit and check beside glslangValidator
+  alone over the same variants.
+- ``reflect`` — ``reflect_suite``: ``reflect()`` against blob size and count,
+  beside ``spirv-cross <blob> --reflect`` and the ``genspirv reflect`` command.
+- ``runtime`` — ``runtime_suite``: the runtime's micro-benchmarks on the device
+  GENSPIRV_DEVICE selects.
+- ``demo``    — ``runtime_suite``: the decode demo under each barrier policy.
+
+This module stays light (the CLI builds every command's parser on each run);
+the suites and the harness are imported only when a benchmark runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+# suite name -> (module, function)
+SUITES = {
+    "build": ("build_suite", "bench_build"),
+    "reflect": ("reflect_suite", "bench_reflect_suite"),
+    "runtime": ("runtime_suite", "bench_runtime"),
+    "demo": ("runtime_suite", "bench_demo"),
+}
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.replace(",", " ").split())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, not {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected whole numbers of at least 1, not {text!r}")
+    return values
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share in (0, 1], not {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``bench`` subcommand's arguments (``--root`` comes from the CLI's common options)."""
+    parser.add_argument("suite", choices=list(SUITES), help="what to measure")
+    parser.add_argument("--json", metavar="FILE", type=Path, default=None,
+                        help="write every raw run and the metadata to FILE")
+    parser.add_argument("--repeat", type=_positive, metavar="N", default=None,
+                        help="runs per measurement (default: per suite, fewer for big sizes)")
+    parser.add_argument("--sizes", type=_int_list, metavar="N,N,...", default=None,
+                        help="build: variant counts (default 50,200,800,1600); "
+                             "reflect: blob counts (default 10,100,400)")
+    parser.add_argument("--jobs", type=_int_list, metavar="N,N,...", default=None,
+                        help="build: job counts, each measured (default 1 and 2; 1 only up to 200 variants)")
+    parser.add_argument("--header-share", type=_share, default=0.25, metavar="F",
+                        help="build: share of the sources that include the edited header (default 0.25)")
+    parser.add_argument("--keep", type=Path, metavar="DIR", default=None,
+                        help="build: keep the synthetic projects in DIR")
+    parser.add_argument("--quick", action="store_true",
+                        help="runtime/demo: the smallest honest run (for tests and a first look)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run the suite ``args`` names, print its table, write ``--json``; the exit status."""
+    import importlib
+    import time
+
+    from .harness import BenchOptions, Recorder, metadata, render_table, write_json
+
+    root = Path(args.root) if getattr(args, "root", None) else _default_root()
+    opts = BenchOptions(suite=args.suite, repeat=args.repeat, sizes=args.sizes, jobs=args.jobs,
+                        quiet=args.quiet, root=root, header_share=args.header_share,
+                        keep=args.keep, quick=args.quick)
+    module, function = SUITES[args.suite]
+    suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+    rec = Recorder(args.suite)
+    t0 = time.monotonic()
+    suite(opts, rec)
+    seconds = time.monotonic() - t0
+    meta = metadata(root, rec.device)
+    print(render_table(rec))
+    print(f"({args.suite} suite: {seconds:.1f} s on {meta['device']}, {meta['date']}, "
+          f"genspirv {meta['genspirv_commit'] or 'commit unknown'})")
+    if args.json is not None:
+        write_json(args.json, rec, opts, meta, seconds)
+    return 0
+
+
+def _default_root() -> Path:
+    """The nearest project with [tool.genspirv], as for every other command; else here."""
+    from ..errors import GenspirvError
+
+    try:
+        from ..config import find_root
+        return Path(find_root())
+    except (ImportError, GenspirvError):
+        return Path.cwd()
+
+
+def main(argv=None) -> int:
+    """``python -m genspirv.bench``: the same as ``genspirv bench``."""
+    import sys
+
+    from ..errors import GenspirvError
+
+    parser = argparse.ArgumentParser(prog="genspirv bench", description="genspirv benchmarks")
+    parser.add_argument("--root", metavar="DIR", default=None, help="project to take the kernels from")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_from_args(args)
+    except GenspirvError as exc:
+        print(f"genspirv: error: {exc}", file=sys.stderr)
+        return exc.exit_code

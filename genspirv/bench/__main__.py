@@ -1,0 +1,7 @@
+"""``python -m genspirv.bench SUITE``: the same as ``genspirv bench SUITE``."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

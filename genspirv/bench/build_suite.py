@@ -1,0 +1,205 @@
+"""The ``build`` suite: how build, no-op, header-edit rebuild and check grow with the variants.
+
+Takes the kernels of a project (this repo by default) and, for each size and
+job count, a synthetic project of that many variants (``genspirv.bench.synth``).
+Gives raw runs of: ``cold`` (``genspirv build`` on a fresh copy), ``floor``
+(glslangValidator alone over the same variants, as many at a time, paired
+with ``cold`` in ABBA order), ``noop`` (the build again), ``edit`` (after one
+header edit), ``check``; and the ratios cold/floor and check/floor and the
+no-op time per variant. Each step verifies what it claims: the no-op rewrote
+nothing, the edit changed exactly the blobs of the variants including the
+header, every variant compiled to a distinct blob.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import synth
+from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
+                      paired_order, require, run_command, timed)
+
+BUILD_SIZES = (50, 200, 800, 1600)
+BUILD_JOBS = (1, 2)
+SERIAL_UP_TO = 200      # default plan: 1 job only up to this many variants
+
+
+@dataclass(frozen=True)
+class BuildCase:
+    variants: int
+    jobs: int
+    repeats: int
+
+    @property
+    def name(self) -> str:
+        return f"variants={self.variants} jobs={self.jobs}"
+
+
+def build_repeats(variants: int) -> int:
+    """Default repeats: a median of 3 where it is cheap, single runs where one takes minutes."""
+    return 3 if variants <= 50 else 2 if variants <= 200 else 1
+
+
+def build_plan(sizes=None, jobs=None, repeat=None) -> list[BuildCase]:
+    """The cases to run. By default 1 job only up to SERIAL_UP_TO variants: 1 job at
+    1600 variants would double the longest runs of a suite that must fit ~25 minutes
+    on 2 cores; pass ``jobs`` explicitly to measure it anyway."""
+    plan = []
+    for size in sizes or BUILD_SIZES:
+        for j in jobs or tuple(j for j in BUILD_JOBS if j > 1 or size <= SERIAL_UP_TO):
+            plan.append(BuildCase(size, j, repeat or build_repeats(size)))
+    return plan
+
+
+@dataclass(frozen=True)
+class FloorTool:
+    """The glslangValidator the build uses, and what the floor needs to call it."""
+
+    path: str
+    env: dict
+    include_dirs: tuple[str, ...]
+
+
+def floor_tool(project) -> FloorTool:
+    toolchain = require("genspirv.toolchain", "the toolchain", "build")
+    config = require("genspirv.config", "the config reader", "build")
+    cfg = config.load_config(project.root)
+    compiler = toolchain.find_glslang(cfg.glslang)
+    incl = (cfg.include_dir,) if (project.root / cfg.include_dir).is_dir() else ()
+    return FloorTool(str(compiler.tool.path), compiler.tool.env(), incl)
+
+
+def glslang_floor(tool: FloorTool, project, jobs: int, out_dir: Path) -> int:
+    """glslangValidator alone over every variant, ``jobs`` at a time; returns the count."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def one(v) -> None:
+        cmd = [tool.path, "-V", "--target-env", project.target_env]
+        cmd += [f"-I{d}" for d in tool.include_dirs]
+        cmd += [f"-D{k}={val}" for k, val in v.defines]
+        cmd += list(project.flags) + ["-o", str(out_dir / f"{v.name}.spv"), v.source]
+        run_command(cmd, what=f"floor: {v.name}", cwd=project.root, env=tool.env, timeout=600)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, project.variants))
+    return len(project.variants)
+
+
+def output_digests(project) -> dict[str, tuple[int, str]]:
+    """mtime_ns and sha256 of every blob and of the manifest."""
+    out = {}
+    files = list((project.root / project.spirv_dir).glob("*.spv")) + [project.root / project.manifest]
+    for p in files:
+        if p.exists():
+            out[p.name] = (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+    return out
+
+
+def bench_build(opts: BenchOptions, rec: Recorder) -> None:
+    require("genspirv.build", "the build", "build")
+    plan = build_plan(opts.sizes, opts.jobs, opts.repeat)
+    steps_per_repeat = 5       # cold, floor, noop, edit, check
+    progress = Progress(sum(c.repeats * steps_per_repeat for c in plan), opts.quiet)
+    scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-"))
+    rec.notes.append(
+        "cold = `python -m genspirv build --jobs N` on a fresh copy (no state, no outputs); "
+        "floor = glslangValidator alone over the same variants, N at a time, the same binary "
+        "and flags, paired with cold in ABBA order; noop = the same build again; "
+        f"edit = the build after one edit of a header {opts.header_share:.0%} of the sources "
+        "include; check = `python -m genspirv check --jobs N`.")
+    try:
+        projects = {}
+        for size in dict.fromkeys(c.variants for c in plan):
+            projects[size] = p = synth.generate_project(opts.root, scratch / f"pristine-{size}",
+                                                        size, opts.header_share)
+            rec.extra.setdefault("projects", {})[str(size)] = {
+                "variants": len(p.variants), "sources": p.source_count,
+                "header_dependents": p.header_dependents}
+        tool = floor_tool(projects[plan[0].variants])
+        for case in plan:
+            _run_case(case, projects[case.variants], tool, scratch, rec, progress, keep=opts.keep)
+            rec.ratio(case.name, "cold / floor", "cold", "floor")
+            rec.ratio(case.name, "check / floor", "check", "floor")
+            rec.per_unit(case.name, "noop per variant", "noop", case.variants, "s")
+            rec.per_unit(case.name, "cold per variant", "cold", case.variants, "s")
+            deps = projects[case.variants].header_dependents
+            rec.per_unit(case.name, f"edit per rebuilt variant ({deps})", "edit", max(deps, 1), "s")
+    finally:
+        progress.close()
+        if opts.keep is not None:
+            opts.keep.mkdir(parents=True, exist_ok=True)
+            for child in scratch.iterdir():
+                shutil.move(str(child), str(opts.keep / child.name))
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_case(case: BuildCase, pristine, tool: FloorTool, scratch: Path, rec: Recorder,
+              progress: Progress, keep) -> None:
+    jobs = str(case.jobs)
+    info = {"variants": case.variants, "jobs": case.jobs}
+
+    def genspirv(project, *args: str, what: str) -> None:
+        run_command(genspirv_command(*args, "--root", str(project.root), "--jobs", jobs, "--quiet"),
+                    what=f"bench build {case.name}: {what}", env=genspirv_env())
+
+    for r in range(case.repeats):
+        label = f"{case.name} (run {r + 1}/{case.repeats})"
+        work = None
+        for arm in paired_order(r, ("cold", "floor")):
+            progress.step(f"{label} {arm}")
+            if arm == "cold":
+                work = _fresh_copy(pristine, scratch / f"work-{case.variants}-{jobs}-{r}")
+                t, _ = timed(lambda: genspirv(work, "build", what="cold build"))
+                _expect_blobs(work, f"{case.name} cold build")
+            else:
+                out = scratch / f"floor-{case.variants}-{jobs}-{r}"
+                t, _ = timed(lambda: glslang_floor(tool, pristine, case.jobs, out))
+                shutil.rmtree(out, ignore_errors=True)
+            rec.add(case.name, arm, t, repeat=r, **info)
+
+        progress.step(f"{label} noop")
+        before = output_digests(work)
+        t, _ = timed(lambda: genspirv(work, "build", what="no-op build"))
+        if output_digests(work) != before:
+            raise BenchError(f"bench build {case.name}: the no-op build rewrote outputs")
+        rec.add(case.name, "noop", t, repeat=r, **info)
+
+        progress.step(f"{label} edit")
+        synth.edit_header(work)
+        t, _ = timed(lambda: genspirv(work, "build", what="header-edit rebuild"))
+        _expect_changed(before, output_digests(work), work, case.name)
+        rec.add(case.name, "edit", t, repeat=r, rebuilt=work.header_dependents, **info)
+
+        progress.step(f"{label} check")
+        t, _ = timed(lambda: genspirv(work, "check", what="check"))
+        rec.add(case.name, "check", t, repeat=r, **info)
+        if keep is None:
+            shutil.rmtree(work.root, ignore_errors=True)
+
+
+def _fresh_copy(pristine, dest: Path):
+    shutil.copytree(pristine.root, dest)
+    return dataclasses.replace(pristine, root=dest)
+
+
+def _expect_blobs(project, what: str) -> None:
+    digests = output_digests(project)
+    blobs = {k: v for k, v in digests.items() if k.endswith(".spv")}
+    if len(blobs) != len(project.variants):
+        raise BenchError(f"bench build: {what} left {len(blobs)} blobs for {len(project.variants)} variants")
+    if len({sha for _, sha in blobs.values()}) != len(blobs):
+        raise BenchError(f"bench build: {what}: some variants compiled to identical blobs; "
+                         "the synthetic project does not measure what it claims")
+
+
+def _expect_changed(before: dict, after: dict, project, case: str) -> None:
+    changed = sum(1 for k, v in after.items() if k.endswith(".spv") and before.get(k, (0, ""))[1] != v[1])
+    if changed != project.header_dependents:
+        raise BenchError(f"bench build {case}: the header edit changed {changed} blobs, "
+                         f"expected the {project.header_dependents} variants that include it")

@@ -1,0 +1,291 @@
+"""The harness every benchmark suite shares.
+
+Takes measurements as they are made (``Recorder.add``: one raw run each) and
+gives back medians, min–max, derived ratios, a text table, and a JSON document
+holding every run with the metadata needed to trust it: date, device, genspirv
+commit, Python version, cores. Also the small helpers the suites share: ABBA
+ordering of paired arms, a progress line on stderr, running a step that must
+succeed, importing a part that may not exist yet.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from ..errors import GenspirvError
+
+SCHEMA = "genspirv-bench/1"
+
+
+class BenchError(GenspirvError):
+    """A benchmark could not run (missing part, failed step); names the suite and step."""
+
+    exit_code = 2
+
+
+# -- options, records ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    suite: str
+    repeat: Optional[int] = None           # None: each suite's own default per size
+    sizes: Optional[tuple[int, ...]] = None
+    jobs: Optional[tuple[int, ...]] = None   # None: the suite's default plan
+    quiet: bool = False
+    root: Path = field(default_factory=Path.cwd)
+    header_share: float = 0.25
+    keep: Optional[Path] = None            # keep the synthetic projects here
+    quick: bool = False                    # runtime/demo: smallest honest run
+
+
+@dataclass
+class Recorder:
+    """Every raw run, and the comparisons a suite asks for between arms."""
+
+    suite: str
+    runs: list[dict] = field(default_factory=list)
+    derived: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    device: Optional[str] = None
+    extra: dict = field(default_factory=dict)
+
+    def add(self, case: str, arm: str, value: float, unit: str = "s", **info: Any) -> None:
+        self.runs.append({"case": case, "arm": arm, "value": value, "unit": unit,
+                          "seq": len(self.runs), **info})
+
+    def ratio(self, case: str, label: str, num: str, den: str) -> None:
+        """After the runs: median(num) / median(den), both arms of ``case``."""
+        self.derived.append({"case": case, "label": label, "kind": "ratio", "num": num, "den": den})
+
+    def per_unit(self, case: str, label: str, arm: str, divisor: float, unit: str) -> None:
+        """After the runs: median(arm) / divisor, e.g. no-op seconds per variant."""
+        self.derived.append({"case": case, "label": label, "kind": "per_unit", "num": arm,
+                             "divisor": divisor, "unit": unit})
+
+
+def paired_order(repeat_index: int, arms: Sequence[str]) -> list[str]:
+    """Arms in order for repeat ``repeat_index``: forward, reversed, forward, ... (ABBA)."""
+    arms = list(arms)
+    return arms if repeat_index % 2 == 0 else arms[::-1]
+
+
+def summarize(runs: Iterable[dict]) -> list[dict]:
+    """Median, min, max and count per (case, arm), in first-seen order."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in runs:
+        groups.setdefault((r["case"], r["arm"]), []).append(r)
+    out = []
+    for (case, arm), rs in groups.items():
+        values = [r["value"] for r in rs]
+        out.append({"case": case, "arm": arm, "unit": rs[0]["unit"], "n": len(values),
+                    "median": statistics.median(values), "min": min(values), "max": max(values)})
+    return out
+
+
+def resolve_derived(summary: Sequence[dict], derived: Sequence[dict]) -> list[dict]:
+    medians = {(s["case"], s["arm"]): s for s in summary}
+    out = []
+    for d in derived:
+        num = medians.get((d["case"], d["num"]))
+        if num is None:
+            continue
+        if d["kind"] == "ratio":
+            den = medians.get((d["case"], d["den"]))
+            if den is None or den["median"] == 0:
+                continue
+            value, unit = num["median"] / den["median"], "x"
+        else:
+            value, unit = num["median"] / d["divisor"], d["unit"]
+        out.append({"case": d["case"], "label": d["label"], "value": value, "unit": unit})
+    return out
+
+
+# -- display -------------------------------------------------------------------
+
+
+class Progress:
+    """One self-overwriting status line on stderr; silent unless stderr is a TTY."""
+
+    def __init__(self, total: int, quiet: bool = False, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = not quiet and getattr(self.stream, "isatty", lambda: False)()
+        self.total = max(total, 1)
+        self.done = 0
+        self.start = time.monotonic()
+
+    def step(self, label: str) -> None:
+        if self.enabled:
+            elapsed = time.monotonic() - self.start
+            eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+            line = f"[{self.done + 1}/{self.total}] {label}  ({elapsed:.0f} s, ~{eta:.0f} s left)"
+            self.stream.write("\r\x1b[K" + line[:150])
+            self.stream.flush()
+        self.done += 1
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def format_value(value: float, unit: str) -> str:
+    if unit == "s":
+        for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+            if abs(value) >= scale or suffix == "µs":
+                return f"{value / scale:.3g} {suffix}"
+    if unit == "x":
+        return f"{value:.2f}x"
+    return f"{value:.4g} {unit}".rstrip()
+
+
+def render_table(rec: Recorder) -> str:
+    summary = summarize(rec.runs)
+    lines = [f"genspirv bench {rec.suite}" + (f" — {rec.device}" if rec.device else "")]
+    rows = [("case", "arm", "n", "median", "min–max")]
+    for s in summary:
+        rng = f"{format_value(s['min'], s['unit'])} – {format_value(s['max'], s['unit'])}"
+        rows.append((s["case"], s["arm"], str(s["n"]), format_value(s["median"], s["unit"]), rng))
+    lines += _columns(rows)
+    derived = resolve_derived(summary, rec.derived)
+    if derived:
+        lines.append("")
+        lines.append("derived from the medians above (same run):")
+        lines += _columns([("case", "figure", "value")] +
+                          [(d["case"], d["label"], format_value(d["value"], d["unit"])) for d in derived])
+    for note in rec.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+
+
+# -- metadata --------------------------------------------------------------------
+
+
+def git_commit(root: Path) -> Optional[str]:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+        return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def metadata(root: Path, device: Optional[str]) -> dict:
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "genspirv_commit": git_commit(Path(__file__).resolve().parent) or git_commit(root),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "device": device or cpu_name(),
+    }
+
+
+def write_json(path: Path, rec: Recorder, options: BenchOptions, meta: dict, seconds: float) -> None:
+    summary = summarize(rec.runs)
+    doc = {
+        "schema": SCHEMA,
+        "suite": rec.suite,
+        "meta": meta,
+        "options": {"repeat": options.repeat, "sizes": list(options.sizes) if options.sizes else None,
+                    "jobs": list(options.jobs) if options.jobs else None, "header_share": options.header_share},
+        "suite_seconds": round(seconds, 3),
+        "runs": rec.runs,
+        "summary": summary,
+        "derived": resolve_derived(summary, rec.derived),
+        "notes": rec.notes,
+        "extra": rec.extra,
+    }
+    data = (json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n").encode()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# -- shared helpers ------------------------------------------------------------
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t0, result
+
+
+def genspirv_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "genspirv", *args]
+
+
+def genspirv_env() -> dict:
+    """The environment for a ``python -m genspirv`` step: this very package first on the path,
+    so the code measured is the code running the benchmark, installed or not."""
+    here = str(Path(__file__).resolve().parent.parent.parent)
+    old = os.environ.get("PYTHONPATH")
+    return dict(os.environ, PYTHONPATH=f"{here}{os.pathsep}{old}" if old else here)
+
+
+def run_command(cmd: Sequence[str], *, what: str, cwd: Optional[Path] = None,
+                expect: int = 0, timeout: float = 3600, env: Optional[dict] = None) -> subprocess.CompletedProcess:
+    """Run a step; anything but exit ``expect`` is a BenchError quoting its output."""
+    try:
+        proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{what}: did not finish within {timeout:g} s: {' '.join(map(str, cmd))}") from None
+    except OSError as exc:
+        raise BenchError(f"{what}: cannot run {cmd[0]}: {exc.strerror}") from None
+    if proc.returncode != expect:
+        tail = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()[-2000:]
+        raise BenchError(f"{what}: exit {proc.returncode} (expected {expect}) from "
+                         f"{' '.join(map(str, cmd))}:\n{tail}")
+    return proc
+
+
+def require(module: str, what: str, suite: str):
+    """Import a part a suite needs, or say plainly that it is not there yet."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+            raise BenchError(f"bench {suite}: needs {what} ({module}), which this checkout "
+                             f"does not have yet; no figures were made") from None
+        raise

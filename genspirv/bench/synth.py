@@ -1,0 +1,266 @@
+"""Synthetic projects for the build benchmarks.
+
+``generate_project(repo_root, dest, variants, header_share)`` takes a genspirv
+project (this repo: its ``glsl/`` and its ``[tool.genspirv]`` variants) and
+writes, under ``dest``, a bigger project made of copies of its sources:
+copy *k* of ``glsl/add.comp`` is ``glsl/add__c<k>.comp`` next to the original,
+so its relative ``#include`` lines still resolve, and it builds every variant
+the original builds, renamed ``<name>_c<k>``. Copies are added until the
+project holds exactly ``variants`` variants (the last copy may build only some
+of its variants). It gives back a frozen ``SyntheticProject`` describing what
+was written.
+
+Two small wrappers make the copies useful as a benchmark:
+
+- every variant gets a distinct ``GENSPIRV_BENCH_SALT`` define that reaches
+  the code (a branch that can never be taken: ``gl_NumWorkGroups.x == 0``), so
+  each variant compiles to a different blob, as in a real project where no two
+  variants are alike;
+- a known share of the copied sources include one extra header,
+  ``glsl/include/genspirv_bench.glsl``: editing it (``edit_header``) changes
+  those variants' blobs and only those, which is the one-header-edit rebuild.
+
+No compiler runs here; this module only reads the repo's configuration and
+writes files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Iterable, Mapping
+
+from ..errors import ConfigError
+
+HEADER_NAME = "genspirv_bench.glsl"
+SALT_DEFINE = "GENSPIRV_BENCH_SALT"
+_HEADER_SALT = "GENSPIRV_BENCH_HEADER_SALT"
+_INNER_MAIN = "genspirv_bench_main"
+_VERSION_LINE = re.compile(r"^[ \t]*#[ \t]*version\b.*$", re.MULTILINE)
+_HEADER_VALUE = re.compile(rf"#define {_HEADER_SALT} (\d+)u")
+
+
+@dataclass(frozen=True)
+class BaseVariant:
+    """One variant of the original project: source relative to its glsl_dir."""
+
+    name: str
+    source: str                      # posix, relative to glsl_dir
+    defines: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class SyntheticVariant:
+    name: str
+    source: str                      # posix, relative to the project root
+    defines: tuple[tuple[str, str], ...]
+    includes_header: bool
+
+
+@dataclass(frozen=True)
+class SyntheticProject:
+    root: Path
+    glsl_dir: str
+    spirv_dir: str
+    manifest: str
+    target_env: str
+    flags: tuple[str, ...]
+    variants: tuple[SyntheticVariant, ...]
+    source_count: int
+    header: str                      # posix, relative to root
+
+    @property
+    def header_dependents(self) -> int:
+        return sum(v.includes_header for v in self.variants)
+
+
+def base_variants_from_config(repo_root: Path):
+    """The repo's own variants and toolchain settings, through genspirv.config."""
+    from .. import config as config_mod
+
+    cfg = config_mod.load_config(Path(repo_root))
+    glsl_dir = _as_posix(cfg.glsl_dir, repo_root)
+    out = []
+    for v in cfg.variants:
+        src = _as_posix(v.source, repo_root)
+        # Variant.source may be relative to the root or to glsl_dir: normalise.
+        if src.startswith(glsl_dir + "/"):
+            src = src[len(glsl_dir) + 1:]
+        out.append(BaseVariant(v.name, src, tuple(sorted(dict(v.defines).items()))))
+    settings = {
+        "glsl_dir": glsl_dir,
+        "target_env": cfg.target_env,
+        "glslang": cfg.glslang,
+        "flags": tuple(cfg.flags),
+    }
+    return tuple(out), settings
+
+
+def _as_posix(path, root: Path) -> str:
+    p = Path(path)
+    if p.is_absolute():
+        p = p.resolve().relative_to(Path(root).resolve())
+    return PurePosixPath(*p.parts).as_posix()
+
+
+def generate_project(repo_root, dest, variants: int, header_share: float = 0.25,
+                     base: Iterable[BaseVariant] | None = None,
+                     settings: Mapping | None = None) -> SyntheticProject:
+    """Write a synthetic project of exactly ``variants`` variants under ``dest``.
+
+    ``base``/``settings`` default to the repo's configuration; tests pass
+    their own. ``dest`` must not exist or be empty.
+    """
+    repo_root = Path(repo_root)
+    dest = Path(dest)
+    if variants < 1:
+        raise ConfigError(f"bench: a synthetic project needs at least 1 variant, not {variants}")
+    if not 0.0 <= header_share <= 1.0:
+        raise ConfigError(f"bench: header share must lie in [0, 1], not {header_share}")
+    if base is None or settings is None:
+        base, settings = base_variants_from_config(repo_root)
+    base = tuple(base)
+    if not base:
+        raise ConfigError(f"bench: {repo_root} has no variants to copy")
+    glsl_dir = settings["glsl_dir"]
+    src_glsl = repo_root / glsl_dir
+    if dest.exists() and any(dest.iterdir()):
+        raise ConfigError(f"bench: {dest} is not empty")
+
+    # The tree minus the sources: includes and anything else they may read.
+    shutil.copytree(src_glsl, dest / glsl_dir, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("*.comp"))
+    header_rel = f"{glsl_dir}/include/{HEADER_NAME}"
+    _write(dest / header_rel, _header_text(0))
+
+    by_source: dict[str, list[BaseVariant]] = {}
+    for v in base:
+        by_source.setdefault(v.source, []).append(v)
+    originals = {s: (src_glsl / s).read_text(encoding="utf-8") for s in by_source}
+
+    chosen: list[SyntheticVariant] = []
+    tables: list[tuple[str, list[SyntheticVariant]]] = []
+    copy = 0
+    source_index = 0
+    while len(chosen) < variants:
+        for src, members in by_source.items():
+            if len(chosen) >= variants:
+                break
+            with_header = _spread(source_index, header_share)
+            source_index += 1
+            stem = PurePosixPath(src)
+            copy_src = str(stem.with_name(f"{stem.stem}__c{copy}{stem.suffix}"))
+            header_from_copy = os.path.relpath(
+                header_rel, PurePosixPath(glsl_dir, copy_src).parent.as_posix())
+            text = _wrap_source(originals[src], src, header_from_copy if with_header else None)
+            _write(dest / glsl_dir / copy_src, text)
+            table = []
+            for v in members[: variants - len(chosen)]:
+                salt = len(chosen)
+                sv = SyntheticVariant(
+                    name=f"{v.name}_c{copy}",
+                    source=f"{glsl_dir}/{copy_src}",
+                    defines=tuple(sorted(dict(v.defines, **{SALT_DEFINE: f"{salt}u"}).items())),
+                    includes_header=with_header,
+                )
+                table.append(sv)
+                chosen.append(sv)
+            tables.append((copy_src, table))
+        copy += 1
+
+    spirv_dir, manifest = "spirv", "manifests/shaders.json"
+    _write(dest / "pyproject.toml", _pyproject_text(settings, spirv_dir, manifest, tables))
+    return SyntheticProject(
+        root=dest, glsl_dir=glsl_dir, spirv_dir=spirv_dir, manifest=manifest,
+        target_env=settings["target_env"], flags=tuple(settings.get("flags", ())),
+        variants=tuple(chosen), source_count=len(tables), header=header_rel,
+    )
+
+
+def edit_header(project: SyntheticProject) -> int:
+    """Bump the shared header's salt (a real change of the dependents' code); return it."""
+    path = project.root / project.header
+    m = _HEADER_VALUE.search(path.read_text(encoding="utf-8"))
+    value = int(m.group(1)) + 1 if m else 1
+    _write(path, _header_text(value))
+    return value
+
+
+def _spread(index: int, share: float) -> bool:
+    """True for an evenly spread ``share`` of the indices 0, 1, 2, ..."""
+    return int((index + 1) * share) > int(index * share)
+
+
+def _header_text(value: int) -> str:
+    return (
+        "// Shared by a known share of the benchmark's sources; the benchmark edits it.\n"
+        f"#define {_HEADER_SALT} {value}u\n"
+    )
+
+
+def _wrap_source(text: str, name: str, header_include: str | None) -> str:
+    m = _VERSION_LINE.search(text)
+    if not m:
+        raise ConfigError(f"bench: {name} has no #version line to copy it behind")
+    if header_include is not None:
+        salt_source = (
+            "#extension GL_GOOGLE_include_directive : enable\n"
+            f'#include "{header_include}"\n'
+        )
+    else:
+        salt_source = f"#define {_HEADER_SALT} 0u\n"
+    prologue = (
+        f"// genspirv bench: a copy of {name}; main renamed, wrapped below.\n"
+        f"{salt_source}"
+        f"#define main {_INNER_MAIN}\n"
+    )
+    epilogue = (
+        "\n#undef main\n"
+        "// Never taken (no dispatch has zero groups), but it puts the salts in the blob.\n"
+        "void main() {\n"
+        f"    if (gl_NumWorkGroups.x == 0u && gl_WorkGroupID.x == {SALT_DEFINE} + {_HEADER_SALT}) {{\n"
+        "        return;\n"
+        "    }\n"
+        f"    {_INNER_MAIN}();\n"
+        "}\n"
+    )
+    end = m.end()
+    return text[:end] + "\n" + prologue + text[end:].lstrip("\n") + epilogue
+
+
+def _toml_str(s: str) -> str:
+    # A JSON string with only BMP escapes is a valid TOML basic string.
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _pyproject_text(settings: Mapping, spirv_dir: str, manifest: str,
+                    tables: list[tuple[str, list[SyntheticVariant]]]) -> str:
+    lines = [
+        "# Synthetic project written by genspirv's build benchmark.",
+        "[tool.genspirv]",
+        f"glsl_dir = {_toml_str(settings['glsl_dir'])}",
+        f"spirv_dir = {_toml_str(spirv_dir)}",
+        f"manifest = {_toml_str(manifest)}",
+        f"target_env = {_toml_str(settings['target_env'])}",
+        f"glslang = {_toml_str(settings['glslang'])}",
+        "flags = [" + ", ".join(_toml_str(f) for f in settings.get("flags", ())) + "]",
+        "",
+    ]
+    for src, table in tables:
+        lines.append(f"[tool.genspirv.shaders.{_toml_str(src)}]")
+        lines.append("variants = [")
+        for v in table:
+            defines = ", ".join(f"{_toml_str(k)} = {_toml_str(val)}" for k, val in v.defines)
+            lines.append(f"  {{ name = {_toml_str(v.name)}, defines = {{ {defines} }} }},")
+        lines.append("]")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
