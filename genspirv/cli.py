@@ -217,6 +217,19 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- bench --------------------------------------------------------------------
+
+
+def _bench_args(p: argparse.ArgumentParser) -> None:
+    from .bench import add_arguments   # a light module: the suites load only when run
+    add_arguments(p)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run_from_args
+    return run_from_args(args)
+
+
 # -- the table ----------------------------------------------------------------
 
 
@@ -236,6 +249,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("show", "one manifest entry", _show_args, cmd_show),
     Command("lint", "findings such as a writable binding never written", _lint_args, cmd_lint),
     Command("init", "scaffold a new genspirv project in DIR", _init_args, cmd_init),
+    Command("bench", "benchmarks: build, reflect, runtime, demo (--json FILE for every run)",
+            _bench_args, cmd_bench),
 )
 
 
