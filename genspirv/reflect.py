@@ -423,7 +423,10 @@ def describe_variable(index: Index, var: Instruction) -> Descriptor:
         else:
             kind = "storage_image" if sampled == 2 else "sampled_image"
     elif storage == sp.STORAGE_UNIFORM_CONSTANT and op == sp.OP_TYPE_SAMPLED_IMAGE:
-        kind = "combined_image_sampler"
+        image = index.define(element.operand(1), element)
+        # GLSL's samplerBuffer: Vulkan binds a sampled buffer-dim image as a texel buffer.
+        is_buffer = image.opcode == sp.OP_TYPE_IMAGE and image.operand(2) == sp.IMAGE_DIM_BUFFER
+        kind = "uniform_texel_buffer" if is_buffer else "combined_image_sampler"
     elif storage == sp.STORAGE_UNIFORM_CONSTANT and op == sp.OP_TYPE_SAMPLER:
         kind = "sampler"
     elif storage == sp.STORAGE_UNIFORM_CONSTANT and op == sp.OP_TYPE_ACCELERATION_STRUCTURE_KHR:
@@ -569,6 +572,8 @@ def usage(index: Index, entry: int, roots: Mapping[int, bool]) -> Usage:
             elif op in _IMAGE_QUERIES or op == sp.OP_ARRAY_LENGTH:
                 # Sizes come from the descriptor, not from the contents.
                 uses.append((inst.operand(2), USE_ACCESS))
+            elif op == sp.OP_RAY_QUERY_INITIALIZE_KHR:
+                uses.append((inst.operand(1), USE_READ))     # the acceleration structure
             elif op == sp.OP_COOPERATIVE_MATRIX_LOAD_KHR:
                 uses.append((inst.operand(2), USE_READ))
             elif op == sp.OP_COOPERATIVE_MATRIX_STORE_KHR:

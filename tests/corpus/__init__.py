@@ -1,0 +1,1 @@
+"""Edge-case shaders for the reflection tests: GLSL (*.comp) and SPIR-V assembly (*.spvasm)."""

@@ -1,0 +1,198 @@
+"""Test helpers: compile the corpus with the pinned tools and read spirv-cross's reflection.
+
+``compile_glsl`` runs glslangValidator, ``assemble`` runs spirv-as, ``cross_reflect``
+runs ``spirv-cross FILE --reflect`` (the file first: spirv-cross swallows the
+argument after ``--reflect``) and ``expected_from_cross`` turns its JSON into the
+shape genspirv's ``ShaderInfo`` has, so the tests compare like with like.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).resolve().parent
+TIMEOUT = 60
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} not installed")
+    return path
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT)
+    if done.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} failed ({done.returncode}):\n"
+                             f"{done.stdout}\n{done.stderr}")
+    return done
+
+
+@lru_cache(maxsize=None)
+def compile_glsl(source: Path, target_env: str = "vulkan1.2") -> bytes:
+    """The SPIR-V of a corpus GLSL file, compiled with the pinned glslangValidator."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.spv"
+        _run([tool("glslangValidator"), "-V", "--target-env", target_env, str(source),
+              "-o", str(out)])
+        data = out.read_bytes()
+    assert data, f"glslangValidator wrote nothing for {source}"
+    return data
+
+
+def target_env_of(source: Path, default: str = "spv1.5") -> str:
+    """A ``; target-env: spv1.0`` first line picks the SPIR-V version to assemble for."""
+    first = source.read_text().split("\n", 1)[0]
+    if first.startswith("; target-env:"):
+        return first.split(":", 1)[1].strip()
+    return default
+
+
+@lru_cache(maxsize=None)
+def assemble(source: Path, target_env: str | None = None) -> bytes:
+    """The SPIR-V of a corpus .spvasm file, assembled with the pinned spirv-as."""
+    target_env = target_env or target_env_of(source)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.spv"
+        _run([tool("spirv-as"), "--target-env", target_env, str(source), "-o", str(out)])
+        return out.read_bytes()
+
+
+def corpus_blob(path: Path) -> bytes:
+    return assemble(path) if path.suffix == ".spvasm" else compile_glsl(path)
+
+
+def corpus_files() -> list[Path]:
+    return sorted(list(CORPUS.glob("*.comp")) + list(CORPUS.glob("*.spvasm")))
+
+
+def cross_reflect(blob: bytes, entry: str | None = None) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "in.spv"
+        path.write_bytes(blob)
+        argv = [tool("spirv-cross"), str(path), "--reflect"]
+        if entry is not None:
+            argv += ["--entry", entry, "--stage", "comp"]
+        return json.loads(_run(argv).stdout)
+
+
+def disassemble(blob: bytes) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "in.spv"
+        path.write_bytes(blob)
+        return _run([tool("spirv-dis"), "--raw-id", "--no-color", str(path)]).stdout
+
+
+# spirv-cross's GLSL spellings -> genspirv's
+CROSS_SPEC_TYPES = {"bool": "bool", "int": "int32", "uint": "uint32", "float": "float32",
+                    "double": "float64", "int64_t": "int64", "uint64_t": "uint64",
+                    "float16_t": "float16", "int16_t": "int16", "uint16_t": "uint16",
+                    "int8_t": "int8", "uint8_t": "uint8"}
+
+STORAGE_KINDS = ("storage_buffer", "storage_image", "storage_texel_buffer")
+
+
+def _cross_kind(section: str, res: dict) -> str:
+    buffer_dim = "Buffer" in res["type"]
+    return {
+        "ssbos": "storage_buffer",
+        "ubos": "uniform_buffer",
+        "images": "storage_texel_buffer" if buffer_dim else "storage_image",
+        "textures": "uniform_texel_buffer" if buffer_dim else "combined_image_sampler",
+        "separate_images": "uniform_texel_buffer" if buffer_dim else "sampled_image",
+        "separate_samplers": "sampler",
+        "acceleration_structures": "acceleration_structure",
+    }[section]
+
+
+def expected_from_cross(cross: dict, entry: str | None = None) -> dict:
+    """What spirv-cross says, normalised to genspirv's terms."""
+    specs_by_var = {s["variable_id"]: s for s in cross.get("specialization_constants", [])}
+    specs_by_id = {s["id"]: s for s in cross.get("specialization_constants", [])}
+    bindings = {}
+    for section in ("ssbos", "ubos", "images", "textures", "separate_images",
+                    "separate_samplers", "acceleration_structures"):
+        for res in cross.get(section, []):
+            count = 1
+            for size, literal in zip(res.get("array", []), res.get("array_size_is_literal", [])):
+                # A non-literal size is the id of a spec constant: its default is the count.
+                count *= size if literal else specs_by_var[size]["default_value"]
+            kind = _cross_kind(section, res)
+            if kind in STORAGE_KINDS:
+                access = ("read" if res.get("readonly") else
+                          "write" if res.get("writeonly") else "read_write")
+            else:
+                access = "read"
+            key = (res.get("set", 0), res["binding"])
+            assert key not in bindings, f"spirv-cross lists {key} twice"
+            bindings[key] = {"type": kind, "count": count, "access": access}
+    eps = cross["entryPoints"]
+    ep = eps[0] if entry is None else next(e for e in eps if e["name"] == entry)
+    local_size, spec_ids = [], []
+    for value, is_spec in zip(ep["workgroup_size"], ep["workgroup_size_is_spec_constant_id"]):
+        if not is_spec and value == 0:
+            # spirv-cross prints 0 for a plain-constant dimension of LocalSizeId.
+            local_size.append(None)
+            spec_ids.append(None)
+        elif is_spec:
+            local_size.append(specs_by_id[value]["default_value"])
+            spec_ids.append(value)
+        else:
+            local_size.append(value)
+            spec_ids.append(None)
+    specs = {}
+    for s in cross.get("specialization_constants", []):
+        # spirv-cross prints no default for 8/16/64-bit types.
+        specs.setdefault(s["id"], (CROSS_SPEC_TYPES[s["type"]], s.get("default_value")))
+    return {"bindings": bindings, "local_size": tuple(local_size),
+            "local_size_spec_ids": tuple(spec_ids), "spec_constants": specs}
+
+
+def actual_from_info(info) -> dict:
+    return {
+        "bindings": {(b.set, b.binding): {"type": b.type, "count": b.count, "access": b.access}
+                     for b in info.bindings},
+        "local_size": info.local_size,
+        "local_size_spec_ids": info.local_size_spec_ids,
+        "spec_constants": {s.id: (s.type, s.default) for s in info.spec_constants},
+    }
+
+
+def assert_agrees(info, cross: dict, entry: str | None = None, what: str = "") -> None:
+    expected = expected_from_cross(cross, entry)
+    actual = actual_from_info(info)
+    assert actual["bindings"] == expected["bindings"], what
+    assert [a for a, e in zip(actual["local_size"], expected["local_size"]) if e is not None] \
+        == [e for e in expected["local_size"] if e is not None], what
+    assert actual["local_size_spec_ids"] == expected["local_size_spec_ids"], what
+    assert actual["spec_constants"].keys() == expected["spec_constants"].keys(), what
+    for sid, (stype, default) in expected["spec_constants"].items():
+        got_type, got_default = actual["spec_constants"][sid]
+        assert got_type == stype, f"{what}: spec {sid}"
+        if default is not None:
+            assert got_default == default and type(got_default) is type(default), f"{what}: spec {sid}"
+
+
+def dis_spec_defaults(blob: bytes) -> dict[int, str]:
+    """Spec constant defaults as spirv-dis prints them, by SpecId (the full-width literals
+    spirv-cross leaves out)."""
+    text = disassemble(blob)
+    spec_of = {}
+    literal_of = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0] == "OpDecorate" and parts[2] == "SpecId":
+            spec_of[parts[1]] = int(parts[3])
+        if len(parts) >= 5 and parts[2] == "OpSpecConstant":
+            literal_of[parts[0]] = parts[4]
+        if len(parts) >= 4 and parts[2] in ("OpSpecConstantTrue", "OpSpecConstantFalse"):
+            literal_of[parts[0]] = parts[2] == "OpSpecConstantTrue"
+    return {sid: literal_of[var] for var, sid in spec_of.items() if var in literal_of}
