@@ -109,6 +109,14 @@ class DispatchError(RuntimeCheckError):
     """A dispatch of zero groups or beyond the device's limits."""
 
 
+class AllocationError(RuntimeCheckError):
+    """An allocation larger than the device can give (names the size and the limit)."""
+
+
+class InFlightError(GenspirvError):
+    """The runtime was about to rewrite memory a submitted batch still references (a bug)."""
+
+
 class DeviceFeatureError(GenspirvError):
     """The device lacks a feature a kernel needs (e.g. 16-bit storage)."""
 

@@ -1,0 +1,224 @@
+"""Kernels: a manifest entry in, a checked Vulkan compute pipeline out.
+
+Takes a ``ManifestEntry`` and its blob; checks the blob against the recorded
+sha256 before Vulkan ever sees it, builds the descriptor set layouts from the
+entry's bindings, the push-constant range from ``push_constant_size``, and
+one pipeline per distinct set of specialisation values (cached by name and
+values). ``pack_spec`` (pure) turns ``{name: value}`` into the map entries and
+bytes of a ``VkSpecializationInfo``: bool is a 4-byte VkBool32, 64-bit types
+take 8 bytes.
+
+The hard checks of a dispatch that only need the entry (buffer count, push
+size) live here too, so their messages name the kernel and both numbers.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Mapping
+
+import vulkan as vk
+
+from ..errors import (BindingCountError, DeviceFeatureError, GenspirvError,
+                      PushConstantSizeError, SpecConstantError)
+from ..manifest import ManifestEntry, check_blob
+from ._vk import call, ffi
+
+_SPEC_FORMATS = {
+    "bool": "I", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
+    "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q",
+    "float16": "e", "float32": "f", "float64": "d",
+}
+
+_DESCRIPTOR_TYPES = {
+    "storage_buffer": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+    "uniform_buffer": vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+}
+
+# SPIR-V capabilities that need a device feature, and that feature's name in dev.features.
+CAPABILITY_FEATURES = {
+    "StorageBuffer16BitAccess": "storage_buffer_16bit_access",
+    "UniformAndStorageBuffer16BitAccess": "uniform_and_storage_buffer_16bit_access",
+    "StoragePushConstant16": "storage_push_constant_16",
+    "Float16": "shader_float16",
+    "Int8": "shader_int8",
+    "StorageBuffer8BitAccess": "storage_buffer_8bit_access",
+    "UniformAndStorageBuffer8BitAccess": "uniform_and_storage_buffer_8bit_access",
+    "StoragePushConstant8": "storage_push_constant_8",
+    "Int16": "shader_int16",
+    "Int64": "shader_int64",
+    "Float64": "shader_float64",
+}
+
+
+@dataclass(frozen=True)
+class SpecData:
+    entries: tuple[tuple[int, int, int], ...]   # (constant id, byte offset, byte size)
+    data: bytes
+    key: tuple                                   # (name, value) pairs, sorted: the cache key
+
+
+def pack_spec(entry: ManifestEntry, spec: Mapping[str, object] | None) -> SpecData:
+    """Validate ``spec`` against the entry's spec constants and pack it."""
+    spec = dict(spec or {})
+    by_name = {s.name: s for s in entry.info.spec_constants if s.name}
+    unknown = sorted(set(spec) - set(by_name))
+    if unknown:
+        known = ", ".join(sorted(by_name)) or "none"
+        raise SpecConstantError(f"kernel {entry.name}: unknown spec constant(s) "
+                                f"{', '.join(unknown)} (known: {known})")
+    entries, chunks, offset = [], [], 0
+    for name in sorted(spec, key=lambda n: by_name[n].id):
+        const = by_name[name]
+        value = _check_value(entry.name, const.name, const.type, spec[name])
+        fmt = _SPEC_FORMATS[const.type]
+        raw = struct.pack("<" + fmt, value)
+        entries.append((const.id, offset, len(raw)))
+        chunks.append(raw)
+        offset += len(raw)
+    return SpecData(entries=tuple(entries), data=b"".join(chunks),
+                    key=tuple(sorted((n, spec[n]) for n in spec)))
+
+
+def _check_value(kernel: str, name: str, stype: str, value):
+    where = f"kernel {kernel}: spec constant {name} ({stype})"
+    if stype == "bool":
+        if not isinstance(value, bool):
+            raise SpecConstantError(f"{where} needs True or False, not {value!r}")
+        return 1 if value else 0
+    if stype.startswith(("int", "uint")):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecConstantError(f"{where} needs an integer, not {value!r}")
+        bits = int(stype.split("int")[1])
+        lo, hi = (0, 2 ** bits - 1) if stype.startswith("u") else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
+        if not lo <= value <= hi:
+            raise SpecConstantError(f"{where}: {value} is outside [{lo}, {hi}]")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpecConstantError(f"{where} needs a number, not {value!r}")
+    return float(value)
+
+
+def check_dispatch_args(entry: ManifestEntry, nbuffers: int, push_size: int) -> None:
+    info = entry.info
+    if nbuffers != info.binding_count:
+        raise BindingCountError(f"kernel {entry.name}: {nbuffers} buffer(s) bound, the kernel has "
+                                f"{info.binding_count} binding(s) "
+                                f"({', '.join(b.name for b in info.bindings) or 'none'})")
+    if push_size != info.push_constant_size:
+        raise PushConstantSizeError(f"kernel {entry.name}: {push_size} byte(s) of push data, the "
+                                    f"kernel's push constants are {info.push_constant_size} bytes")
+
+
+def missing_features(entry_name: str, capabilities, features: Mapping[str, bool]) -> list[str]:
+    """Device features the blob's capabilities need and the device lacks."""
+    return sorted({CAPABILITY_FEATURES[c] for c in capabilities
+                   if c in CAPABILITY_FEATURES and not features.get(CAPABILITY_FEATURES[c], False)})
+
+
+def blob_capabilities(blob: bytes):
+    """The blob's OpCapability names, from the project's SPIR-V reader."""
+    from .. import spirv
+    return spirv.capabilities(blob)
+
+
+class Kernel:
+    """One manifest entry turned into a pipeline layout and cached pipelines."""
+
+    def __init__(self, device, entry: ManifestEntry, blob: bytes, features: Mapping[str, bool]):
+        check_blob(entry, blob)   # before vkCreateShaderModule: a corrupt blob never reaches the driver
+        self.entry = entry
+        self.name = entry.name
+        self._device = device
+        info = entry.info
+        for b in info.bindings:
+            if b.type not in _DESCRIPTOR_TYPES:
+                raise GenspirvError(f"kernel {entry.name}: binding {b.name} is a {b.type}; the runtime "
+                                    f"binds storage and uniform buffers only")
+            if b.count != 1:
+                raise GenspirvError(f"kernel {entry.name}: binding {b.name} is an array of "
+                                    f"{b.count or 'runtime size'}; the runtime binds single buffers")
+        missing = missing_features(entry.name, blob_capabilities(blob), features)
+        if missing:
+            raise DeviceFeatureError(f"kernel {entry.name} needs device feature(s) "
+                                     f"{', '.join(missing)} that this device lacks")
+        self.readable_mask = info.readable_mask
+        self.writable_mask = info.writable_mask
+        self.descriptor_types = [_DESCRIPTOR_TYPES[b.type] for b in info.bindings]
+        self.bindings = info.bindings
+        self.push_constant_size = info.push_constant_size
+        self.set_numbers = sorted({b.set for b in info.bindings})
+        self.set_layouts = []
+        self._own_layouts = []
+        for set_no in range(max(self.set_numbers, default=-1) + 1):
+            layout_bindings = [
+                vk.VkDescriptorSetLayoutBinding(binding=b.binding, descriptorType=_DESCRIPTOR_TYPES[b.type],
+                                                descriptorCount=1,
+                                                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+                for b in info.bindings if b.set == set_no]
+            cinfo = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(layout_bindings),
+                                                       pBindings=layout_bindings or None)
+            layout = call(vk.vkCreateDescriptorSetLayout, device, cinfo, None)
+            self.set_layouts.append(layout)
+        ranges = []
+        if self.push_constant_size:
+            ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0,
+                                             size=self.push_constant_size)]
+        set_layouts = list(self.set_layouts)
+        linfo = vk.VkPipelineLayoutCreateInfo(setLayoutCount=len(set_layouts),
+                                              pSetLayouts=set_layouts or None,
+                                              pushConstantRangeCount=len(ranges),
+                                              pPushConstantRanges=ranges or None)
+        self.pipeline_layout = call(vk.vkCreatePipelineLayout, device, linfo, None)
+        code = bytes(blob)   # the binding casts it in place: keep it referenced until the call returns
+        minfo = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
+        self.module = call(vk.vkCreateShaderModule, device, minfo, None)
+        self._pipelines: dict[tuple, object] = {}
+
+    def pipeline(self, spec: SpecData):
+        """The pipeline for these spec values (created once, then cached)."""
+        pipe = self._pipelines.get(spec.key)
+        if pipe is not None:
+            return pipe
+        map_entries = [vk.VkSpecializationMapEntry(constantID=cid, offset=off, size=size)
+                       for cid, off, size in spec.entries]
+        data = ffi.new("char[]", spec.data or b"\0")
+        spec_info = None
+        if map_entries:
+            spec_info = vk.VkSpecializationInfo(mapEntryCount=len(map_entries), pMapEntries=map_entries,
+                                                dataSize=len(spec.data), pData=ffi.cast("void*", data))
+        stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+                                                   module=self.module, pName=self.entry.info.entry_point,
+                                                   pSpecializationInfo=spec_info)
+        cinfo = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.pipeline_layout,
+                                               basePipelineIndex=-1)
+        infos = [cinfo]
+        pipe = call(vk.vkCreateComputePipelines, self._device, None, 1, infos, None)[0]
+        self._pipelines[spec.key] = pipe
+        return pipe
+
+    def destroy(self) -> None:
+        for pipe in self._pipelines.values():
+            vk.vkDestroyPipeline(self._device, pipe, None)
+        self._pipelines.clear()
+        if self.module is not None:
+            vk.vkDestroyShaderModule(self._device, self.module, None)
+            vk.vkDestroyPipelineLayout(self._device, self.pipeline_layout, None)
+            for layout in self.set_layouts:
+                vk.vkDestroyDescriptorSetLayout(self._device, layout, None)
+            self.module = None
+
+
+class BoundKernel:
+    """A kernel with fixed spec values: what ``dev.kernel(name, spec=...)`` returns."""
+
+    def __init__(self, kernel: Kernel, spec: SpecData):
+        self.kernel = kernel
+        self.spec = spec
+        self.name = kernel.name
+        self.entry = kernel.entry
+        self.pipeline = kernel.pipeline(spec)
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.name} spec={dict(self.spec.key)}>"

@@ -1,0 +1,190 @@
+"""Memory: device-local buffers, views of them, and host-visible staging chunks.
+
+Takes a device handle and its memory properties; gives ``Buffer`` (one
+VkBuffer bound to its own allocation, device-local when the device has such
+memory), ``BufferView`` (a byte range of a buffer: what dispatches, copies and
+transfers take) and ``StagingChunk`` (host-visible coherent memory, mapped
+once for its whole life).
+
+Each buffer and chunk has a ``uid`` the hazard tracker uses as its memory key:
+two views overlap only if they share a buffer and their ranges intersect.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Optional
+
+import vulkan as vk
+
+from ..errors import AllocationError, BufferRangeError
+from ._vk import call, ffi
+from .hazards import Range
+
+_uids = itertools.count(1)
+
+BUFFER_USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
+                | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+STAGING_USAGE = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+
+
+def pick_memory_type(mem_props, type_bits: int, want: int, prefer: int = 0) -> Optional[int]:
+    """Index of a memory type allowed by ``type_bits`` having all ``want`` flags
+    (and, if any has them, all ``prefer`` flags too); None if none fits."""
+    fallback = None
+    for i in range(mem_props.memoryTypeCount):
+        if not type_bits & (1 << i):
+            continue
+        flags = mem_props.memoryTypes[i].propertyFlags
+        if flags & want != want:
+            continue
+        if flags & prefer == prefer:
+            return i
+        if fallback is None:
+            fallback = i
+    return fallback
+
+
+def heap_size(mem_props, type_index: int) -> int:
+    return mem_props.memoryHeaps[mem_props.memoryTypes[type_index].heapIndex].size
+
+
+def _allocate(device, mem_props, nbytes: int, usage: int, want: int, prefer: int, what: str,
+              max_allocation: int):
+    info = vk.VkBufferCreateInfo(size=nbytes, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+    buffer = call(vk.vkCreateBuffer, device, info, None)
+    try:
+        req = vk.vkGetBufferMemoryRequirements(device, buffer)
+        index = pick_memory_type(mem_props, req.memoryTypeBits, want, prefer)
+        if index is None:
+            raise AllocationError(f"{what}: no memory type with the needed properties")
+        limit = min(heap_size(mem_props, index), max_allocation)
+        if req.size > limit:
+            raise AllocationError(f"{what}: {nbytes} bytes asked, the device allows at most "
+                                  f"{limit} bytes in one allocation")
+        alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
+        memory = call(vk.vkAllocateMemory, device, alloc, None)
+    except BaseException:
+        vk.vkDestroyBuffer(device, buffer, None)
+        raise
+    call(vk.vkBindBufferMemory, device, buffer, memory, 0)
+    return buffer, memory, index
+
+
+class Buffer:
+    """A device-local storage buffer of ``nbytes`` bytes."""
+
+    def __init__(self, device, mem_props, nbytes: int, max_allocation: int, name: str = ""):
+        if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
+            raise BufferRangeError(f"buffer size must be a positive integer, not {nbytes!r}")
+        self.uid = next(_uids)
+        self.nbytes = nbytes
+        self.name = name or f"buffer#{self.uid}"
+        self._device = device
+        self.handle, self.memory, self.memory_type = _allocate(
+            device, mem_props, nbytes, BUFFER_USAGE, 0, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+            self.name, max_allocation)
+        # Serial of the last batch that recorded an access to this buffer (0: none).
+        self.last_batch = 0
+
+    @property
+    def buffer(self) -> "Buffer":
+        return self
+
+    @property
+    def offset(self) -> int:
+        return 0
+
+    @property
+    def size(self) -> int:
+        return self.nbytes
+
+    @property
+    def range(self) -> Range:
+        return Range(self.uid, 0, self.nbytes)
+
+    def view(self, offset: int, size: int) -> "BufferView":
+        return BufferView(self, offset, size)
+
+    def destroy(self) -> None:
+        if self.handle is not None:
+            vk.vkDestroyBuffer(self._device, self.handle, None)
+            vk.vkFreeMemory(self._device, self.memory, None)
+            self.handle = self.memory = None
+
+    def __repr__(self) -> str:
+        return f"<Buffer {self.name} {self.nbytes} bytes>"
+
+
+@dataclass(frozen=True)
+class BufferView:
+    """Bytes ``[offset, offset + size)`` of one buffer."""
+
+    buffer: Buffer
+    offset: int
+    size: int
+
+    def __post_init__(self):
+        for what, v in (("offset", self.offset), ("size", self.size)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise BufferRangeError(f"{self.buffer.name}: view {what} must be a non-negative "
+                                       f"integer, not {v!r}")
+        if self.size == 0:
+            raise BufferRangeError(f"{self.buffer.name}: a view of 0 bytes at offset {self.offset}")
+        if self.offset + self.size > self.buffer.nbytes:
+            raise BufferRangeError(
+                f"{self.buffer.name}: view [{self.offset}, {self.offset + self.size}) is outside "
+                f"the buffer of {self.buffer.nbytes} bytes")
+
+    @property
+    def range(self) -> Range:
+        return Range(self.buffer.uid, self.offset, self.size)
+
+    def view(self, offset: int, size: int) -> "BufferView":
+        """A view of this view (offset relative to it)."""
+        if offset + size > self.size:
+            raise BufferRangeError(f"{self.buffer.name}: sub-view [{offset}, {offset + size}) "
+                                   f"is outside the view of {self.size} bytes")
+        return BufferView(self.buffer, self.offset + offset, size)
+
+
+def as_view(obj, what: str) -> BufferView:
+    if isinstance(obj, BufferView):
+        if obj.buffer.handle is None:
+            raise BufferRangeError(f"{what}: {obj.buffer.name} was destroyed")
+        return obj
+    if isinstance(obj, Buffer):
+        if obj.handle is None:
+            raise BufferRangeError(f"{what}: {obj.name} was destroyed")
+        return BufferView(obj, 0, obj.nbytes)
+    raise BufferRangeError(f"{what}: expected a Buffer or BufferView, got {type(obj).__name__}")
+
+
+class StagingChunk:
+    """Host-visible coherent memory, mapped once; bump-allocated by its owner."""
+
+    def __init__(self, device, mem_props, nbytes: int, max_allocation: int):
+        self.uid = next(_uids)
+        self.nbytes = nbytes
+        self._device = device
+        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        # Cached memory makes the host reads of downloads fast where it exists.
+        self.handle, self.memory, _ = _allocate(device, mem_props, nbytes, STAGING_USAGE, want,
+                                                vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+                                                f"staging chunk of {nbytes} bytes", max_allocation)
+        self.mapping = call(vk.vkMapMemory, device, self.memory, 0, nbytes, 0)
+        self.address = ffi.from_buffer(self.mapping)
+
+    def write(self, offset: int, data) -> None:
+        ffi.memmove(self.address + offset, data, len(data))
+
+    def read(self, offset: int, nbytes: int) -> bytes:
+        return bytes(self.mapping[offset:offset + nbytes])
+
+    def destroy(self) -> None:
+        if self.handle is not None:
+            vk.vkUnmapMemory(self._device, self.memory)
+            vk.vkDestroyBuffer(self._device, self.handle, None)
+            vk.vkFreeMemory(self._device, self.memory, None)
+            self.handle = self.memory = self.mapping = self.address = None

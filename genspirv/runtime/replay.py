@@ -1,0 +1,98 @@
+"""Replay: dispatches and copies captured once, resubmitted without recording again.
+
+``with dev.record() as g: ...`` routes the device's dispatch and copy calls
+into a ``Graph``: a command buffer of its own (reusable, not one-time), its
+own descriptor pool and its own hazard tracker, so barriers inside the graph
+are decided once at capture. ``g.run()`` submits that command buffer again.
+
+Fixed at capture: the buffers and views bound, push data, group counts,
+spec values, and every barrier inside the graph. Not allowed inside a
+capture: uploads, downloads and GPU timers (their data or results belong to
+one moment, not to every replay).
+
+At the ends: before each run the device checks every access of the graph
+against its own pending sets and records one barrier at the graph's start if
+any conflicts (policy ``always``: if anything is pending); after the run, the
+accesses since the graph's last internal barrier become pending in the
+device's tracker, so the next command orders itself after the graph.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import vulkan as vk
+
+from ..errors import GenspirvError
+from ._vk import call, cmd_barrier
+from .hazards import Access, Barrier, HazardTracker
+from .submit import DescriptorPools
+
+
+class Graph:
+    def __init__(self, device):
+        self._device = device
+        self._handle = device.handle
+        info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=device.queue_family)
+        self._pool = call(vk.vkCreateCommandPool, self._handle, info, None)
+        alloc = vk.VkCommandBufferAllocateInfo(commandPool=self._pool,
+                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                               commandBufferCount=1)
+        self.command_buffer = call(vk.vkAllocateCommandBuffers, self._handle, alloc)[0]
+        call(vk.vkBeginCommandBuffer, self.command_buffer, vk.VkCommandBufferBeginInfo(flags=0))
+        self.descriptors = DescriptorPools(self._handle)
+        self.tracker = HazardTracker(device.barrier_policy)
+        self.accesses: list[Access] = []
+        self.tail: list[Access] = []      # accesses after the last internal barrier
+        self.buffers: dict[int, object] = {}
+        self.bound_pipeline = None
+        self.dispatches = 0
+        self.commands = 0
+        self.serial = -1                  # never equal to a slot's batch serial
+        self.finished = False
+        self.last_seq: Optional[int] = None   # submission number of the latest run
+        self._last_slot = None
+
+    # -- capture (called by the device) ---------------------------------------
+
+    def track(self, access: Access) -> tuple[Optional[Barrier], bool]:
+        barrier, skipped = self.tracker.access(access)
+        if barrier is not None:
+            self.tail = []
+        self.accesses.append(access)
+        self.tail.append(access)
+        return barrier, skipped
+
+    def finish(self) -> None:
+        call(vk.vkEndCommandBuffer, self.command_buffer)
+        self.finished = True
+
+    # -- replay ---------------------------------------------------------------
+
+    def run(self) -> None:
+        """Submit the captured work once more (after any work recorded before)."""
+        if not self.finished:
+            raise GenspirvError("g.run() inside its own dev.record() block")
+        if self.command_buffer is None:
+            raise GenspirvError("this replay graph was destroyed")
+        self._device._run_graph(self)
+
+    def destroy(self) -> None:
+        if self._pool is not None:
+            self.descriptors.destroy()
+            vk.vkDestroyCommandPool(self._handle, self._pool, None)
+            self._pool = None
+            self.command_buffer = None
+
+
+def entry_barrier(tracker: HazardTracker, graph: Graph) -> tuple[Optional[Barrier], bool]:
+    """The barrier to record before a run of ``graph`` (and whether one was skipped)."""
+    if not tracker.pending:
+        return None, False
+    if tracker.policy == "always" or (
+            tracker.policy == "smart" and any(tracker.hazards(a) for a in graph.accesses)):
+        return tracker.barrier_all(), False
+    return None, True
+
+
+__all__ = ["Graph", "entry_barrier", "cmd_barrier"]

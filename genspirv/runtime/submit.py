@@ -1,0 +1,221 @@
+"""In-flight submission slots.
+
+Takes the device handle, the compute queue family and a slot count (default
+2, ``GENSPIRV_INFLIGHT`` 1..4); gives a ring of ``Slot`` objects. Each slot
+owns what one batch of recorded work references until its fence signals: a
+command pool and command buffer, a fence, descriptor pools, and staging
+memory. A batch is recorded into one slot and submitted with that slot's
+fence; the slot is reused ("retired") only after the fence has signalled.
+
+``InFlightGuard`` keeps that promise checkable: every staging range written
+and every descriptor pool reset is registered against its slot, and touching
+one that another unretired slot still references raises ``InFlightError``.
+A slot layout where two slots shared one staging chunk or descriptor pool is
+caught here at once, not by a rare wrong value on a fast GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import vulkan as vk
+
+from ..errors import InFlightError
+from ._vk import NO_TIMEOUT, call, fence_signalled
+from .memory import StagingChunk
+
+STAGING_CHUNK = 4 << 20
+DESCRIPTOR_SETS_PER_POOL = 256
+STAGING_ALIGN = 256     # covers optimalBufferCopyOffsetAlignment on common devices
+
+
+class InFlightGuard:
+    """Which slot references which staging bytes and descriptor pools, until retired."""
+
+    def __init__(self) -> None:
+        self._staging: dict[int, list[tuple[int, int, int]]] = {}   # chunk uid -> (lo, hi, slot)
+        self._pools: dict[int, set[int]] = {}                       # pool id -> slots
+
+    def use_staging(self, chunk_uid: int, lo: int, hi: int, slot: int) -> None:
+        for a, b, other in self._staging.get(chunk_uid, ()):
+            if other != slot and a < hi and lo < b:
+                raise InFlightError(f"staging bytes [{lo}, {hi}) of chunk {chunk_uid} are still "
+                                    f"referenced by in-flight slot {other}")
+        self._staging.setdefault(chunk_uid, []).append((lo, hi, slot))
+
+    def use_pool(self, pool_id: int, slot: int) -> None:
+        self._pools.setdefault(pool_id, set()).add(slot)
+
+    def reset_pool(self, pool_id: int, slot: int) -> None:
+        others = self._pools.get(pool_id, set()) - {slot}
+        if others:
+            raise InFlightError(f"descriptor pool {pool_id} reset by slot {slot} while slot(s) "
+                                f"{sorted(others)} still use it")
+
+    def retire(self, slot: int) -> None:
+        for uid in list(self._staging):
+            kept = [e for e in self._staging[uid] if e[2] != slot]
+            if kept:
+                self._staging[uid] = kept
+            else:
+                del self._staging[uid]
+        for users in self._pools.values():
+            users.discard(slot)
+
+
+class StagingArena:
+    """A slot's staging memory: chunks bump-allocated, all freed at once on retire."""
+
+    def __init__(self, device, mem_props, max_allocation: int):
+        self._device = device
+        self._mem_props = mem_props
+        self._max_allocation = max_allocation
+        self.chunks: list[StagingChunk] = []
+        self._current = 0
+        self._offset = 0
+        # Bumped on every reset: the hazard tracker keys staging by (chunk, generation),
+        # since the fence wait that preceded the reset orders the old uses before the new.
+        self.generation = 0
+
+    def alloc(self, nbytes: int) -> tuple[StagingChunk, int]:
+        while self._current < len(self.chunks):
+            chunk = self.chunks[self._current]
+            if self._offset + nbytes <= chunk.nbytes:
+                offset = self._offset
+                self._offset = -(-(offset + nbytes) // STAGING_ALIGN) * STAGING_ALIGN
+                return chunk, offset
+            self._current += 1
+            self._offset = 0
+        chunk = StagingChunk(self._device, self._mem_props, max(STAGING_CHUNK, nbytes),
+                             self._max_allocation)
+        self.chunks.append(chunk)
+        self._current = len(self.chunks) - 1
+        self._offset = -(-nbytes // STAGING_ALIGN) * STAGING_ALIGN
+        return chunk, 0
+
+    def reset(self) -> None:
+        self._current = 0
+        self._offset = 0
+        self.generation += 1
+
+    def destroy(self) -> None:
+        for c in self.chunks:
+            c.destroy()
+        self.chunks.clear()
+
+
+class DescriptorPools:
+    """Descriptor pools of one owner (a slot or a replay graph); grown on demand."""
+
+    def __init__(self, device):
+        self._device = device
+        self.pools: list = []
+        self._current = 0
+
+    def _new_pool(self):
+        sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                         descriptorCount=DESCRIPTOR_SETS_PER_POOL * 8),
+                 vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+                                         descriptorCount=DESCRIPTOR_SETS_PER_POOL * 2)]
+        info = vk.VkDescriptorPoolCreateInfo(maxSets=DESCRIPTOR_SETS_PER_POOL, poolSizeCount=len(sizes),
+                                             pPoolSizes=sizes)
+        return call(vk.vkCreateDescriptorPool, self._device, info, None)
+
+    def allocate(self, layout):
+        layouts = [layout]
+        while True:
+            if self._current == len(self.pools):
+                self.pools.append(self._new_pool())
+            info = vk.VkDescriptorSetAllocateInfo(descriptorPool=self.pools[self._current],
+                                                  descriptorSetCount=1, pSetLayouts=layouts)
+            try:
+                return vk.vkAllocateDescriptorSets(self._device, info)[0]
+            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
+                self._current += 1
+
+    @property
+    def used_ids(self) -> list[int]:
+        return [id(p) for p in self.pools[:self._current + 1]]
+
+    def reset(self) -> None:
+        for p in self.pools[:self._current + 1]:
+            call(vk.vkResetDescriptorPool, self._device, p, 0)
+        self._current = 0
+
+    def destroy(self) -> None:
+        for p in self.pools:
+            vk.vkDestroyDescriptorPool(self._device, p, None)
+        self.pools.clear()
+
+
+class Slot:
+    """One in-flight batch's resources. States: idle -> recording -> submitted -> idle."""
+
+    def __init__(self, index: int, device, family: int, mem_props, max_allocation: int):
+        self.index = index
+        self._device = device
+        pool_info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=family,
+                                               flags=vk.VK_COMMAND_POOL_CREATE_TRANSIENT_BIT)
+        self.command_pool = call(vk.vkCreateCommandPool, device, pool_info, None)
+        alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.command_pool,
+                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                               commandBufferCount=1)
+        self.command_buffer = call(vk.vkAllocateCommandBuffers, device, alloc)[0]
+        self.fence = call(vk.vkCreateFence, device, vk.VkFenceCreateInfo(), None)
+        self.descriptors = DescriptorPools(device)
+        self.staging = StagingArena(device, mem_props, max_allocation)
+        self.state = "idle"
+        self.serial = 0            # serial of the batch recorded into this slot (recording order)
+        self.seq = 0               # its submission number (queue order)
+        self.dispatches = 0        # dispatch commands in the current batch
+        self.commands = 0          # any commands (dispatch, copy, barrier, timestamp)
+        self.bound_pipeline = None
+        self.keep_alive: list = []     # objects the batch references (e.g. a replay graph)
+
+    def begin(self, serial: int) -> None:
+        call(vk.vkResetCommandPool, self._device, self.command_pool, 0)
+        info = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        call(vk.vkBeginCommandBuffer, self.command_buffer, info)
+        self.state = "recording"
+        self.serial = serial
+        self.dispatches = 0
+        self.commands = 0
+        self.bound_pipeline = None
+
+    def wait(self, timeout_ns: int = NO_TIMEOUT) -> None:
+        fences = [self.fence]
+        call(vk.vkWaitForFences, self._device, 1, fences, vk.VK_TRUE, timeout_ns)
+
+    def signalled(self) -> bool:
+        return fence_signalled(self._device, self.fence)
+
+    def retire(self, guard: InFlightGuard) -> None:
+        """After the fence signalled: free everything for the next batch."""
+        fences = [self.fence]
+        call(vk.vkResetFences, self._device, 1, fences)
+        guard.retire(self.index)
+        for pid in self.descriptors.used_ids:
+            guard.reset_pool(pid, self.index)
+        self.descriptors.reset()
+        self.staging.reset()
+        self.keep_alive.clear()
+        self.state = "idle"
+
+    def destroy(self) -> None:
+        self.descriptors.destroy()
+        self.staging.destroy()
+        vk.vkDestroyFence(self._device, self.fence, None)
+        vk.vkDestroyCommandPool(self._device, self.command_pool, None)
+
+
+def inflight_from_env(value: Optional[str]) -> int:
+    from ..errors import GenspirvError
+    if value is None or value == "":
+        return 2
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 4:
+        raise GenspirvError(f"GENSPIRV_INFLIGHT must be 1..4, not {value!r}")
+    return n
