@@ -65,13 +65,18 @@ def short_diff(old: str, new: str, old_name: str, new_name: str, limit: int = DI
     return "\n".join(lines)
 
 
+def _instructions(disassembly: str) -> str:
+    """The instruction lines only: the '; Bound: N' header would differ after any change."""
+    return "\n".join(line for line in disassembly.splitlines() if not line.startswith(";"))
+
+
 def _describe_blob(spirv_dis: Optional[Tool], rel: str, name: str, committed: bytes, fresh: bytes) -> str:
     offset = first_difference(committed, fresh)
     text = (f"first difference at byte {offset} (word {offset // 4}); "
             f"committed {len(committed)} bytes, fresh {len(fresh)} bytes")
     if spirv_dis is not None:
-        old = disassemble(spirv_dis, committed, name) or "(committed blob does not disassemble)"
-        new = disassemble(spirv_dis, fresh, name)
+        old = _instructions(disassemble(spirv_dis, committed, name)) or "(committed blob does not disassemble)"
+        new = _instructions(disassemble(spirv_dis, fresh, name))
         diff = short_diff(old, new, f"committed/{rel}", f"fresh/{rel}")
         text += "\n" + (diff or "(same disassembly: the difference is in bytes spirv-dis does not show)")
     return text

