@@ -723,6 +723,25 @@ def _compute_entry_points(index: Index) -> list[EntryPoint]:
     return [ep for ep in index.entry_points if ep.model == sp.EXECUTION_MODEL_GLCOMPUTE]
 
 
+def _no_compute_message(index: Index) -> str:
+    others = ", ".join(f"{ep.name!r} ({sp.EXECUTION_MODELS.get(ep.model, ep.model)})"
+                       for ep in index.entry_points)
+    return "module has no GLCompute entry point" + (f" (it has {others})" if others else "")
+
+
+def _select_entry_point(index: Index, entry_point: Optional[str]) -> EntryPoint:
+    eps = _compute_entry_points(index)
+    if not eps:
+        raise ReflectError(_no_compute_message(index))
+    if entry_point is None:
+        return eps[0]
+    for ep in eps:
+        if ep.name == entry_point:
+            return ep
+    known = ", ".join(repr(e.name) for e in eps)
+    raise ReflectError(f"no GLCompute entry point named {entry_point!r} (known: {known})")
+
+
 def reflect_module(blob: bytes) -> list[ShaderInfo]:
     """A ``ShaderInfo`` per GLCompute entry point, in declaration order."""
     index = index_module(sp.parse(blob))
@@ -733,24 +752,37 @@ def reflect_module(blob: bytes) -> list[ShaderInfo]:
     return [_info(index, ep, descs, specs, push) for ep in eps]
 
 
-def _no_compute_message(index: Index) -> str:
-    others = ", ".join(f"{ep.name!r} ({sp.EXECUTION_MODELS.get(ep.model, ep.model)})"
-                       for ep in index.entry_points)
-    return "module has no GLCompute entry point" + (f" (it has {others})" if others else "")
-
-
 def reflect(blob: bytes, entry_point: Optional[str] = None) -> ShaderInfo:
     """Reflect one entry point of a SPIR-V module (the first compute one if None)."""
     index = index_module(sp.parse(blob))
-    eps = _compute_entry_points(index)
-    if not eps:
-        raise ReflectError(_no_compute_message(index))
-    if entry_point is None:
-        ep = eps[0]
-    else:
-        named = [e for e in eps if e.name == entry_point]
-        if not named:
-            known = ", ".join(repr(e.name) for e in eps)
-            raise ReflectError(f"no GLCompute entry point named {entry_point!r} (known: {known})")
-        ep = named[0]
+    ep = _select_entry_point(index, entry_point)
     return _info(index, ep, descriptors(index), spec_constants(index), push_constant_size(index))
+
+
+@dataclass(frozen=True)
+class BindingUsage:
+    accessed: bool
+    read: bool       # contents loaded, sampled, fetched, copied from or atomically updated
+    written: bool
+
+
+def binding_usage(blob: bytes, entry_point: Optional[str] = None
+                  ) -> dict[tuple[int, int], BindingUsage]:
+    """What the entry point's code does with each (set, binding): more than the manifest keeps.
+
+    ``OpArrayLength`` and image size queries count as accessed but neither read
+    nor written: they need the descriptor bound, not its contents.
+    """
+    index = index_module(sp.parse(blob))
+    ep = _select_entry_point(index, entry_point)
+    descs = descriptors(index)
+    use = usage(index, ep.function, {d.variable: d.type not in ("storage_buffer", "uniform_buffer")
+                                     for d in descs})
+    out: dict[tuple[int, int], BindingUsage] = {}
+    for d in descs:
+        key = (d.set, d.binding)
+        prev = out.get(key, BindingUsage(False, False, False))
+        out[key] = BindingUsage(prev.accessed or d.variable in use.accessed,
+                                prev.read or d.variable in use.read,
+                                prev.written or d.variable in use.written)
+    return out

@@ -1,0 +1,93 @@
+"""Lint: a manifest in, findings about its bindings out.
+
+``lint(manifest) -> list[Finding]`` looks at every shader's bindings as the
+manifest records them, and at each blob's code (through
+``reflect.binding_usage``) for what the manifest does not keep (whether a
+binding is ever read).  It reports:
+
+- ``never-written``: a ``read_write`` binding the code never writes.  Declare it
+  ``readonly``: the runtime then never orders later readers after it.
+- ``never-read``: a ``read_write`` binding the code never reads.  Declare it
+  ``writeonly``: readers of what it overwrites need no barrier against it.
+- ``never-accessed``: a binding no reachable code touches (its buffer is still
+  bound, synchronised and counted against the kernel's binding_count).
+- ``sparse-bindings``: binding numbers of a set that are not 0..n-1 (the masks
+  number bindings by position, so gaps make bit *i* differ from binding *i*).
+
+No Vulkan, no side effects apart from reading the blobs.  The CLI prints one
+line per finding and exits 1 when there is any.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Optional
+
+from .manifest import Manifest, ManifestEntry
+from .reflect import BindingUsage, ShaderInfo, binding_usage
+
+STORAGE_KINDS = ("storage_buffer", "storage_image", "storage_texel_buffer")
+
+
+@dataclass(frozen=True)
+class Finding:
+    shader: str
+    binding: Optional[int]      # None for a finding about a whole set
+    kind: str                   # never-written, never-read, never-accessed, sparse-bindings
+    message: str
+    set: int = 0
+
+    def __str__(self) -> str:
+        where = f"set {self.set}" if self.binding is None else f"set {self.set} binding {self.binding}"
+        return f"{self.shader}: {where}: {self.message} [{self.kind}]"
+
+
+def lint_info(shader: str, info: ShaderInfo,
+              usage: Optional[Mapping[tuple[int, int], BindingUsage]] = None) -> list[Finding]:
+    """Findings for one shader; without ``usage`` the never-read check is left out."""
+    findings = []
+    for b in info.bindings:
+        label = f"{b.type} {b.name!r}" if b.name else b.type
+        if not b.accessed:
+            findings.append(Finding(shader, b.binding, "never-accessed",
+                                    f"{label} is never accessed by {info.entry_point!r}; "
+                                    "remove it or use it", b.set))
+            continue
+        if b.access != "read_write" or b.type not in STORAGE_KINDS:
+            continue
+        if not b.written:
+            findings.append(Finding(shader, b.binding, "never-written",
+                                    f"{label} is read_write but never written; declare it "
+                                    "readonly (it costs barriers)", b.set))
+        used = usage.get((b.set, b.binding)) if usage is not None else None
+        if used is not None and not used.read:
+            findings.append(Finding(shader, b.binding, "never-read",
+                                    f"{label} is read_write but never read; declare it "
+                                    "writeonly", b.set))
+    findings.extend(_sparse_sets(shader, info))
+    return findings
+
+
+def _sparse_sets(shader: str, info: ShaderInfo) -> Iterable[Finding]:
+    numbers: dict[int, list[int]] = {}
+    for b in info.bindings:
+        numbers.setdefault(b.set, []).append(b.binding)
+    for dset, used in sorted(numbers.items()):
+        missing = sorted(set(range(max(used) + 1)) - set(used))
+        if missing:
+            gaps = ", ".join(map(str, missing))
+            yield Finding(shader, None, "sparse-bindings",
+                          f"binding numbers {sorted(used)} are not dense (missing {gaps})", dset)
+
+
+def lint_entry(manifest: Manifest, entry: ManifestEntry) -> list[Finding]:
+    usage = binding_usage(manifest.read_blob(entry), entry.info.entry_point)
+    return lint_info(entry.name, entry.info, usage)
+
+
+def lint(manifest: Manifest) -> list[Finding]:
+    """Every finding of every shader, in manifest order (shaders sorted by name)."""
+    findings = []
+    for entry in manifest.shaders:
+        findings.extend(lint_entry(manifest, entry))
+    return findings

@@ -1,0 +1,96 @@
+"""lint: findings about bindings, from the manifest plus each blob's code."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from corpus import tools
+from genspirv.errors import BlobIntegrityError
+from genspirv.lint import Finding, lint, lint_info
+from genspirv.manifest import Manifest, ManifestEntry, Toolchain
+from genspirv.reflect import reflect
+
+
+def _manifest(tmp_path: Path, blobs: dict[str, bytes]) -> Manifest:
+    (tmp_path / "spirv").mkdir()
+    entries = []
+    for name, blob in sorted(blobs.items()):
+        (tmp_path / "spirv" / f"{name}.spv").write_bytes(blob)
+        entries.append(ManifestEntry(name=name, source=f"glsl/{name}.comp", defines=(),
+                                     spirv=f"spirv/{name}.spv",
+                                     sha256=hashlib.sha256(blob).hexdigest(), size=len(blob),
+                                     info=reflect(blob)))
+    return Manifest(Toolchain("13.1.1", "vulkan1.2"), tuple(entries), root=tmp_path)
+
+
+def _by_binding(findings):
+    out = {}
+    for f in findings:
+        out.setdefault((f.set, f.binding), set()).add(f.kind)
+    return out
+
+
+def test_usage_findings(tmp_path):
+    blob = tools.compile_glsl(tools.CORPUS / "usage.comp")
+    findings = lint(_manifest(tmp_path, {"usage": blob}))
+    assert _by_binding(findings) == {
+        (0, 1): {"never-written"},              # b: only read
+        (0, 2): {"never-read"},                 # c: only written (in a callee)
+        (0, 3): {"never-accessed"},             # d: only in a function never called
+        (0, 5): {"never-written", "never-read"},  # f: only its length is asked
+        (0, 6): {"never-accessed"},             # g: declared only
+    }
+    assert all(f.shader == "usage" for f in findings)
+
+
+def test_finding_is_one_line_naming_shader_and_binding():
+    f = Finding("add_f32", 2, "never-written", "storage_buffer 'C' is read_write but never written")
+    text = str(f)
+    assert "\n" not in text
+    assert text.startswith("add_f32: set 0 binding 2:") and "[never-written]" in text
+    assert str(Finding("k", None, "sparse-bindings", "gap", set=3)).startswith("k: set 3:")
+
+
+def test_sparse_binding_numbers(tmp_path):
+    blob = tools.compile_glsl(tools.CORPUS / "descriptors.comp")
+    findings = lint(_manifest(tmp_path, {"descriptors": blob}))
+    sparse = [f for f in findings if f.kind == "sparse-bindings"]
+    assert [(f.set, f.binding) for f in sparse] == [(3, None)]
+    assert "missing 0, 1, 2, 3, 4, 5, 6" in sparse[0].message
+    # set 3's only binding is also never accessed; the read/write images are used as declared
+    kinds = _by_binding(findings)
+    assert kinds[(3, 7)] == {"never-accessed"}
+    assert "never-written" in kinds[(0, 5)]      # rw_img: only imageLoad
+
+
+def test_clean_shader_has_no_findings(tmp_path):
+    blob = tools.assemble(tools.CORPUS / "nonwritable_var.spvasm")
+    # ro is read, wo written, mixed (read_write) written and never read -> one finding
+    findings = lint(_manifest(tmp_path, {"k": blob}))
+    assert [(f.binding, f.kind) for f in findings] == [(2, "never-read")]
+    blob = tools.assemble(tools.CORPUS / "local_size_id.spvasm")
+    info = reflect(blob)
+    # without usage, lint_info leaves the never-read check out
+    assert lint_info("k", info) == []
+
+
+def test_lint_refuses_a_tampered_blob(tmp_path):
+    blob = tools.compile_glsl(tools.CORPUS / "usage.comp")
+    manifest = _manifest(tmp_path, {"usage": blob})
+    (tmp_path / "spirv" / "usage.spv").write_bytes(blob[:-4] + b"\0\0\0\0")
+    with pytest.raises(BlobIntegrityError, match="usage"):
+        lint(manifest)
+
+
+def test_lint_of_the_committed_manifest_runs():
+    path = Path(__file__).resolve().parent.parent / "manifests" / "shaders.json"
+    if not path.exists():
+        pytest.skip("no manifest committed yet")
+    from genspirv.manifest import load_manifest
+    findings = lint(load_manifest(path))
+    assert all(isinstance(f, Finding) and f.kind in
+               ("never-written", "never-read", "never-accessed", "sparse-bindings")
+               for f in findings)
