@@ -468,15 +468,17 @@ _DERIVES_FROM_OPERAND_2 = frozenset([sp.OP_ACCESS_CHAIN, sp.OP_IN_BOUNDS_ACCESS_
                                      sp.OP_COPY_OBJECT, sp.OP_BITCAST, sp.OP_IMAGE,
                                      sp.OP_IMAGE_TEXEL_POINTER])
 # Opcodes that touch no memory and take no pointer or handle: values only.
-_PURE = frozenset(list(range(77, 83)) + [84] + list(range(109, 216)) + list(range(333, 367))
-                  + [sp.OP_UNDEF])
+_PURE = (frozenset(list(range(77, 83)) + [84] + list(range(109, 216)) + list(range(333, 367))
+                   + [sp.OP_UNDEF])
+         - {117, 120, 121, 122, 123, sp.OP_BITCAST, sp.OP_SELECT})   # these move pointers
 # Opcodes that take ids or literals but never access a descriptor.
 _INERT = frozenset([sp.OP_NOP, sp.OP_LINE, sp.OP_NO_LINE, sp.OP_LABEL, sp.OP_BRANCH,
                     sp.OP_BRANCH_CONDITIONAL, sp.OP_SWITCH, sp.OP_SELECTION_MERGE,
                     sp.OP_LOOP_MERGE, sp.OP_RETURN, sp.OP_RETURN_VALUE, sp.OP_KILL,
                     sp.OP_UNREACHABLE, sp.OP_TERMINATE_INVOCATION, sp.OP_LIFETIME_START,
                     sp.OP_LIFETIME_STOP, sp.OP_CONTROL_BARRIER, sp.OP_MEMORY_BARRIER,
-                    sp.OP_VARIABLE, sp.OP_NAME, sp.OP_DECORATE])
+                    sp.OP_VARIABLE, sp.OP_NAME, sp.OP_DECORATE,
+                    401, 402, 403])     # OpPtrEqual, OpPtrNotEqual, OpPtrDiff compare addresses
 
 
 @dataclass(frozen=True)
