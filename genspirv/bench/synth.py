@@ -27,6 +27,7 @@ writes files.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -191,8 +192,8 @@ def edit_header(project: SyntheticProject) -> int:
 
 
 def _spread(index: int, share: float) -> bool:
-    """True for an evenly spread ``share`` of the indices 0, 1, 2, ..."""
-    return int((index + 1) * share) > int(index * share)
+    """True for an evenly spread ``share`` of the indices 0, 1, 2, ..., index 0 included."""
+    return math.ceil((index + 1) * share) > math.ceil(index * share)
 
 
 def _header_text(value: int) -> str:

@@ -1,0 +1,218 @@
+"""The benchmark harness: statistics, ordering, JSON, the synthetic project, the suites' own checks.
+
+No timing is asserted here (speed lives in docs/BENCHMARKS.md); what is
+asserted is that the harness records every run, pairs arms in ABBA order,
+and that each build step verifies what it claims, so a wrong benchmark fails.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from genspirv.bench import harness, synth
+from genspirv.bench.build_suite import bench_build, build_plan
+from genspirv.bench.harness import BenchError, BenchOptions, Recorder
+from genspirv.errors import ConfigError, GenspirvError
+
+
+# -- harness ---------------------------------------------------------------------
+
+
+def test_paired_order_is_abba():
+    seq = [arm for r in range(4) for arm in harness.paired_order(r, ("A", "B"))]
+    assert "".join(seq) == "ABBAABBA"
+    assert harness.paired_order(1, ("a", "b", "c")) == ["c", "b", "a"]
+
+
+def test_summary_medians_ranges_and_derived():
+    rec = Recorder("t")
+    for v in (3.0, 1.0, 2.0):
+        rec.add("c", "slow", v)
+    for v in (1.0, 0.5):
+        rec.add("c", "fast", v)
+    rec.ratio("c", "slow / fast", "slow", "fast")
+    rec.per_unit("c", "slow per item", "slow", 4, "s")
+    rec.ratio("c", "missing arm", "slow", "absent")
+    summary = {s["arm"]: s for s in harness.summarize(rec.runs)}
+    assert (summary["slow"]["median"], summary["slow"]["min"], summary["slow"]["max"]) == (2.0, 1.0, 3.0)
+    assert summary["fast"]["median"] == 0.75 and summary["fast"]["n"] == 2
+    derived = {d["label"]: d["value"] for d in harness.resolve_derived(harness.summarize(rec.runs), rec.derived)}
+    assert derived == {"slow / fast": pytest.approx(2.0 / 0.75), "slow per item": 0.5}
+    table = harness.render_table(rec)
+    assert "slow / fast" in table and "2.67x" in table and "missing arm" not in table
+
+
+def test_format_value_units():
+    assert harness.format_value(2.5, "s") == "2.5 s"
+    assert harness.format_value(0.0123, "s") == "12.3 ms"
+    assert harness.format_value(4e-6, "s") == "4 µs"
+    assert harness.format_value(1.5, "x") == "1.50x"
+    assert harness.format_value(3, "barriers") == "3 barriers"
+
+
+def test_json_holds_every_run_and_metadata(tmp_path):
+    rec = Recorder("t", device="some device")
+    for i in range(5):
+        rec.add("case", "arm", 0.1 * (i + 1), repeat=i)
+    out = tmp_path / "sub" / "b.json"
+    meta = harness.metadata(Path.cwd(), rec.device)
+    harness.write_json(out, rec, BenchOptions(suite="t", repeat=5), meta, 1.0)
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == harness.SCHEMA
+    assert [r["value"] for r in doc["runs"]] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+    assert doc["summary"][0]["median"] == pytest.approx(0.3)
+    for key in ("date", "device", "genspirv_commit", "python", "cores"):
+        assert key in doc["meta"]
+    assert doc["meta"]["device"] == "some device"
+    assert [p.name for p in out.parent.iterdir()] == ["b.json"]   # no temp file left
+
+
+def test_git_commit_names_this_checkout():
+    commit = harness.git_commit(Path(__file__).parent)
+    if shutil.which("git") is None or commit is None:
+        pytest.skip("not a git checkout")
+    assert len(commit.split("-")[0]) == 40
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_only_on_a_tty_and_not_when_quiet():
+    for stream, quiet, shown in ((io.StringIO(), False, False), (_Tty(), True, False), (_Tty(), False, True)):
+        p = harness.Progress(2, quiet=quiet, stream=stream)
+        p.step("first")
+        p.close()
+        assert ("[1/2] first" in stream.getvalue()) is shown
+
+
+def test_require_says_what_is_missing():
+    with pytest.raises(BenchError, match="does not have yet"):
+        harness.require("genspirv.no_such_part", "a part", "demo")
+
+
+def test_run_command_failure_quotes_output():
+    import sys
+
+    with pytest.raises(BenchError, match="exit 3.*boom"):
+        harness.run_command([sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], what="step")
+
+
+# -- the synthetic project ---------------------------------------------------------
+
+
+def test_synthetic_project_has_exact_count_and_header_share(tiny_project, tmp_path):
+    from genspirv.config import load_config
+
+    root = tiny_project()
+    project = synth.generate_project(root, tmp_path / "synth", 11, header_share=0.5)
+    names = [v.name for v in project.variants]
+    assert len(names) == 11 == len(set(names))
+    cfg = load_config(project.root)
+    assert sorted(v.name for v in cfg.variants) == sorted(names)
+    # 2 sources, 3 variants a copy (add: 2, neg: 1): 3 full copies and the 4th copy's add.
+    assert project.source_count == 7
+    with_header = {v.source for v in project.variants if v.includes_header}
+    assert len(with_header) == 4                       # the 1st, 3rd, 5th and 7th copied source
+    assert project.header_dependents == sum(v.includes_header for v in project.variants)
+    salts = {dict(v.defines)[synth.SALT_DEFINE] for v in project.variants}
+    assert len(salts) == 11                            # one distinct salt per variant
+    assert not list((project.root / "glsl").glob("add.comp"))   # originals not built twice
+
+
+def test_edit_header_changes_the_header(tiny_project, tmp_path):
+    project = synth.generate_project(tiny_project(), tmp_path / "s", 3)
+    before = (project.root / project.header).read_text()
+    synth.edit_header(project)
+    synth.edit_header(project)
+    after = (project.root / project.header).read_text()
+    assert before != after and "2u" in after
+
+
+def test_synthetic_project_refusals(tiny_project, tmp_path):
+    root = tiny_project()
+    with pytest.raises(ConfigError, match="at least 1 variant"):
+        synth.generate_project(root, tmp_path / "a", 0)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    with pytest.raises(ConfigError, match="not empty"):
+        synth.generate_project(root, tmp_path / "full", 3)
+    bad = tiny_project(files={"glsl/x.comp": "void main() {}\n"}, pyproject="[tool.genspirv]\n")
+    with pytest.raises(ConfigError, match="x.comp has no #version"):
+        synth.generate_project(bad, tmp_path / "b", 1)
+
+
+# -- the build suite -----------------------------------------------------------------
+
+
+def test_default_plan_runs_one_job_only_on_small_sizes():
+    plan = build_plan()
+    assert {(c.variants, c.jobs) for c in plan} == {(50, 1), (50, 2), (200, 1), (200, 2), (800, 2), (1600, 2)}
+    assert all(c.repeats == 1 for c in build_plan(jobs=(1,), repeat=1))
+    assert {c.jobs for c in build_plan(sizes=(1600,), jobs=(1, 2))} == {1, 2}
+
+
+def test_build_suite_end_to_end_records_every_arm_in_abba_order(tiny_project):
+    root = tiny_project()
+    rec = Recorder("build")
+    bench_build(BenchOptions(suite="build", sizes=(4,), jobs=(2,), repeat=2, quiet=True, root=root), rec)
+    arms = [(r["repeat"], r["arm"]) for r in rec.runs]
+    assert arms == [(0, "cold"), (0, "floor"), (0, "noop"), (0, "edit"), (0, "check"),
+                    (1, "floor"), (1, "cold"), (1, "noop"), (1, "edit"), (1, "check")]
+    assert all(r["value"] > 0 and r["variants"] == 4 for r in rec.runs)
+    project = rec.extra["projects"]["4"]
+    assert project["variants"] == 4 and 0 < project["header_dependents"] < 4
+    labels = {d["label"] for d in harness.resolve_derived(harness.summarize(rec.runs), rec.derived)}
+    assert {"cold / floor", "check / floor", "noop per variant"} <= labels
+
+
+def test_build_suite_catches_an_edit_that_rebuilds_nothing(tiny_project, monkeypatch):
+    # Negative control for the suite's own verification: without a real header
+    # change the edit step must refuse rather than report a figure.
+    monkeypatch.setattr(synth, "edit_header", lambda project: None)
+    rec = Recorder("build")
+    with pytest.raises(BenchError, match="header edit changed 0 blobs"):
+        bench_build(BenchOptions(suite="build", sizes=(2,), jobs=(2,), repeat=1, quiet=True,
+                                 root=tiny_project()), rec)
+
+
+# -- the reflect suite ------------------------------------------------------------------
+
+
+def test_synthetic_reflect_shader_reflects_what_it_declares(tmp_path):
+    from genspirv.bench import reflect_suite
+    from genspirv.reflect import reflect
+
+    repo = Path(__file__).resolve().parent.parent
+    blob = reflect_suite.compile_synthetic(reflect_suite.find_compiler(repo), 9, tmp_path)
+    info = reflect(blob)
+    n = reflect_suite.bindings_for(9)
+    assert len(info.bindings) == n + 2
+    assert [b.access for b in info.bindings] == ["read"] * n + ["read_write", "write"]
+    assert all(b.accessed for b in info.bindings)
+    assert info.local_size_spec_ids[0] == 0 and len(info.spec_constants) == 3
+    figures = reflect_suite.bench_reflect([blob, blob])
+    assert figures["blobs"] == 2 and figures["bytes"] == 2 * len(blob) and figures["seconds"] > 0
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["bench", "nosuch"], ["bench", "build", "--repeat", "0"],
+                                  ["bench", "build", "--sizes", "10,x"], ["bench", "build", "--header-share", "2"]])
+def test_bench_usage_errors_exit_2(argv, capsys):
+    from genspirv.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+
+
+def test_bench_error_is_a_genspirv_error():
+    assert issubclass(BenchError, GenspirvError) and BenchError.exit_code == 2
