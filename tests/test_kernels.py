@@ -1,0 +1,266 @@
+"""Every LLM kernel of glsl/ against its numpy reference, on the default device.
+
+Sizes are odd and not multiples of the workgroup on purpose (bounds checks),
+and the workgroup size is varied through spec constant BLOCK_SIZE. Push data is
+packed here from each kernel's documented layout, independently of the demo.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from genspirv import reference as ref
+from genspirv.errors import DeviceFeatureError
+
+runtime = pytest.importorskip("genspirv.runtime")
+
+
+@pytest.fixture(scope="module")
+def dev():
+    try:
+        d = runtime.Device()
+    except Exception as exc:  # no Vulkan device on this machine
+        pytest.skip(f"no Vulkan device: {exc}")
+    yield d
+    close = getattr(d, "close", None)
+    if close:
+        close()
+
+
+def _buf(dev, array):
+    array = np.ascontiguousarray(array)
+    b = dev.buffer(max(array.nbytes, 4))
+    dev.upload(b, array)
+    return b
+
+
+def _out(dev, n, dtype=np.float32):
+    return dev.buffer(max(n * np.dtype(dtype).itemsize, 4))
+
+
+def _get(dev, buf, n, dtype="float32"):
+    return dev.download(buf, dtype=dtype)[:n]
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+rng = np.random.default_rng(1234)
+
+
+def _rand(*shape, dtype=np.float32):
+    return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+
+
+# -- get_rows ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wt,dtype", [("f32", np.float32), ("f16", np.float16)])
+@pytest.mark.parametrize("n_cols,block", [(1, 32), (130, 128), (301, 64)])
+def test_get_rows(dev, wt, dtype, n_cols, block):
+    table = _rand(37, n_cols, dtype=dtype)
+    ids = np.array([0, 36, 5, 5, 99], dtype=np.uint32)     # 99: outside, a zero row
+    k = dev.kernel(f"get_rows_{wt}", spec={"BLOCK_SIZE": block})
+    dst = _out(dev, len(ids) * n_cols)
+    dev.dispatch(k, [_buf(dev, ids), _buf(dev, table), dst], groups=(_ceil(n_cols, block), len(ids), 1),
+                 push=struct.pack("<III", n_cols, len(ids), 37))
+    got = _get(dev, dst, len(ids) * n_cols).reshape(len(ids), n_cols)
+    np.testing.assert_array_equal(got, ref.get_rows(table, ids))
+    assert not got[4].any()
+
+
+# -- rms_norm ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,rows,block", [(1, 1, 32), (129, 3, 128), (1000, 2, 64), (77, 5, 256)])
+def test_rms_norm(dev, n, rows, block):
+    x = _rand(rows, n) * 3
+    w = _rand(n)
+    k = dev.kernel("rms_norm", spec={"BLOCK_SIZE": block})
+    y = _out(dev, rows * n)
+    dev.dispatch(k, [_buf(dev, x), _buf(dev, w), y], groups=(rows, 1, 1),
+                 push=struct.pack("<IIf", n, rows, 1e-5))
+    np.testing.assert_allclose(_get(dev, y, rows * n).reshape(rows, n), ref.rms_norm(x, w, 1e-5),
+                               rtol=1e-5, atol=1e-5)
+
+
+# -- mul_mat_vec --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wt,dtype", [("f32", np.float32), ("f16", np.float16)])
+@pytest.mark.parametrize("rows,cols,block", [(1, 1, 32), (67, 300, 128), (513, 129, 64), (5, 1031, 256)])
+def test_mul_mat_vec(dev, wt, dtype, rows, cols, block):
+    w = _rand(rows, cols, dtype=dtype)
+    x = _rand(cols)
+    k = dev.kernel(f"mul_mat_vec_{wt}", spec={"BLOCK_SIZE": block})
+    y = _out(dev, rows)
+    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=(rows, 1, 1),
+                 push=struct.pack("<II", cols, rows))
+    np.testing.assert_allclose(_get(dev, y, rows), ref.mul_mat_vec(w, x), rtol=1e-4,
+                               atol=1e-4 * np.sqrt(cols))
+
+
+def test_mul_mat_vec_2d_grid(dev):
+    """Rows beyond groups.x come from groups.y (flat group id); extra groups do nothing."""
+    rows, cols = 50, 33
+    w, x = _rand(rows, cols), _rand(cols)
+    k = dev.kernel("mul_mat_vec_f32", spec={"BLOCK_SIZE": 32})
+    y = _buf(dev, np.full(rows + 1, 7.0, dtype=np.float32))    # sentinel past the end
+    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=(16, 4, 1), push=struct.pack("<II", cols, rows))
+    got = _get(dev, y, rows + 1)
+    np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-4)
+    assert got[rows] == 7.0
+
+
+# -- matmul -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wt,dtype", [("f32", np.float32), ("f16", np.float16)])
+@pytest.mark.parametrize("m,n,kk,tile", [(1, 1, 1, None), (37, 45, 70, None), (64, 64, 64, None),
+                                         (3, 100, 17, (8, 4, 8)), (129, 7, 33, (8, 8, 16))])
+def test_matmul(dev, wt, dtype, m, n, kk, tile):
+    a = _rand(m, kk)
+    b = _rand(n, kk, dtype=dtype)
+    tn, tm, tk = tile or (16, 16, 16)
+    spec = {"TILE_N": tn, "TILE_M": tm, "TILE_K": tk} if tile else None
+    k = dev.kernel(f"matmul_{wt}", spec=spec)
+    c = _out(dev, m * n)
+    rows_per_thread = 4
+    dev.dispatch(k, [_buf(dev, a), _buf(dev, b), c], groups=(_ceil(n, tn), _ceil(m, tm * rows_per_thread), 1),
+                 push=struct.pack("<III", m, n, kk))
+    np.testing.assert_allclose(_get(dev, c, m * n).reshape(m, n), ref.matmul(a, b), rtol=1e-4,
+                               atol=1e-4 * np.sqrt(kk))
+
+
+# -- rope ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["norm", "neox"])
+@pytest.mark.parametrize("n_heads,head_dim,pos,block", [(1, 2, 0, 32), (3, 10, 7, 32), (8, 64, 300, 128)])
+def test_rope(dev, mode, n_heads, head_dim, pos, block):
+    x = _rand(n_heads, head_dim)
+    k = dev.kernel(f"rope_{mode}", spec={"BLOCK_SIZE": block})
+    dst = _out(dev, x.size)
+    pairs = n_heads * head_dim // 2
+    dev.dispatch(k, [_buf(dev, x), dst], groups=(_ceil(pairs, block), 1, 1),
+                 push=struct.pack("<IIIf", n_heads, head_dim, pos, 10000.0))
+    want = ref.rope(x, pos, 10000.0, neox=(mode == "neox"))
+    got = _get(dev, dst, x.size).reshape(x.shape)
+    # Device sin/cos of angles up to `pos` radians: a few ulps of the angle.
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-6 * max(pos, 1) + 1e-5)
+
+
+def test_rope_modes_differ(dev):
+    """The two modes pair different elements: a test that mixes them up fails."""
+    x = _rand(2, 8)
+    assert not np.allclose(ref.rope(x, 3, 10000.0, neox=False), ref.rope(x, 3, 10000.0, neox=True))
+
+
+# -- attention ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_head,n_kv_head,head_dim,n_kv,pad,block", [
+    (1, 1, 2, 1, 0, 32),        # one position: softmax of one score is 1
+    (4, 2, 16, 37, 4, 32),      # grouped-query, padded cache slots, n_kv past the block
+    (4, 4, 6, 300, 0, 128),     # n_kv > 2 blocks, head_dim below the block
+    (6, 1, 40, 129, 24, 64),    # multi-query
+])
+def test_attention(dev, n_head, n_kv_head, head_dim, n_kv, pad, block):
+    q = _rand(n_head, head_dim)
+    kc = _rand(n_kv, n_kv_head, head_dim)
+    vc = _rand(n_kv, n_kv_head, head_dim)
+    stride = n_kv_head * head_dim + pad
+
+    def padded(cache):
+        out = np.full((n_kv, stride), np.nan, dtype=np.float32)   # padding must never be read
+        out[:, :n_kv_head * head_dim] = cache.reshape(n_kv, -1)
+        return out
+
+    scale = head_dim ** -0.5
+    k = dev.kernel("attention", spec={"BLOCK_SIZE": block, "MAX_CTX": 512})
+    out = _out(dev, q.size)
+    dev.dispatch(k, [_buf(dev, q), _buf(dev, padded(kc)), _buf(dev, padded(vc)), out],
+                 groups=(n_head, 1, 1),
+                 push=struct.pack("<IIIIIf", n_head, n_kv_head, head_dim, n_kv, stride, scale))
+    np.testing.assert_allclose(_get(dev, out, q.size).reshape(q.shape), ref.attention(q, kc, vc, scale),
+                               rtol=1e-4, atol=1e-5)
+
+
+# -- silu_mul, add, argmax --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,block", [(1, 32), (1000, 128), (4099, 256)])
+def test_silu_mul(dev, n, block):
+    g = _rand(n) * 4
+    g[0] = -200.0                     # exp(200) overflows: the product must be -0, not NaN
+    u = _rand(n)
+    k = dev.kernel("silu_mul", spec={"BLOCK_SIZE": block})
+    out = _out(dev, n)
+    dev.dispatch(k, [_buf(dev, g), _buf(dev, u), out], groups=(_ceil(n, block), 1, 1),
+                 push=struct.pack("<I", n))
+    got = _get(dev, out, n)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, ref.silu_mul(g, u), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 257, 1001])
+def test_add(dev, n):
+    a, b = _rand(n), _rand(n)
+    out = _out(dev, n)
+    dev.dispatch(dev.kernel("add_f32"), [_buf(dev, a), _buf(dev, b), out], groups=(_ceil(n, 256), 1, 1),
+                 push=struct.pack("<I", n))
+    np.testing.assert_array_equal(_get(dev, out, n), ref.add(a, b))
+
+
+@pytest.mark.parametrize("n,block,where", [(1, 32, 0), (1000, 128, 999), (1000, 128, 3),
+                                            (4097, 64, 4096), (300, 256, 150)])
+def test_argmax(dev, n, block, where):
+    x = _rand(n)
+    x[where] = 10.0
+    k = dev.kernel("argmax", spec={"BLOCK_SIZE": block})
+    out = _out(dev, 1, np.uint32)
+    dev.dispatch(k, [_buf(dev, x), out], groups=(1, 1, 1), push=struct.pack("<I", n))
+    assert int(_get(dev, out, 1, "uint32")[0]) == ref.argmax(x) == where
+
+
+def test_argmax_ties_take_the_smallest_index(dev):
+    x = np.zeros(700, dtype=np.float32)
+    x[[5, 133, 650]] = 2.0            # in different invocations' strides
+    k = dev.kernel("argmax", spec={"BLOCK_SIZE": 64})
+    out = _out(dev, 1, np.uint32)
+    dev.dispatch(k, [_buf(dev, x), out], groups=(1, 1, 1), push=struct.pack("<I", 700))
+    assert int(_get(dev, out, 1, "uint32")[0]) == ref.argmax(x) == 5
+
+
+# -- 16-bit storage ------------------------------------------------------------------
+
+
+def test_f16_kernels_need_16bit_storage(dev):
+    """The f16 variants declare StorageBuffer16BitAccess and nothing wider."""
+    from genspirv import spirv
+    from genspirv.manifest import load_manifest
+    manifest = load_manifest(runtime_manifest_path())
+    for name in ("get_rows_f16", "mul_mat_vec_f16", "matmul_f16"):
+        caps = spirv.capabilities(manifest.read_blob(manifest.entry(name)))
+        assert "StorageBuffer16BitAccess" in caps and "Float16" not in caps, (name, caps)
+    for name in ("get_rows_f32", "mul_mat_vec_f32", "matmul_f32"):
+        assert "StorageBuffer16BitAccess" not in spirv.capabilities(manifest.read_blob(manifest.entry(name)))
+
+
+def runtime_manifest_path():
+    from pathlib import Path
+    return Path(__file__).resolve().parents[1] / "manifests" / "shaders.json"
+
+
+def test_f16_kernel_refused_without_the_feature():
+    """A device without 16-bit storage refuses the f16 kernels by name, and only them."""
+    with runtime.Device() as fresh:        # its own kernel cache: the check runs on creation
+        assert fresh.features["storage_buffer_16bit_access"], "lavapipe and the GPUs we test have it"
+        fresh.features["storage_buffer_16bit_access"] = False
+        with pytest.raises(DeviceFeatureError, match="mul_mat_vec_f16.*storage_buffer_16bit_access"):
+            fresh.kernel("mul_mat_vec_f16", spec={"BLOCK_SIZE": 64})
+        fresh.kernel("mul_mat_vec_f32", spec={"BLOCK_SIZE": 64})
