@@ -1,0 +1,112 @@
+"""CLI: entry points, reflect/list/show/lint, usage errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from genspirv.manifest import entry_to_dict, load_manifest
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD_ONLY = {"name", "source", "defines", "spirv"}
+
+# A binding declared read_write whose code only reads it: one lint finding.
+RW_NEVER_WRITTEN = """\
+#version 450
+layout(local_size_x = 1) in;
+layout(std430, binding = 0) buffer XBuf { float data[]; } X;
+layout(std430, binding = 1) writeonly buffer YBuf { float data[]; } Y;
+void main() { Y.data[0] = X.data[0]; }
+"""
+
+
+@pytest.fixture
+def built(tiny_project, genspirv):
+    root = tiny_project()
+    assert genspirv("build", "--root", root, "-q").code == 0
+    return root
+
+
+def test_python_dash_m_runs_the_cli(tiny_project):
+    root = tiny_project()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "genspirv", "--root", str(root), "build"],
+                          env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert "genspirv build: 3 compiled" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "genspirv", "--check", "--root", str(root)],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("genspirv") is None, reason="package not installed (pip install -e .)")
+def test_console_script_is_the_same_cli(built):
+    proc = subprocess.run(["genspirv", "list", "--root", str(built)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1].split()[:3] == ["add_f32", "64x1x1", "3"]
+
+
+def test_reflect_json_is_the_manifest_entry_without_build_fields(built, genspirv):
+    entry = load_manifest(built / "manifests/shaders.json").entry("add_i32")
+    result = genspirv("reflect", built / "spirv/add_i32.spv", "--json")
+    assert result.code == 0, result
+    expected = {k: v for k, v in entry_to_dict(entry).items() if k not in BUILD_ONLY | {"sha256", "size"}}
+    assert json.loads(result.out) == expected
+
+
+def test_reflect_text_and_bad_input(built, genspirv, tmp_path):
+    result = genspirv("reflect", built / "spirv/neg.spv")
+    assert result.code == 0 and "local size 32x1x1" in result.out
+    assert "set 0 binding 0: X storage_buffer read_write (written)" in result.out
+    bad = tmp_path / "bad.spv"
+    bad.write_bytes(b"\x03\x02\x23\x07" + b"\x00" * 6)
+    result = genspirv("reflect", bad, "--json")
+    assert result.code == 1 and result.err.startswith("genspirv: error:") and "Traceback" not in result.err
+    result = genspirv("reflect", tmp_path / "absent.spv")
+    assert result.code == 1 and "absent.spv" in result.err
+
+
+def test_list_and_show(built, genspirv):
+    result = genspirv("list", "--root", built)
+    assert result.code == 0
+    assert [line.split()[0] for line in result.out.splitlines()] == ["name", "add_f32", "add_i32", "neg"]
+    result = genspirv("show", "add_f32", "--root", built)
+    assert result.code == 0
+    shown = json.loads(result.out)
+    assert shown["spirv"] == "spirv/add_f32.spv" and shown["defines"] == {"TYPE": "float"}
+    result = genspirv("show", "nope", "--root", built)
+    assert result.code == 1 and "nope" in result.err and "add_f32" in result.err
+
+
+def test_lint_exit_codes(tiny_project, genspirv):
+    clean = tiny_project({"glsl/copy.comp": RW_NEVER_WRITTEN.replace("buffer XBuf", "readonly buffer XBuf")},
+                         pyproject=None)
+    assert genspirv("build", "--root", clean, "-q").code == 0
+    result = genspirv("lint", "--root", clean)
+    assert result.code == 0, result
+    dirty = tiny_project({"glsl/copy.comp": RW_NEVER_WRITTEN}, pyproject=None)
+    assert genspirv("build", "--root", dirty, "-q").code == 0
+    result = genspirv("lint", "--root", dirty)
+    assert result.code == 1
+    assert "copy: set 0 binding 0" in result.out and "never written" in result.out
+
+
+def test_usage_errors_exit_2(genspirv, built):
+    assert genspirv("frobnicate").code == 2
+    assert genspirv("build", "--jobs", "0", "--root", built).code == 2
+    assert genspirv().code == 2
+    assert genspirv("--check", "build").code == 2
+
+
+def test_root_may_come_before_or_after_the_command(built, genspirv, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert genspirv("--root", built, "list").code == 0
+    assert genspirv("list", "--root", built).code == 0
+    monkeypatch.chdir(built / "glsl")       # no --root: the nearest folder with [tool.genspirv]
+    assert genspirv("list").out.splitlines()[1].startswith("add_f32")
