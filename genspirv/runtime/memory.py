@@ -52,6 +52,11 @@ def heap_size(mem_props, type_index: int) -> int:
 
 def _allocate(device, mem_props, nbytes: int, usage: int, want: int, prefer: int, what: str,
               max_allocation: int):
+    largest_heap = max(mem_props.memoryHeaps[i].size for i in range(mem_props.memoryHeapCount))
+    limit = min(largest_heap, max_allocation)
+    if nbytes > limit:
+        raise AllocationError(f"{what}: {nbytes} bytes asked, the device allows at most "
+                              f"{limit} bytes in one allocation")
     info = vk.VkBufferCreateInfo(size=nbytes, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
     buffer = call(vk.vkCreateBuffer, device, info, None)
     try:
@@ -64,7 +69,10 @@ def _allocate(device, mem_props, nbytes: int, usage: int, want: int, prefer: int
             raise AllocationError(f"{what}: {nbytes} bytes asked, the device allows at most "
                                   f"{limit} bytes in one allocation")
         alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
-        memory = call(vk.vkAllocateMemory, device, alloc, None)
+        try:
+            memory = call(vk.vkAllocateMemory, device, alloc, None)
+        except AllocationError as exc:
+            raise AllocationError(f"{what}: {nbytes} bytes could not be allocated ({exc})") from None
     except BaseException:
         vk.vkDestroyBuffer(device, buffer, None)
         raise

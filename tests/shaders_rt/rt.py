@@ -1,0 +1,78 @@
+"""Helpers shared by the runtime tests (lavapipe) and tests/gpu (a real GPU).
+
+The kernels are the test-only ones beside this file (rt_fill, rt_scale,
+rt_add, rt_rmw, rt_spec, rt_ubo); push layouts are in their sources.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+
+MANIFEST = Path(__file__).resolve().parent / "manifests" / "shaders.json"
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+
+
+def groups_for(n: int, local: int = 256) -> int:
+    return (n + local - 1) // local
+
+
+def fill(dev, y, n: int, value: float) -> None:
+    dev.dispatch("rt_fill", [y], groups=groups_for(n), push=struct.pack("<If", n, value))
+
+
+def scale(dev, x, y, n: int, alpha: float) -> None:
+    dev.dispatch("rt_scale", [x, y], groups=groups_for(n), push=struct.pack("<If", n, alpha))
+
+
+def add(dev, a, b, c, n: int) -> None:
+    dev.dispatch("rt_add", [a, b, c], groups=groups_for(n), push=struct.pack("<I", n))
+
+
+def rmw(dev, y, n: int, alpha: float, beta: float) -> None:
+    dev.dispatch("rt_rmw", [y], groups=groups_for(n), push=struct.pack("<Iff", n, alpha, beta))
+
+
+def f32(values) -> np.ndarray:
+    return np.asarray(values, dtype=np.float32)
+
+
+def raw_chain(dev, n: int, steps: int, seed: int = 0):
+    """A read-after-write chain: x -> y -> x -> ... with y = 2x, alternating buffers.
+
+    Every step reads what the previous one wrote and overwrites what the one
+    before it read (RAW and WAR each step). Returns (result, numpy reference).
+    """
+    rng = np.random.default_rng(seed)
+    x0 = rng.integers(-8, 8, n).astype(np.float32)
+    bufs = [dev.buffer(4 * n), dev.buffer(4 * n)]
+    dev.upload(bufs[0], x0)
+    for i in range(steps):
+        # alpha alternates 2 and 0.5 so the values stay exact over any number of steps
+        scale(dev, bufs[i % 2], bufs[(i + 1) % 2], n, 2.0 if i % 2 == 0 else 0.5)
+    ref = x0 * (2.0 if steps % 2 else 1.0)
+    return dev.download(bufs[steps % 2]), ref
+
+
+def rmw_chain(dev, n: int, steps: int):
+    """The same buffer read-modify-written by a fill and then `steps` rmw dispatches."""
+    y = dev.buffer(4 * n)
+    fill(dev, y, n, 1.0)
+    for _ in range(steps):
+        rmw(dev, y, n, 1.0, 1.0)
+    return dev.download(y), np.full(n, 1.0 + steps, np.float32)
+
+
+def diamond(dev, n: int):
+    """x -> (a = 2x, b = 0.5x) -> c = a + b."""
+    x0 = np.arange(n, dtype=np.float32)
+    x, a, b, c = (dev.buffer(4 * n) for _ in range(4))
+    dev.upload(x, x0)
+    scale(dev, x, a, n, 2.0)
+    scale(dev, x, b, n, 0.5)
+    add(dev, a, b, c, n)
+    return dev.download(c), 2.5 * x0

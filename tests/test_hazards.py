@@ -1,0 +1,150 @@
+"""HazardTracker against a brute-force oracle, and its fixed rules. No Vulkan."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genspirv.errors import GenspirvError
+from genspirv.runtime.hazards import Access, HazardTracker, Range
+
+
+def R(mem, off, size):
+    return Range(mem, off, size)
+
+
+def compute(reads=(), writes=()):
+    return Access("compute", tuple(reads), tuple(writes))
+
+
+# -- the oracle: a list of every pending (range, is_write), checked pair by pair --------
+
+def oracle_kinds(pending, access):
+    kinds = set()
+    for r in access.reads:
+        if any(w and r.size and p.size and r.overlaps(p) for p, w in pending):
+            kinds.add("RAW")
+    for wr in access.writes:
+        if any(w and wr.size and p.size and wr.overlaps(p) for p, w in pending):
+            kinds.add("WAW")
+        if any(not w and wr.size and p.size and wr.overlaps(p) for p, w in pending):
+            kinds.add("WAR")
+    return kinds
+
+
+def run_oracle(accesses):
+    """Barrier decisions of the brute-force model, and the kinds found at each."""
+    pending, out = [], []
+    for a in accesses:
+        kinds = oracle_kinds(pending, a)
+        out.append(frozenset(kinds))
+        if kinds:
+            pending = []
+        pending += [(r, False) for r in a.reads] + [(w, True) for w in a.writes]
+    return out
+
+
+ranges = st.builds(R, st.sampled_from(["A", "B", "C"]), st.integers(0, 64), st.integers(0, 24))
+stage = st.sampled_from(["compute", "transfer"])
+accesses = st.builds(Access, stage, st.lists(ranges, max_size=3).map(tuple),
+                     st.lists(ranges, max_size=2).map(tuple))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(accesses, min_size=1, max_size=30))
+def test_smart_barrier_exactly_when_the_oracle_finds_a_hazard(seq):
+    tracker = HazardTracker("smart")
+    expected = run_oracle(seq)
+    for a, kinds in zip(seq, expected):
+        assert tracker.hazards(a) == kinds
+        barrier, _ = tracker.access(a)
+        assert (barrier is not None) == bool(kinds)
+        if barrier is not None:
+            assert barrier.kinds == kinds
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(accesses, min_size=1, max_size=30))
+def test_always_barriers_whenever_anything_is_pending(seq):
+    tracker = HazardTracker("always")
+    pending = False
+    for a in seq:
+        barrier, skipped = tracker.access(a)
+        assert (barrier is not None) == pending and not skipped
+        pending = any(r.size for r in a.reads + a.writes) or (pending and barrier is None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(accesses, min_size=1, max_size=30))
+def test_barrier_covers_every_pending_stage_and_write(seq):
+    tracker = HazardTracker("smart")
+    stages, write_stages = set(), set()
+    for a in seq:
+        barrier, _ = tracker.access(a)
+        if barrier is not None:
+            assert barrier.src_stages == frozenset(stages)
+            assert barrier.src_writes == frozenset(write_stages)
+            assert {"compute", "transfer", a.stage} <= barrier.dst_stages
+            stages, write_stages = set(), set()
+        stages |= {a.stage} if any(r.size for r in a.reads + a.writes) else set()
+        write_stages |= {a.stage} if any(w.size for w in a.writes) else set()
+
+
+def test_each_hazard_kind():
+    t = HazardTracker()
+    t.access(compute(writes=[R("A", 0, 16)]))
+    assert t.hazards(compute(reads=[R("A", 8, 4)])) == {"RAW"}
+    assert t.hazards(compute(writes=[R("A", 15, 1)])) == {"WAW"}
+    t.clear()
+    t.access(compute(reads=[R("A", 0, 16)]))
+    assert t.hazards(compute(writes=[R("A", 0, 1)])) == {"WAR"}
+    assert t.hazards(compute(reads=[R("A", 0, 16)])) == set()      # read after read
+
+
+def test_touching_ranges_do_not_overlap():
+    t = HazardTracker()
+    t.access(compute(writes=[R("A", 0, 16)]))
+    assert t.hazards(compute(reads=[R("A", 16, 16)], writes=[R("A", 32, 4)])) == set()
+    assert t.hazards(compute(reads=[R("B", 0, 16)])) == set()      # another memory object
+
+
+def test_two_disjoint_writers_then_one_reader_of_both():
+    t = HazardTracker()
+    results = [t.access(compute(writes=[R("A", 0, 256)])),
+               t.access(compute(writes=[R("A", 256, 256)])),
+               t.access(compute(reads=[R("A", 0, 512)]))]
+    assert [(b is not None, s) for b, s in results] == [(False, False), (False, True), (True, False)]
+
+
+def test_only_a_barrier_clears_pending():
+    t = HazardTracker()
+    t.access(compute(writes=[R("A", 0, 4)]))
+    # Nothing else the device does (flush, submit, fence wait) talks to the tracker;
+    # pending state survives until the next barrier.
+    assert t.pending
+    barrier, _ = t.access(compute(reads=[R("A", 0, 4)]))
+    assert barrier is not None and barrier.kinds == {"RAW"}
+    assert t.hazards(compute(writes=[R("A", 0, 4)])) == {"WAR"}     # the read is pending now
+
+
+def test_merged_ranges_still_answer_exactly():
+    t = HazardTracker()
+    for off in (0, 8, 4, 100):
+        t.access(compute(reads=[R("A", off, 4)]))
+    assert t.hazards(compute(writes=[R("A", 12, 88)])) == set()
+    assert t.hazards(compute(writes=[R("A", 11, 1)])) == {"WAR"}
+    assert t.hazards(compute(writes=[R("A", 103, 10)])) == {"WAR"}
+
+
+def test_policy_none_skips_device_hazards_but_not_host_reads():
+    t = HazardTracker("none")
+    t.access(Access("transfer", writes=(R("S", 0, 4),)))
+    assert t.access(compute(reads=[R("S", 0, 4)])) == (None, True)
+    barrier, _ = t.access(Access("host", reads=(R("S", 0, 4),)))
+    assert barrier is not None and "host" in barrier.dst_stages
+
+
+def test_unknown_policy_is_refused():
+    with pytest.raises(GenspirvError, match="unknown barrier policy 'sometimes'"):
+        HazardTracker("sometimes")
