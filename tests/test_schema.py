@@ -144,6 +144,7 @@ BAD = [
     ("source path with ..", lambda d: _set(d, S0 + ("source",), "glsl/../../x.comp"), "$.shaders[0].source"),
     ("source path absolute", lambda d: _set(d, S0 + ("source",), "/glsl/x.comp"), "$.shaders[0].source"),
     ("name with a slash", lambda d: _set(d, S0 + ("name",), "a/b"), "$.shaders[0].name"),
+    ("name with a dash", lambda d: _set(d, S0 + ("name",), "add-f32"), "$.shaders[0].name"),
     ("name empty", lambda d: _set(d, S0 + ("name",), ""), "$.shaders[0].name"),
     ("define value not a string", lambda d: _set(d, S0 + ("defines", "TYPE"), 1), "$.shaders[0].defines.TYPE"),
     ("local_size two items", lambda d: _set(d, S0 + ("local_size",), [1, 1]), "$.shaders[0].local_size"),
@@ -183,7 +184,7 @@ def test_invalid_manifest_is_refused_naming_file_and_json_path(what, spoil, json
     message = refused(d)
     assert message.startswith("manifests/shaders.json: "), message
     assert f": {json_path}" in message, message
-    if json_path.startswith("$.shaders[0]") and what not in ("shader not an object", "name with a slash",
+    if json_path.startswith("$.shaders[0]") and what not in ("shader not an object", "name with a slash", "name with a dash",
                                                               "name empty"):
         assert "'add_f32'" in message, message
 
