@@ -230,6 +230,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_from_args(args)
 
 
+# -- demo ---------------------------------------------------------------------
+
+
+def _demo_args(p: argparse.ArgumentParser) -> None:
+    from .demo import add_arguments
+    add_arguments(p)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run
+    return run(args)
+
+
 # -- the table ----------------------------------------------------------------
 
 
@@ -251,6 +264,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("init", "scaffold a new genspirv project in DIR", _init_args, cmd_init),
     Command("bench", "benchmarks: build, reflect, runtime, demo (--json FILE for every run)",
             _bench_args, cmd_bench),
+    Command("demo", "greedy decode of a small transformer on the device, checked against numpy",
+            _demo_args, cmd_demo),
 )
 
 

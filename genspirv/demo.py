@@ -39,16 +39,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-import numpy as np
-
-from . import reference as ref
 from . import schedule
 from .errors import GenspirvError
+
+# numpy and genspirv.reference are imported where first used: the CLI builds
+# every command's parser, and `genspirv check` should not pay for numpy.
 
 # Offsets of buffer views (token slots, KV-cache positions, logits rows) are
 # multiples of this: Vulkan caps minStorageBufferOffsetAlignment at 256 bytes,
 # so any conforming device accepts them.
 VIEW_ALIGN = 256
+
+# Positions the attention kernel's shared score array may hold (12 KiB), leaving
+# room for the reduction array within Vulkan's guaranteed 16 KiB.
+MAX_CONTEXT = 3072
 
 CONFIGS = (  # (label, barrier policy, reorder pass)
     ("smart", "smart", False),
@@ -158,7 +162,8 @@ class GpuModel:
         self.logits_row = _align(c.vocab * f32)
         self.logits = dev.buffer(c.max_ctx * self.logits_row)
 
-    def _upload(self, array: np.ndarray):
+    def _upload(self, array):
+        import numpy as np
         buf = self.dev.buffer(max(array.nbytes, 4))
         self.dev.upload(buf, np.ascontiguousarray(array))
         return buf
@@ -250,6 +255,7 @@ class GpuModel:
 
     def decode(self, prompt: Sequence[int], n_tokens: int, reorder: bool) -> "RunResult":
         """Greedy decode on the device; stats and time cover the decode steps only."""
+        import numpy as np
         c = self.config
         if len(prompt) + n_tokens > c.max_ctx:
             raise GenspirvError(f"prompt ({len(prompt)}) + tokens ({n_tokens}) exceed the "
@@ -263,24 +269,27 @@ class GpuModel:
         before = dict(self.dev.stats)
         t0 = time.perf_counter()
         first = len(prompt) - 1
-        for step in range(n_tokens):
-            self.emit(self.token_plan(first + step, step), reorder)
+        with self.dev.gpu_timer() as timer:
+            for step in range(n_tokens):
+                self.emit(self.token_plan(first + step, step), reorder)
         self.dev.synchronize()
         elapsed = time.perf_counter() - t0
         after = dict(self.dev.stats)
+        gpu_seconds = timer.ns * 1e-9
         slots = self.dev.download(self.tokens, dtype="uint32").reshape(self.n_slots, VIEW_ALIGN // 4)
         tokens = tuple(int(t) for t in slots[len(prompt):len(prompt) + n_tokens, 0])
         rows = self.dev.download(self.logits, dtype="float32").reshape(c.max_ctx, self.logits_row // 4)
         delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
         return RunResult(tokens=tokens, logits=rows[:n_tokens, :c.vocab].copy(),
-                         seconds=elapsed, stats=delta)
+                         seconds=elapsed, gpu_seconds=gpu_seconds, stats=delta)
 
 
 @dataclass
 class RunResult:
     tokens: tuple[int, ...]
-    logits: np.ndarray
-    seconds: float
+    logits: "np.ndarray"
+    seconds: float          # wall time: record, submit, wait
+    gpu_seconds: float      # device timestamps around the same steps
     stats: dict
 
 
@@ -297,6 +306,7 @@ class Verdict:
 
 def compare(run: RunResult, forced: ref.Decode, tol: float) -> Verdict:
     """Check a device decode against the reference fed the device's tokens."""
+    import numpy as np
     worst, ties, bad = 0.0, [], []
     for step, (gpu_tok, g, r) in enumerate(zip(run.tokens, run.logits, forced.logits)):
         scale = max(float(np.max(np.abs(r))), 1e-30)
@@ -330,8 +340,13 @@ def _tokens(text: str) -> tuple[int, ...]:
     return values
 
 
+# The defaults of reference.ModelConfig, repeated so that building the parser
+# needs no numpy; tests/test_demo.py checks that the two agree.
+MODEL_DEFAULTS = {"n_layers": 2, "dim": 128, "n_heads": 4, "n_kv_heads": 2, "ffn_dim": 256, "vocab": 512}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    d = ref.ModelConfig()
+    d = argparse.Namespace(**MODEL_DEFAULTS)
     p.add_argument("--layers", type=int, default=d.n_layers, help=f"decoder layers (default {d.n_layers})")
     p.add_argument("--dim", type=int, default=d.dim, help=f"model width (default {d.dim})")
     p.add_argument("--heads", type=int, default=d.n_heads, help=f"query heads (default {d.n_heads})")
@@ -353,19 +368,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="FILE", default=None, help="also write the results as JSON")
 
 
-def config_from_args(args: argparse.Namespace) -> ref.ModelConfig:
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The demo's options from an argument list, as `genspirv demo ARGS` reads them."""
+    p = argparse.ArgumentParser(prog="genspirv demo")
+    add_arguments(p)
+    return p.parse_args(list(argv))
+
+
+def config_from_args(args: argparse.Namespace) -> "ref.ModelConfig":
+    from . import reference as ref
     n_ctx = len(args.prompt) + args.tokens
     if args.tokens < 1:
         raise GenspirvError(f"--tokens must be at least 1 (got {args.tokens})")
     if max(args.prompt) >= args.vocab:
         raise GenspirvError(f"prompt token {max(args.prompt)} is outside the vocabulary of {args.vocab}")
+    if n_ctx > MAX_CONTEXT:
+        raise GenspirvError(f"prompt + tokens = {n_ctx} exceed {MAX_CONTEXT}: the attention kernel keeps "
+                            f"a head's scores in shared memory, 16 KiB on the smallest devices")
     return ref.ModelConfig(n_layers=args.layers, dim=args.dim, n_heads=args.heads,
                            n_kv_heads=args.kv_heads, ffn_dim=args.ffn, vocab=args.vocab,
                            max_ctx=n_ctx, weights_f16=args.f16).check()
 
 
-def run_demo(args: argparse.Namespace, out=sys.stdout) -> dict:
+def run_demo(args: argparse.Namespace) -> dict:
     """Build, decode under every configuration, compare; returns the report dict."""
+    from . import reference as ref
     from .runtime import Device
 
     config = config_from_args(args)
@@ -373,7 +400,7 @@ def run_demo(args: argparse.Namespace, out=sys.stdout) -> dict:
     greedy = ref.greedy_decode(weights, args.prompt, args.tokens)
     dev = Device(validation=True) if args.validation else Device()
     forced_cache: dict[tuple[int, ...], ref.Decode] = {greedy.tokens: greedy}
-    report = {"device": getattr(dev, "name", "unknown"),
+    report = {"device": dev.properties.get("name", "unknown"),
               "model": {"layers": config.n_layers, "dim": config.dim, "heads": config.n_heads,
                         "kv_heads": config.n_kv_heads, "ffn": config.ffn_dim, "vocab": config.vocab,
                         "weights": "f16" if config.weights_f16 else "f32", "seed": args.seed,
@@ -400,6 +427,7 @@ def run_demo(args: argparse.Namespace, out=sys.stdout) -> dict:
                 "mismatches": list(verdict.mismatches), "ok": verdict.ok,
                 "seconds": run.seconds, "tokens_per_s": n / run.seconds,
                 "ms_per_token": 1e3 * run.seconds / n,
+                "gpu_ms_per_token": 1e3 * run.gpu_seconds / n,
                 "dispatches_per_token": run.stats.get("dispatches", 0) / n,
                 "barriers_per_token": run.stats.get("barriers", 0) / n,
                 "expected_barriers_per_token": expected_barriers_per_token(config, policy, reorder),
@@ -418,26 +446,29 @@ def set_policy(dev, policy: str) -> None:
     dev.barrier_policy = policy
 
 
-def print_report(report: dict, out=sys.stdout) -> None:
+def print_report(report: dict, out=None) -> None:
+    out = out or sys.stdout
     m = report["model"]
     print(f"device: {report['device']}", file=out)
     print(f"model: {m['layers']} layers, dim {m['dim']}, {m['heads']} heads ({m['kv_heads']} kv), "
           f"ffn {m['ffn']}, vocab {m['vocab']}, {m['weights']} weights, seed {m['seed']}; "
           f"prompt {m['prompt']}, {m['tokens']} tokens", file=out)
     print(f"reference tokens: {report['reference_tokens']}", file=out)
-    head = f"{'config':<15}{'tok/s':>9}{'ms/tok':>9}{'disp/tok':>10}{'barr/tok':>10}{'max err':>10}  result"
+    head = (f"{'config':<15}{'tok/s':>9}{'ms/tok':>9}{'gpu ms/tok':>11}{'disp/tok':>10}"
+            f"{'barr/tok':>10}{'max err':>10}  result")
     print(head, file=out)
     for r in report["runs"]:
         result = "token-exact" if r["token_exact"] and r["ok"] else ("ok" if r["ok"] else "MISMATCH")
         if r["ties"]:
             result += f" ({len(r['ties'])} near-tie(s) at steps {r['ties']})"
-        print(f"{r['config']:<15}{r['tokens_per_s']:>9.1f}{r['ms_per_token']:>9.2f}"
+        print(f"{r['config']:<15}{r['tokens_per_s']:>9.1f}{r['ms_per_token']:>9.2f}{r['gpu_ms_per_token']:>11.3f}"
               f"{r['dispatches_per_token']:>10.1f}{r['barriers_per_token']:>10.1f}"
               f"{r['max_rel_err']:>10.2g}  {result}", file=out)
         for line in r["mismatches"][:5]:
             print(f"    {line}", file=out)
     print(f"logits compared with tolerance {report['tolerance']:g} x max|logit|; "
-          f"ms/tok is wall time per token of recording, submitting and waiting", file=out)
+          f"ms/tok: wall time per token (record, submit, wait); gpu ms/tok: device timestamps "
+          f"around the decode steps (idle gaps while the host records included)", file=out)
 
 
 def write_json(path: str, report: dict) -> None:

@@ -1,0 +1,173 @@
+"""`genspirv demo`: token-exact greedy decode, structural barrier counts, sync validation.
+
+Barrier figures are asserted against numbers derived from the model's
+structure (genspirv.demo.expected_barriers_per_token, and the schedule model),
+not against times.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from genspirv import demo, schedule
+from genspirv import reference as ref
+
+runtime = pytest.importorskip("genspirv.runtime")
+
+SMALL = ["--layers", "2", "--dim", "64", "--heads", "4", "--kv-heads", "2", "--ffn", "96",
+         "--vocab", "200", "--tokens", "6"]
+
+
+@pytest.fixture(scope="module")
+def lavapipe_ok():
+    try:
+        with runtime.Device():
+            pass
+    except Exception as exc:
+        pytest.skip(f"no Vulkan device: {exc}")
+
+
+def test_cli_defaults_match_the_model_defaults():
+    d = ref.ModelConfig()
+    assert demo.MODEL_DEFAULTS == {k: getattr(d, k) for k in demo.MODEL_DEFAULTS}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_demo_token_exact_with_structural_barrier_counts(lavapipe_ok, seed):
+    args = demo.parse_args(SMALL + ["--seed", str(seed)])
+    report = demo.run_demo(args)
+    assert report["ok"], report
+    runs = {r["config"]: r for r in report["runs"]}
+    assert set(runs) == {"smart", "always", "smart+reorder"}
+    config = demo.config_from_args(args)
+    for r in runs.values():
+        assert r["token_exact"] and r["ties"] == [] and r["mismatches"] == []
+        assert r["tokens"] == report["reference_tokens"]
+        assert r["max_rel_err"] <= 1e-5
+        assert r["dispatches_per_token"] == demo.dispatches_per_token(config) == 4 + 15 * 2
+    # The structure: 4 + 12 per layer in program order, one fewer per layer reordered,
+    # and a barrier before every dispatch under "always".
+    assert runs["smart"]["barriers_per_token"] == 4 + 12 * 2
+    assert runs["smart+reorder"]["barriers_per_token"] == 4 + 11 * 2
+    assert runs["always"]["barriers_per_token"] == 4 + 15 * 2
+    assert runs["smart"]["stats"]["barriers_skipped"] > 0
+    # A reference of other weights must not pass: the comparison can fail.
+    other = ref.greedy_decode(ref.make_weights(config, seed + 100), args.prompt, args.tokens)
+    assert other.tokens != tuple(report["reference_tokens"])
+
+
+def test_demo_f16_weights_grouped_query_odd_sizes(lavapipe_ok):
+    """f16 weights, multi-query attention, sizes that are not multiples of the workgroup."""
+    args = demo.parse_args(["--layers", "1", "--dim", "72", "--heads", "6", "--kv-heads", "1",
+                            "--ffn", "100", "--vocab", "131", "--tokens", "5", "--prompt", "3,7,11",
+                            "--f16", "--block-size", "32", "--reorder"])
+    report = demo.run_demo(args)
+    assert report["ok"] and [r["config"] for r in report["runs"]] == ["smart+reorder"]
+    r = report["runs"][0]
+    assert r["token_exact"], report
+    assert r["barriers_per_token"] == 4 + 11
+
+
+def test_schedule_model_agrees_with_the_formula(lavapipe_ok):
+    """The pure tracker model over the real plan gives the closed-form counts."""
+    for layers in (1, 3):
+        config = ref.ModelConfig(n_layers=layers, dim=32, n_heads=2, n_kv_heads=1, ffn_dim=48,
+                                 vocab=64, max_ctx=4)
+        with runtime.Device() as dev:
+            model = demo.GpuModel(dev, ref.make_weights(config, 0), block_size=32)
+            a0 = [d.access() for d in model.token_plan(0, 0)]
+            a1 = [d.access() for d in model.token_plan(1, 1)]
+        # Steady state: the second token, after the first (its get_rows reads the slot
+        # the first token's argmax wrote).
+        natural = schedule.count_barriers(a0 + a1) - schedule.count_barriers(a0)
+        o0 = schedule.reorder(a0)
+        o1 = [len(a0) + i for i in schedule.reorder(a1)]
+        reordered = schedule.count_barriers(a0 + a1, o0 + o1) - schedule.count_barriers(a0, o0)
+        assert natural == demo.expected_barriers_per_token(config, "smart", False) == 4 + 12 * layers
+        assert reordered == demo.expected_barriers_per_token(config, "smart", True) == 4 + 11 * layers
+        labels = [[model.token_plan(1, 1)[i].label for i in g] for g in schedule.levels(a1)]
+        assert ["L0.q", "L0.k", "L0.v"] in labels and ["L0.rope_q", "L0.rope_k"] in labels
+        assert ["L0.gate", "L0.up"] in labels
+
+
+def _decode_under_validation(policy: str, reorder: bool):
+    config = ref.ModelConfig(n_layers=1, dim=32, n_heads=2, n_kv_heads=1, ffn_dim=48, vocab=64,
+                             max_ctx=4)
+    weights = ref.make_weights(config, 3)
+    with runtime.Device(validation=True, barriers=policy) as dev:
+        model = demo.GpuModel(dev, weights, block_size=32)
+        run = model.decode((1,), 3, reorder=reorder)
+        dev.synchronize()
+        messages = list(dev.validation_messages)
+    return run, ref.greedy_decode(weights, (1,), 3), messages
+
+
+@pytest.mark.parametrize("reorder", [False, True])
+def test_sync_validation_clean(lavapipe_ok, reorder):
+    run, want, messages = _decode_under_validation("smart", reorder)
+    assert [f"{m.id}: {m.text[:200]}" for m in messages if m.severity == "error"] == []
+    assert run.tokens == want.tokens
+
+
+def test_sync_validation_positive_control(lavapipe_ok):
+    """With the barriers left out the layer must report hazards, or it was not active."""
+    _, _, messages = _decode_under_validation("none", False)
+    assert any(m.id.startswith("SYNC-HAZARD") for m in messages), \
+        "sync validation is not active: the decode without barriers went unreported"
+
+
+# -- the comparison rule -------------------------------------------------------------
+
+
+def _fake_run(tokens, logits):
+    return demo.RunResult(tokens=tuple(tokens), logits=np.asarray(logits, np.float32), seconds=1.0,
+                          gpu_seconds=1.0, stats={})
+
+
+def test_compare_accepts_a_near_tie_and_refuses_a_clear_miss():
+    r = ref.Decode(tokens=(1, 0), logits=np.array([[1.0, 3.0, 3.0 - 1e-6], [5.0, 1.0, 0.0]], np.float32))
+    assert demo.compare(_fake_run((1, 0), r.logits), r, 1e-4).ok
+    tie = demo.compare(_fake_run((2, 0), r.logits), r, 1e-4)   # 1e-6 apart: a near-tie
+    assert tie.ok and tie.ties == (0,)
+    miss = demo.compare(_fake_run((1, 1), r.logits), r, 1e-4)  # 4.0 apart: wrong
+    assert not miss.ok and "step 1" in miss.mismatches[0]
+    off = demo.compare(_fake_run((1, 0), r.logits + np.float32(0.01)), r, 1e-4)
+    assert not off.ok and "logits differ" in off.mismatches[0]
+    nan = demo.compare(_fake_run((1, 0), np.full((2, 3), np.nan)), r, 1e-4)
+    assert not nan.ok
+    assert not demo.compare(_fake_run((9, 0), r.logits), r, 1e-4).ok   # token outside the vocabulary
+
+
+# -- the command line ------------------------------------------------------------------
+
+
+def test_cli_json_and_exit_code(lavapipe_ok, tmp_path, capsys):
+    from genspirv.cli import main
+    out = tmp_path / "sub" / "demo.json"
+    code = main(["demo", "--layers", "1", "--dim", "32", "--heads", "2", "--kv-heads", "1", "--ffn", "40",
+                 "--vocab", "50", "--tokens", "3", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "token-exact" in text and "smart+reorder" in text
+    report = json.loads(out.read_text())
+    assert report["ok"] and len(report["runs"]) == 3
+    assert {"tokens_per_s", "gpu_ms_per_token", "barriers_per_token"} <= set(report["runs"][0])
+    assert not list(out.parent.glob(".demo.json.*"))          # no temp file left behind
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--heads", "3", "--kv-heads", "2", "--dim", "48"], "n_heads 3 must be a multiple of n_kv_heads 2"),
+    (["--dim", "30", "--heads", "2"], "head_dim 15"),
+    (["--prompt", "999", "--vocab", "100"], "outside the vocabulary"),
+    (["--tokens", "4000"], "exceed 3072"),
+    (["--block-size", "48", "--tokens", "1", "--layers", "1"], "power of two"),
+])
+def test_cli_refuses_bad_shapes(lavapipe_ok, capsys, argv, message):
+    from genspirv.cli import main
+    assert main(["demo", *argv]) != 0
+    err = capsys.readouterr().err
+    assert "genspirv: error:" in err and message in err and "Traceback" not in err
