@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 from . import manifest as manifest_mod
 from .config import Config, Variant
-from .errors import (CompileError, GenspirvError, LockError, ReflectError, SpirvError,
+from .errors import (CompileError, GenspirvError, LockError, OutputError, ReflectError, SpirvError,
                      ToolchainError)
 from .manifest import Manifest, ManifestEntry, Toolchain
 from . import reflect as reflect_mod
@@ -79,13 +79,20 @@ def _new_file_mode(path: Path) -> int:
 
 
 def write_if_changed(path: Path, data: bytes) -> bool:
-    """Atomically write ``data`` unless the file already holds exactly those bytes."""
+    """Atomically write ``data`` unless the file already holds exactly those bytes.
+
+    Any OSError (a full disk, no permission, a file where a folder should be) is
+    an OutputError naming the file; the temp file is gone and ``path`` untouched.
+    """
     try:
         if path.read_bytes() == data:
             return False
     except OSError:
         pass
-    atomic_write(path, data)
+    try:
+        atomic_write(path, data)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return True
 
 
@@ -97,10 +104,18 @@ def sha256_hex(data: bytes) -> str:
 def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -> Iterator[None]:
     """Hold ``.genspirv/lock`` (fcntl.flock) for the duration; LockError after ``timeout``."""
     if timeout is None:
-        timeout = float(os.environ.get("GENSPIRV_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S))
+        raw = os.environ.get("GENSPIRV_LOCK_TIMEOUT", str(DEFAULT_LOCK_TIMEOUT_S))
+        try:
+            timeout = float(raw)
+        except ValueError:
+            raise LockError(f"GENSPIRV_LOCK_TIMEOUT={raw!r}: expected a number of seconds") from None
     path = root / STATE_DIR / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as f:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock_file = open(path, "a+b")
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot create the build lock: {exc.strerror or exc}") from None
+    with lock_file as f:
         deadline = time.monotonic() + timeout
         told = False
         while True:

@@ -78,6 +78,12 @@ class LockError(GenspirvError):
     exit_code = 2
 
 
+class OutputError(GenspirvError):
+    """An output file or folder cannot be written (full disk, no permission, a file in the way)."""
+
+    exit_code = 2
+
+
 # -- runtime side -------------------------------------------------------------
 
 
