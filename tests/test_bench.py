@@ -216,3 +216,30 @@ def test_bench_usage_errors_exit_2(argv, capsys):
 
 def test_bench_error_is_a_genspirv_error():
     assert issubclass(BenchError, GenspirvError) and BenchError.exit_code == 2
+
+
+# -- the demo suite (lavapipe or whatever GENSPIRV_DEVICE selects) --------------------------
+
+
+def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
+    pytest.importorskip("vulkan")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
+    from genspirv import demo
+    from genspirv.bench import runtime_suite
+
+    rec = Recorder("demo")
+    try:
+        runtime_suite.bench_demo(BenchOptions(suite="demo", quick=True, repeat=2, quiet=True), rec)
+    except GenspirvError as exc:
+        if "no Vulkan" in str(exc) or "physical device" in str(exc):
+            pytest.skip(f"no Vulkan device: {exc}")
+        raise
+    configs = [r["config"] for r in rec.runs if r["case"] == "wall per token"]
+    assert configs == ["smart", "always", "smart+reorder", "smart+reorder", "always", "smart"]
+    config = demo.config_from_args(demo.parse_args(runtime_suite.QUICK_DEMO_ARGS.split()))
+    for r in rec.runs:
+        if r["case"] == "barriers per token":
+            policy, reorder = {c[0]: (c[1], c[2]) for c in demo.CONFIGS}[r["config"]]
+            assert r["value"] == demo.expected_barriers_per_token(config, policy, reorder)
+        if r["case"] == "dispatches per token":
+            assert r["value"] == demo.dispatches_per_token(config)

@@ -79,6 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="build: keep the synthetic projects in DIR")
     parser.add_argument("--quick", action="store_true",
                         help="runtime/demo: the smallest honest run (for tests and a first look)")
+    parser.add_argument("--demo-args", metavar="'ARGS'", default=None,
+                        help="demo: model options as `genspirv demo` takes them, e.g. '--layers 4 --dim 512'")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
 
 
@@ -92,7 +94,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     root = Path(args.root) if getattr(args, "root", None) else _default_root()
     opts = BenchOptions(suite=args.suite, repeat=args.repeat, sizes=args.sizes, jobs=args.jobs,
                         quiet=args.quiet, root=root, header_share=args.header_share,
-                        keep=args.keep, quick=args.quick)
+                        keep=args.keep, quick=args.quick, demo_args=args.demo_args)
     module, function = SUITES[args.suite]
     suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
     rec = Recorder(args.suite)

@@ -48,6 +48,7 @@ class BenchOptions:
     header_share: float = 0.25
     keep: Optional[Path] = None            # keep the synthetic projects here
     quick: bool = False                    # runtime/demo: smallest honest run
+    demo_args: Optional[str] = None        # demo: model options, as `genspirv demo` takes them
 
 
 @dataclass
@@ -82,15 +83,16 @@ def paired_order(repeat_index: int, arms: Sequence[str]) -> list[str]:
 
 
 def summarize(runs: Iterable[dict]) -> list[dict]:
-    """Median, min, max and count per (case, arm), in first-seen order."""
-    groups: dict[tuple[str, str], list[dict]] = {}
+    """Median, min, max and count per (case, arm): cases in first-seen order, arms within."""
+    groups: dict[str, dict[str, list[dict]]] = {}
     for r in runs:
-        groups.setdefault((r["case"], r["arm"]), []).append(r)
+        groups.setdefault(r["case"], {}).setdefault(r["arm"], []).append(r)
     out = []
-    for (case, arm), rs in groups.items():
-        values = [r["value"] for r in rs]
-        out.append({"case": case, "arm": arm, "unit": rs[0]["unit"], "n": len(values),
-                    "median": statistics.median(values), "min": min(values), "max": max(values)})
+    for case, arms in groups.items():
+        for arm, rs in arms.items():
+            values = [r["value"] for r in rs]
+            out.append({"case": case, "arm": arm, "unit": rs[0]["unit"], "n": len(values),
+                        "median": statistics.median(values), "min": min(values), "max": max(values)})
     return out
 
 

@@ -1,0 +1,128 @@
+"""Plot benchmark JSON from ``genspirv bench ... --json FILE`` as PNG.
+
+Takes the JSON files written by the ``build`` and/or ``reflect`` suites; gives
+``build_scaling.png`` (cold build, floor, check and no-op time against the
+number of variants, one line per arm and job count, median with min–max bars)
+and ``reflect_scaling.png`` (reflection time against blob size, beside
+spirv-cross). Needs matplotlib: ``pip install -e '.[bench]'``.
+
+    python ci/plot_bench.py build.json reflect.json --out docs/plots
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+
+def _series(doc: dict, key: str) -> dict[tuple[str, int], list[tuple[float, float, float, float]]]:
+    """(arm, group) -> [(x, median, min, max)] from a suite's summary."""
+    out: dict = {}
+    for s in doc["summary"]:
+        m = re.match(key, s["case"])
+        if not m:
+            continue
+        x, group = float(m.group(1)), int(m.group(2)) if m.lastindex and m.lastindex > 1 else 0
+        out.setdefault((s["arm"], group), []).append((x, s["median"], s["min"], s["max"]))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _footer(doc: dict) -> str:
+    meta = doc["meta"]
+    commit = (meta.get("genspirv_commit") or "unknown")[:12]
+    return (f"{meta['date'][:16]} UTC · {meta['device']} · {meta['cores']} cores · "
+            f"genspirv {commit} · medians, bars min–max")
+
+
+def _plot(ax, series, label_of, styles):
+    for (arm, group), pts in sorted(series.items()):
+        xs = [p[0] for p in pts]
+        med = [p[1] for p in pts]
+        lo = [p[1] - p[2] for p in pts]
+        hi = [p[3] - p[1] for p in pts]
+        colour, marker = styles.get(arm, (None, "o"))
+        ax.errorbar(xs, med, yerr=[lo, hi], label=label_of(arm, group), color=colour, marker=marker,
+                    linestyle="-" if group != 1 else "--", capsize=3, linewidth=1.4, markersize=4)
+
+
+def plot_build(doc: dict, out: Path, plt) -> Path:
+    series = _series(doc, r"variants=(\d+) jobs=(\d+)")
+    styles = {"cold": ("tab:blue", "o"), "floor": ("tab:gray", "s"), "check": ("tab:orange", "^"),
+              "edit": ("tab:green", "v"), "noop": ("tab:red", "D")}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6))
+    heavy = {k: v for k, v in series.items() if k[0] in ("cold", "floor", "check")}
+    light = {k: v for k, v in series.items() if k[0] in ("noop", "edit")}
+    label = {"cold": "cold build", "floor": "glslangValidator alone (floor)", "check": "check",
+             "noop": "no-op build",
+             "edit": f"one-header edit ({doc['options'].get('header_share', 0.25):.0%} of sources)"}
+    _plot(left, heavy, lambda a, g: f"{label[a]}, {g} job{'s' * (g > 1)}", styles)
+    _plot(right, light, lambda a, g: f"{label[a]}, {g} job{'s' * (g > 1)}", styles)
+    left.set_title("full compiles")
+    right.set_title("incremental builds")
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("variants in the project")
+        ax.set_ylabel("wall time (s)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("genspirv build: time against the number of variants")
+    fig.text(0.5, 0.01, _footer(doc), ha="center", fontsize=7)
+    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+    path = out / "build_scaling.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_reflect(doc: dict, out: Path, plt) -> Path:
+    series = _series(doc, r"size ([\d.]+) KiB")
+    styles = {"reflect": ("tab:blue", "o"), "spirv-cross": ("tab:gray", "s"), "cli": ("tab:orange", "^")}
+    label = {"reflect": "genspirv reflect() in-process", "spirv-cross": "spirv-cross --reflect (process)",
+             "cli": "genspirv reflect --json (process)"}
+    fig, ax = plt.subplots(figsize=(6.5, 4.6))
+    _plot(ax, series, lambda a, g: label.get(a, a), styles)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("blob size (KiB)")
+    ax.set_ylabel("time per blob (s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title("reflection time against blob size")
+    fig.text(0.5, 0.01, _footer(doc), ha="center", fontsize=6)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    path = out / "reflect_scaling.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", type=Path, help="JSON from genspirv bench build/reflect --json")
+    parser.add_argument("--out", type=Path, default=Path("docs/plots"), help="folder for the PNGs")
+    args = parser.parse_args(argv)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot_bench: needs matplotlib: pip install -e '.[bench]'", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    plotters = {"build": plot_build, "reflect": plot_reflect}
+    for f in args.files:
+        doc = json.loads(f.read_text())
+        plotter = plotters.get(doc.get("suite"))
+        if plotter is None:
+            print(f"plot_bench: {f}: no plot for suite {doc.get('suite')!r}", file=sys.stderr)
+            return 2
+        print(plotter(doc, args.out, plt))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
