@@ -247,6 +247,9 @@ def scalar_type_name(index: Index, type_id: int, user: Instruction) -> str:
 
 
 def _literal_value(type_name: str, words: tuple[int, ...], inst: Instruction) -> SpecValue:
+    if type_name == "bool":
+        raise ReflectError(f"OpConstant/OpSpecConstant at word {inst.offset} has type bool "
+                           "(bools are OpConstantTrue/False)")
     width = int(type_name.lstrip("uintfloat"))
     need = 2 if width == 64 else 1
     if len(words) < need:

@@ -318,7 +318,7 @@ class Module:
     schema: int
     big_endian: bool
     instructions: tuple[Instruction, ...]
-    defs: Mapping[int, Instruction] = field(repr=False)   # result id -> defining instruction
+    defs: Mapping[int, Instruction] = field(repr=False, compare=False)  # result id -> its instruction
 
     @property
     def generator_tool(self) -> int:
