@@ -54,7 +54,11 @@ def test_demo_token_exact_with_structural_barrier_counts(lavapipe_ok, seed):
     assert runs["smart"]["barriers_per_token"] == 4 + 12 * 2
     assert runs["smart+reorder"]["barriers_per_token"] == 4 + 11 * 2
     assert runs["always"]["barriers_per_token"] == 4 + 15 * 2
-    assert runs["smart"]["stats"]["barriers_skipped"] > 0
+    assert runs["smart"]["recorded"]["stats"]["barriers_skipped"] > 0
+    for r in runs.values():   # the captured-and-replayed decode is checked the same way
+        assert r["replayed"]["token_exact"] and r["replayed"]["ok"]
+        assert r["replayed"]["stats"]["barriers"] == r["recorded"]["stats"]["barriers"] - 1, \
+            "a capture holds every barrier but the entry one, which the replay records"
     # A reference of other weights must not pass: the comparison can fail.
     other = ref.greedy_decode(ref.make_weights(config, seed + 100), args.prompt, args.tokens)
     assert other.tokens != tuple(report["reference_tokens"])
@@ -64,11 +68,11 @@ def test_demo_f16_weights_grouped_query_odd_sizes(lavapipe_ok):
     """f16 weights, multi-query attention, sizes that are not multiples of the workgroup."""
     args = demo.parse_args(["--layers", "1", "--dim", "72", "--heads", "6", "--kv-heads", "1",
                             "--ffn", "100", "--vocab", "131", "--tokens", "5", "--prompt", "3,7,11",
-                            "--f16", "--block-size", "32", "--reorder"])
+                            "--f16", "--block-size", "32", "--reorder", "--no-replay"])
     report = demo.run_demo(args)
     assert report["ok"] and [r["config"] for r in report["runs"]] == ["smart+reorder"]
     r = report["runs"][0]
-    assert r["token_exact"], report
+    assert r["token_exact"] and "replayed" not in r, report
     assert r["barriers_per_token"] == 4 + 11
 
 
@@ -155,7 +159,9 @@ def test_cli_json_and_exit_code(lavapipe_ok, tmp_path, capsys):
     assert "token-exact" in text and "smart+reorder" in text
     report = json.loads(out.read_text())
     assert report["ok"] and len(report["runs"]) == 3
-    assert {"tokens_per_s", "gpu_ms_per_token", "barriers_per_token"} <= set(report["runs"][0])
+    run = report["runs"][0]
+    assert {"barriers_per_token", "dispatches_per_token", "recorded", "replayed"} <= set(run)
+    assert {"tokens_per_s", "gpu_ms_per_token"} <= set(run["recorded"]) & set(run["replayed"])
     assert not list(out.parent.glob(".demo.json.*"))          # no temp file left behind
 
 
