@@ -145,3 +145,26 @@ def test_a_held_lock_times_out_with_a_clear_message(tiny_project, genspirv):
     with project_lock(root, timeout=0.3):     # released: taking it again works at once
         pass
 
+
+
+def test_generated_code_is_written_by_build_and_verified_by_check(tiny_project, genspirv):
+    root = tiny_project(pyproject=TINY_WITH_C)
+    result = genspirv("build", "--root", root)
+    assert result.code == 0, result
+    assert (root / "manifests/shaders.h").is_file()
+    header = root / "manifests/shaders.c"
+    assert b"add_f32" in header.read_bytes()
+    assert genspirv("build", "--root", root).out.endswith("0 files written\n")
+    assert genspirv("check", "--root", root).code == 0
+    header.write_bytes(header.read_bytes().replace(b"add_f32", b"add_f99", 1))
+    result = genspirv("check", "--root", root)
+    assert result.code == 1 and "manifests/shaders.c: differs" in result.err
+
+
+TINY_WITH_C = """\
+[tool.genspirv]
+generate = [ { target = "c", output = "manifests/shaders" } ]
+
+[tool.genspirv.shaders."add.comp"]
+matrix = { TYPE = { f32 = "float", i32 = "int" } }
+"""
