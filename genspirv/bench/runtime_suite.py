@@ -86,6 +86,71 @@ def bench_demo(opts: BenchOptions, rec: Recorder) -> None:
 def bench_runtime(opts: BenchOptions, rec: Recorder) -> None:
     bench = require("genspirv.runtime.bench", "the runtime's micro-benchmarks", "runtime")
     runtime = require("genspirv.runtime", "the runtime", "runtime")
-    raise BenchError("bench runtime: genspirv.runtime.bench has no entry point this harness knows "
-                     f"(found: {', '.join(n for n in dir(bench) if not n.startswith('_'))}); "
-                     f"runtime {runtime.__name__} present")
+    reps = opts.repeat or (2 if opts.quick else None)
+    kwargs = {"reps": reps} if reps else {}
+    progress = Progress(2, opts.quiet)
+    try:
+        with runtime.Device() as dev:
+            rec.device = _device_name(dev)
+            progress.step("runtime: barrier policies")
+            barriers = bench.run_barrier_bench(dev, **kwargs)
+            progress.step("runtime: submission")
+            submission = bench.run_submission_bench(dev, **kwargs)
+    finally:
+        progress.close()
+    rec.extra["runtime_bench"] = {"barriers": barriers, "submission": submission}
+    raw = record_barriers(rec, barriers) & record_submission(rec, submission)
+    rec.notes.append("figures from genspirv.runtime.bench: run_barrier_bench (GPU time per workload "
+                     "and policy; barriers per dispatch) and run_submission_bench (wall time per step; "
+                     "host time per dispatch); arms paired, order alternating.")
+    if not raw:
+        rec.notes.append("genspirv.runtime.bench returned medians only where n = 1 below: "
+                         "those rows are one median each, not one run each.")
+
+
+def _samples(result: dict, key: str, arm: str, scale: float) -> tuple[list[float], bool]:
+    """Raw samples of ``arm`` under ``<key>_samples`` if the runtime gave them, else its median."""
+    raw = result.get(f"{key}_samples", {}).get(arm)
+    if raw:
+        return [v * scale for v in raw], True
+    return [result[f"{key}_median" if f"{key}_median" in result else key][arm] * scale], False
+
+
+def record_barriers(rec: Recorder, res: dict) -> bool:
+    """Rows from ``run_barrier_bench``'s dict; True when every row came from raw samples."""
+    all_raw = True
+    for name, r in res["workloads"].items():
+        for policy in r["gpu_ms_median"]:
+            values, raw = _samples(r, "gpu_ms", policy, 1e-3)
+            all_raw &= raw
+            for i, v in enumerate(values):
+                rec.add(f"{name} gpu time", policy, v, repeat=i, workload=name)
+            rec.add(f"{name} barriers/dispatch", policy, r["barriers_per_dispatch"][policy],
+                    "barriers", workload=name)
+        rec.ratio(f"{name} gpu time", "always / smart", "always", "smart")
+        rec.ratio(f"{name} gpu time", "none / smart", "none", "smart")
+    return all_raw
+
+
+def record_submission(rec: Recorder, res: dict) -> bool:
+    """Rows from ``run_submission_bench``'s dict; True when every row came from raw samples."""
+    all_raw = True
+    per = res.get("host_us_per_dispatch_samples") or [res["host_us_per_dispatch_median"]]
+    all_raw &= "host_us_per_dispatch_samples" in res
+    for i, v in enumerate(per):
+        rec.add("host per dispatch", "record+submit", v * 1e-6, repeat=i)
+    pairs = {"step_ms_upload": ("upload step", ("staged", "blocking")),
+             "step_ms_inflight": ("in-flight step", ("inflight_2", "inflight_1")),
+             "step_ms_replay": ("replay step", ("replay", "record"))}
+    for key, (case, (base, other)) in pairs.items():
+        if key not in res:
+            continue
+        for arm in (base, other):
+            raw = res.get(f"{key}_samples", {}).get(arm)
+            all_raw &= bool(raw)
+            for i, v in enumerate(raw or [res[key][arm]]):
+                rec.add(case, arm, v * 1e-3, repeat=i)
+        rec.ratio(case, f"{other} / {base}", other, base)
+    if "submits_per_step_both_arms" in res:
+        rec.add("upload step", "submits per step", res["submits_per_step_both_arms"], "submits")
+    return all_raw
