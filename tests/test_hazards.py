@@ -51,7 +51,7 @@ accesses = st.builds(Access, stage, st.lists(ranges, max_size=3).map(tuple),
                      st.lists(ranges, max_size=2).map(tuple))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(accesses, min_size=1, max_size=30))
 def test_smart_barrier_exactly_when_the_oracle_finds_a_hazard(seq):
     tracker = HazardTracker("smart")
@@ -64,7 +64,7 @@ def test_smart_barrier_exactly_when_the_oracle_finds_a_hazard(seq):
             assert barrier.kinds == kinds
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(accesses, min_size=1, max_size=30))
 def test_always_barriers_whenever_anything_is_pending(seq):
     tracker = HazardTracker("always")
@@ -75,7 +75,7 @@ def test_always_barriers_whenever_anything_is_pending(seq):
         pending = any(r.size for r in a.reads + a.writes) or (pending and barrier is None)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(accesses, min_size=1, max_size=30))
 def test_barrier_covers_every_pending_stage_and_write(seq):
     tracker = HazardTracker("smart")

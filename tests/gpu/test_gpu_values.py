@@ -1,0 +1,122 @@
+"""Value tests on a real GPU (skipped unless Vulkan offers a non-CPU device).
+
+Lavapipe runs dispatches one after another and hides a missing barrier; a
+GPU overlaps them. Under ``smart`` every result here must be exact; under
+the test-only policy ``none`` at least one of the same workloads must come
+out wrong, or the tests could not tell a barrier from its absence.
+
+Run: ``bash ci/gpu_run.sh`` (writes logs and JSON to $OUT when set).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shaders_rt"))
+import rt  # noqa: E402
+
+from genspirv.runtime import Device  # noqa: E402
+
+N = 4 << 20          # 4M floats: big enough that dispatches overlap on a GPU
+
+
+def _gpu_present() -> bool:
+    try:
+        with Device(manifest=rt.MANIFEST) as d:
+            return d.properties["type"] != "cpu"
+    except Exception:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _gpu_present(), reason="no GPU Vulkan device")
+
+RESULTS: dict = {}
+
+
+def _record(name, out, ref, dev):
+    wrong = int(np.count_nonzero(out != ref))
+    RESULTS[name] = {"wrong": wrong, "of": int(ref.size), "stats": dev.stats,
+                     "device": dev.properties["name"], "policy": dev.barrier_policy}
+    return wrong
+
+
+def _workloads(dev):
+    """(name, result, reference) for each workload, all on `dev`."""
+    yield ("raw_chain", *rt.raw_chain(dev, N, 200))
+    yield ("rmw_chain", *rt.rmw_chain(dev, N, 100))
+    yield ("diamond", *rt.diamond(dev, N))
+    # writers to disjoint halves, then one reader of both
+    y, z = dev.buffer(8 * N), dev.buffer(8 * N)
+    rt.fill(dev, y.view(0, 4 * N), N, 1.0)
+    rt.fill(dev, y.view(4 * N, 4 * N), N, 2.0)
+    rt.scale(dev, y, z, 2 * N, 3.0)
+    yield "disjoint_views", dev.download(z), np.repeat(rt.f32([3.0, 6.0]), N)
+    # overlapping views: the second fill must land after the first
+    w = dev.buffer(12 * N)
+    rt.fill(dev, w.view(0, 8 * N), 2 * N, 1.0)
+    rt.fill(dev, w.view(4 * N, 8 * N), 2 * N, 2.0)
+    yield "overlapping_views", dev.download(w), np.repeat(rt.f32([1.0, 2.0, 2.0]), N)
+
+
+@pytest.mark.parametrize("inflight, batch", [(2, 64), (1, 8), (4, 3)])
+def test_values_exact_under_smart(inflight, batch):
+    with Device(manifest=rt.MANIFEST, barriers="smart", inflight=inflight, batch=batch) as dev:
+        for name, out, ref in _workloads(dev):
+            assert _record(f"smart_{inflight}x{batch}_{name}", out, ref, dev) == 0, name
+
+
+def test_values_exact_under_smart_with_replay():
+    with Device(manifest=rt.MANIFEST) as dev:
+        y = dev.buffer(4 * N)
+        rt.fill(dev, y, N, 0.0)
+        with dev.record() as g:
+            for _ in range(10):
+                rt.rmw(dev, y, N, 1.0, 1.0)
+        for _ in range(5):
+            g.run()
+        out = dev.download(y)
+        assert _record("smart_replay", out, np.full(N, 50.0, np.float32), dev) == 0
+
+
+def test_missing_barriers_give_wrong_values_on_a_gpu():
+    with Device(manifest=rt.MANIFEST, barriers="none") as dev:
+        wrong = {name: _record(f"none_{name}", out, ref, dev) for name, out, ref in _workloads(dev)}
+        assert dev.stats["barriers"] > 0   # only the host-read barriers of the downloads
+    assert any(wrong.values()), f"no workload went wrong without barriers: {wrong}"
+
+
+def test_values_exact_under_sync_validation_if_the_layer_is_present():
+    try:
+        dev = Device(manifest=rt.MANIFEST, validation=True)
+    except Exception as exc:
+        pytest.skip(f"no validation layer: {exc}")
+    with dev:
+        for name, out, ref in _workloads(dev):
+            assert _record(f"validated_{name}", out, ref, dev) == 0, name
+    hazards = [f"{m.id}: {m.text[:200]}" for m in dev.validation_messages if m.severity == "error"]
+    assert hazards == [], "\n".join(hazards)
+
+
+def test_library_kernels_on_the_gpu():
+    with Device() as dev:
+        n = N
+        a, b, c = dev.buffer(4 * n), dev.buffer(4 * n), dev.buffer(4 * n)
+        x = np.arange(n, dtype=np.float32)
+        dev.upload(a, x)
+        dev.upload(b, x)
+        dev.dispatch("add_f32", [a, b, c], groups=(n + 255) // 256, push=struct.pack("<I", n))
+        assert _record("library_add_f32", dev.download(c), 2 * x, dev) == 0
+
+
+def teardown_module(module):
+    out = os.environ.get("OUT")
+    if out and RESULTS:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "gpu_values.json").write_text(json.dumps(RESULTS, indent=2, sort_keys=True))

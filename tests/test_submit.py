@@ -1,0 +1,329 @@
+"""Submission on lavapipe under sync validation: slots, batches, staged uploads, drains, replay.
+
+Counters first: values alone cannot tell a batch that waited from one that
+did not on a device that runs everything in order.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "shaders_rt"))
+import rt  # noqa: E402
+
+from genspirv.errors import GenspirvError, InFlightError  # noqa: E402
+
+runtime = pytest.importorskip("genspirv.runtime")
+from genspirv.runtime import Device  # noqa: E402
+from genspirv.runtime.submit import InFlightGuard, inflight_from_env  # noqa: E402
+
+
+def _vulkan_device_present() -> bool:
+    try:
+        with Device(manifest=rt.MANIFEST):
+            return True
+    except Exception:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _vulkan_device_present(), reason="no Vulkan device")
+
+
+def device(**kw) -> Device:
+    kw.setdefault("validation", True)
+    return Device(manifest=rt.MANIFEST, **kw)
+
+
+def clean(dev):
+    msgs = [f"{m.id}: {m.text[:300]}" for m in dev.validation_messages]
+    assert msgs == [], "\n".join(msgs)
+
+
+def fills(dev, buf, n, count):
+    for i in range(count):
+        rt.fill(dev, buf, n, float(i))
+
+
+# -- slots --------------------------------------------------------------------
+
+
+def test_slot_rotation_and_in_flight_depth():
+    with device(inflight=2, batch=4) as dev:
+        y = dev.buffer(1024)
+        fills(dev, y, 256, 4)                    # fourth dispatch fills the batch: flushed
+        assert (dev.stats["submits"], dev.in_flight()) == (1, 1)
+        fills(dev, y, 256, 4)
+        assert (dev.stats["submits"], dev.in_flight()) == (2, 2)   # both slots in flight, no wait
+        fills(dev, y, 256, 1)                    # the next batch retires slot 0 first
+        assert dev.in_flight() == 1
+        assert dev._slots[0].state == "recording" and dev._slots[1].state == "submitted"
+        dev.synchronize()
+        assert dev.stats["submits"] == 3
+        clean(dev)
+
+
+def test_one_slot_retires_before_every_batch():
+    with device(inflight=1, batch=2) as dev:
+        y = dev.buffer(1024)
+        fills(dev, y, 256, 2)
+        assert dev.in_flight() == 1
+        fills(dev, y, 256, 1)
+        assert dev.in_flight() == 0              # retired (waited if busy) before recording
+        dev.synchronize()
+        clean(dev)
+
+
+def test_submits_and_fence_waits_per_step():
+    with device(inflight=2, batch=64) as dev:
+        y = dev.buffer(4096)
+        per_step = []
+        for _ in range(3):
+            before = dev.stats
+            fills(dev, y, 1024, 100)
+            dev.synchronize()
+            after = dev.stats
+            per_step.append((after["submits"] - before["submits"],
+                             after["fence_waits"] - before["fence_waits"]))
+        # 100 dispatches at 64 per batch: two submits; the fence rides the last one.
+        assert per_step == [(2, 1)] * 3
+        clean(dev)
+
+
+def test_no_empty_submit():
+    with device() as dev:
+        dev.synchronize()
+        dev.flush()
+        assert (dev.stats["submits"], dev.stats["fence_waits"]) == (0, 0)
+        y = dev.buffer(1024)
+        rt.fill(dev, y, 256, 1.0)
+        dev.synchronize()
+        dev.synchronize()
+        dev.flush()
+        assert (dev.stats["submits"], dev.stats["fence_waits"]) == (1, 1)
+        clean(dev)
+
+
+def test_pending_accesses_survive_flush_submit_and_fence_wait():
+    with device(inflight=2) as dev:
+        n = 1024
+        y, z, w = dev.buffer(4 * n), dev.buffer(4 * n), dev.buffer(4 * n)
+        rt.fill(dev, y, n, 1.0)
+        dev.flush()                                   # submit
+        rt.scale(dev, y, z, n, 2.0)                   # RAW on y across the submit
+        assert dev.stats["barriers"] == 1
+        dev.synchronize()                             # submit + fence wait
+        rt.fill(dev, z, n, 0.0)                       # WAW on z across both
+        assert dev.stats["barriers"] == 2
+        dev.synchronize()
+        rt.scale(dev, y, w, n, 1.0)                   # only z is pending: no hazard, skipped
+        assert dev.stats["barriers_skipped"] == 1
+        np.testing.assert_array_equal(dev.download(z), np.zeros(n, np.float32))
+        clean(dev)
+
+
+@pytest.mark.parametrize("inflight, batch", [(1, 3), (2, 4), (3, 5)])
+def test_chain_longer_than_slots_times_batch_stays_exact(inflight, batch):
+    with device(inflight=inflight, batch=batch) as dev:
+        steps = 2 * inflight * batch + 3
+        out, ref = rt.raw_chain(dev, 2048, steps)
+        np.testing.assert_array_equal(out, ref)
+        assert dev.stats["submits"] >= steps // batch
+        out, ref = rt.rmw_chain(dev, 1000, steps)
+        np.testing.assert_array_equal(out, ref)
+        clean(dev)
+
+
+def test_nothing_a_submitted_batch_references_is_rewritten():
+    """Uploads and dispatches in batches that overlap in flight: every slot has
+    staging and descriptor pools of its own, and the guard saw no reuse."""
+    with device(inflight=2, batch=1) as dev:
+        n = 256
+        bufs = [dev.buffer(4 * n) for _ in range(6)]
+        outs = [dev.buffer(4 * n) for _ in range(6)]
+        for i, (b, o) in enumerate(zip(bufs, outs)):
+            dev.upload(b, np.full(n, float(i), np.float32))
+            rt.scale(dev, b, o, n, 2.0)          # batch=1: every dispatch is its own submit
+        chunks = [{c.uid for c in s.staging.chunks} for s in dev._slots]
+        pools = [{id(p) for p in s.descriptors.pools} for s in dev._slots]
+        assert not chunks[0] & chunks[1] and not pools[0] & pools[1]
+        for i, o in enumerate(outs):
+            np.testing.assert_array_equal(dev.download(o), np.full(n, 2.0 * i, np.float32))
+        clean(dev)
+
+
+def test_in_flight_guard_refuses_reuse_by_another_slot():
+    g = InFlightGuard()
+    g.use_staging(1, 0, 256, slot=0)
+    g.use_staging(1, 256, 512, slot=1)            # disjoint bytes: fine
+    with pytest.raises(InFlightError, match=r"staging bytes \[128, 384\) of chunk 1 .* slot 0"):
+        g.use_staging(1, 128, 384, slot=1)
+    g.use_pool(7, slot=0)
+    with pytest.raises(InFlightError, match="descriptor pool 7 reset by slot 1 while slot"):
+        g.reset_pool(7, slot=1)
+    g.retire(0)
+    g.use_staging(1, 0, 256, slot=1)
+    g.reset_pool(7, slot=1)
+
+
+def test_inflight_setting():
+    assert inflight_from_env(None) == 2 and inflight_from_env("3") == 3
+    for bad in ("0", "5", "two"):
+        with pytest.raises(GenspirvError, match="GENSPIRV_INFLIGHT must be 1..4"):
+            inflight_from_env(bad)
+
+
+def test_inflight_and_batch_from_environment(monkeypatch):
+    monkeypatch.setenv("GENSPIRV_INFLIGHT", "3")
+    monkeypatch.setenv("GENSPIRV_BATCH", "2")
+    with Device(manifest=rt.MANIFEST) as dev:
+        assert len(dev._slots) == 3 and dev.batch_size == 2
+        y = dev.buffer(1024)
+        fills(dev, y, 256, 6)
+        assert dev.stats["submits"] == 3
+
+
+# -- uploads and downloads ----------------------------------------------------
+
+
+def _step_with_uploads(dev, n=256):
+    xs = [dev.buffer(4 * n) for _ in range(6)]
+    acc = dev.buffer(4 * n)
+    rt.fill(dev, acc, n, 0.0)
+    for i, x in enumerate(xs):
+        dev.upload(x, np.full(n, float(i + 1), np.float32))
+        tmp = dev.buffer(4 * n)
+        rt.add(dev, acc, x, tmp, n)
+        dev.copy(tmp, acc)
+    return dev.download(acc)
+
+
+def test_staged_uploads_submit_nothing_of_their_own():
+    with device() as dev:
+        out = _step_with_uploads(dev)
+        np.testing.assert_array_equal(out, np.full(256, 21.0, np.float32))
+        s = dev.stats
+        assert (s["staged_uploads"], s["blocking_uploads"]) == (6, 0)
+        assert (s["submits"], s["fence_waits"]) == (1, 1)      # only the download's
+        clean(dev)
+
+
+def test_blocking_uploads_for_comparison(monkeypatch):
+    monkeypatch.setenv("GENSPIRV_UPLOAD", "blocking")
+    with device() as dev:
+        out = _step_with_uploads(dev)
+        np.testing.assert_array_equal(out, np.full(256, 21.0, np.float32))
+        s = dev.stats
+        assert (s["staged_uploads"], s["blocking_uploads"]) == (0, 6)
+        assert (s["submits"], s["fence_waits"]) == (7, 7)
+        clean(dev)
+
+
+def test_download_drains_only_what_it_must():
+    with device(inflight=2) as dev:
+        n = 256
+        a, b = dev.buffer(4 * n), dev.buffer(4 * n)
+        rt.fill(dev, a, n, 5.0)
+        dev.flush()                                   # a's writer is submitted
+        rt.fill(dev, b, n, 6.0)                       # open batch: touches b only
+        before = dev.stats
+        np.testing.assert_array_equal(dev.download(a), np.full(n, 5.0, np.float32))
+        s = dev.stats
+        assert s["drains"] == before["drains"]        # the open batch stayed open...
+        assert s["submits"] == before["submits"] + 1  # ...and only the copy went out
+        assert dev._slots[dev._current].state == "recording"
+        np.testing.assert_array_equal(dev.download(b), np.full(n, 6.0, np.float32))
+        assert dev.stats["drains"] == before["drains"] + 1   # b was in the open batch
+        # A write after the side download must still wait for its read (WAR).
+        rt.fill(dev, a, n, 7.0)
+        np.testing.assert_array_equal(dev.download(a), np.full(n, 7.0, np.float32))
+        clean(dev)
+
+
+# -- replay -------------------------------------------------------------------
+
+
+def test_replay_records_nothing_again():
+    with device() as dev:
+        n = 1000
+        y, z = dev.buffer(4 * n), dev.buffer(4 * n)
+        dev.upload(y, np.ones(n, np.float32))
+        with dev.record() as g:
+            for _ in range(3):
+                rt.rmw(dev, y, n, 1.0, 1.0)           # y += 1, three times
+            rt.scale(dev, y, z, n, 2.0)               # another pipeline reads y
+        captured = dev.stats
+        assert captured["dispatches"] == 4 and captured["submits"] == 0
+        for _ in range(5):
+            g.run()
+        s = dev.stats
+        assert s["dispatches"] == captured["dispatches"]     # nothing recorded again
+        assert s["replays"] == 5 and s["submits"] == 5
+        np.testing.assert_array_equal(dev.download(y), np.full(n, 16.0, np.float32))
+        np.testing.assert_array_equal(dev.download(z), np.full(n, 32.0, np.float32))
+        clean(dev)
+
+
+def test_replay_hazards_at_both_ends():
+    with device() as dev:
+        n = 512
+        x, y = dev.buffer(4 * n), dev.buffer(4 * n)
+        with dev.record() as g:
+            rt.scale(dev, x, y, n, 3.0)
+        for i in range(3):
+            dev.upload(x, np.full(n, float(i), np.float32))   # RAW into the graph
+            before = dev.stats["barriers"]
+            g.run()
+            assert dev.stats["barriers"] == before + 1        # the entry barrier
+            np.testing.assert_array_equal(dev.download(y), np.full(n, 3.0 * i, np.float32))
+        # Work after the graph that reads its output orders itself after it.
+        z = dev.buffer(4 * n)
+        g.run()
+        rt.scale(dev, y, z, n, 0.5)
+        np.testing.assert_array_equal(dev.download(z), np.full(n, 3.0, np.float32))
+        clean(dev)
+
+
+def test_replay_refuses_transfers_inside_capture():
+    with device() as dev:
+        y = dev.buffer(64)
+        with pytest.raises(GenspirvError, match="upload inside dev.record"):
+            with dev.record():
+                dev.upload(y, np.zeros(16, np.float32))
+        with pytest.raises(GenspirvError, match="download inside dev.record"):
+            with dev.record():
+                dev.download(y)
+
+
+# -- host profiler --------------------------------------------------------------
+
+
+def test_host_profile_attributes_phases(capsys):
+    with device(host_profile=True, batch=8) as dev:
+        y = dev.buffer(1024)
+        fills(dev, y, 256, 20)
+        dev.synchronize()
+        table = dev.profile()
+        for phase in ("record", "descriptors", "submit", "wait", "bookkeeping"):
+            assert table[phase]["count"] > 0, phase
+        assert table["submit"]["count"] == 3
+    assert "genspirv host profile" in capsys.readouterr().err
+
+
+def test_host_profile_off_by_default(monkeypatch):
+    monkeypatch.delenv("GENSPIRV_HOST_PROFILE", raising=False)
+    with device() as dev:
+        y = dev.buffer(1024)
+        fills(dev, y, 256, 3)
+        dev.synchronize()
+        assert all(r["count"] == 0 for r in dev.profile().values())
+
+
+def test_host_profile_from_environment(monkeypatch):
+    monkeypatch.setenv("GENSPIRV_HOST_PROFILE", "1")
+    with Device(manifest=rt.MANIFEST) as dev:
+        assert dev._profile.enabled
