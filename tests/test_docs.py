@@ -1,0 +1,267 @@
+"""The user guide's examples run, in order, and say what they show.
+
+docs/GUIDE.md is a walkthrough in one scratch folder. A fenced block whose info
+string holds the word ``test`` is run (other blocks are only shown):
+
+- ``console test``: each ``$ command`` runs in bash in the current folder
+  (``cd`` changes it for later blocks); the lines after it are expected output:
+  each must appear, in order, in what the command printed (``...`` in a line
+  matches anything). A command exits 0 unless it ends in ``# exit N``.
+- ``python test``: runs as a script in the current folder; its asserts are the check.
+  A ``text test`` block right after it is its expected output (lines in order).
+- ``LANG test file=PATH``: the block's text is written to PATH; ``append=PATH``
+  appends it; ``quote=PATH``: the block must appear verbatim in that file (docs
+  that quote generated files stay true).
+- ``needs=TOOL``: skipped where TOOL is not on PATH; ``needs=vulkan``: where
+  no Vulkan device can be opened.
+
+`genspirv` on PATH is this source tree (a shim), whatever else is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+GUIDE = REPO / "docs" / "GUIDE.md"
+TIMEOUT = 300
+
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
+EXIT_COMMENT = re.compile(r"\s+#\s*exit\s+(\d+)\b.*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int          # 1-based line of the opening fence
+    lang: str
+    options: dict[str, str]
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"L{self.line}-{self.lang}"
+
+
+def parse_blocks(markdown: str) -> list[Block]:
+    blocks = []
+    for m in FENCE.finditer(markdown):
+        words = m.group(1).split()
+        if "test" not in words[1:]:
+            continue
+        options = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+        line = markdown.count("\n", 0, m.start()) + 1
+        blocks.append(Block(line, words[0], options, m.group(2)))
+    return blocks
+
+
+def expected_lines_found(expected: list[str], output: str) -> str | None:
+    """None if every expected line appears in order in ``output``; else the first missing one."""
+    lines = output.splitlines()
+    pos = 0
+    for want in expected:
+        pattern = re.compile(".*".join(re.escape(part) for part in want.strip().split("...")))
+        while pos < len(lines) and not pattern.search(lines[pos]):
+            pos += 1
+        if pos == len(lines):
+            return want
+        pos += 1
+    return None
+
+
+def console_steps(text: str) -> list[tuple[str, int, list[str]]]:
+    """(command, expected exit status, expected output lines) for each ``$`` line."""
+    steps: list[tuple[str, int, list[str]]] = []
+    for raw in text.splitlines():
+        if raw.startswith("$ "):
+            command = raw[2:]
+            status = 0
+            m = EXIT_COMMENT.search(command)
+            if m:
+                status = int(m.group(1))
+                command = command[:m.start()]
+            steps.append((command, status, []))
+        elif raw.strip() and steps:
+            steps[-1][2].append(raw)
+    return steps
+
+
+@dataclass
+class Walkthrough:
+    """The scratch folder's state as the guide's blocks go by."""
+
+    cwd: Path
+    env: dict[str, str]
+    results: dict[str, str] = field(default_factory=dict)    # block id -> "" (ok) or why not
+    failed: str | None = None
+    last_python_output: str | None = None
+
+    def run(self, block: Block) -> str:
+        if self.failed:
+            return f"not reached: {self.failed} failed"
+        needs = block.options.get("needs")
+        if needs and not have(needs, self.env):
+            return f"skip: needs {needs}"
+        try:
+            self._run(block)
+        except AssertionError as exc:
+            self.failed = f"GUIDE.md block at line {block.line}"
+            return f"{self.failed}: {exc}"
+        return ""
+
+    def _run(self, block: Block) -> None:
+        opts = block.options
+        if "file" in opts:
+            target = self.cwd / opts["file"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(block.text)
+        elif "append" in opts:
+            with open(self.cwd / opts["append"], "a") as f:
+                f.write(block.text)
+        elif "quote" in opts:
+            actual = (self.cwd / opts["quote"]).read_text()
+            assert block.text in actual, f"not quoted verbatim from {opts['quote']}, which holds:\n{actual}"
+        elif block.lang == "text":
+            assert self.last_python_output is not None, "a `text test` block must follow a `python test` block"
+            missing = expected_lines_found(block.text.splitlines(), self.last_python_output)
+            assert missing is None, f"python block did not print {missing!r}:\n{self.last_python_output}"
+        elif block.lang == "console":
+            for command, status, expected in console_steps(block.text):
+                self._command(command, status, expected)
+        elif block.lang == "python":
+            proc = subprocess.run([sys.executable, "-"], input=block.text, cwd=self.cwd, env=self.env,
+                                  capture_output=True, text=True, timeout=TIMEOUT)
+            assert proc.returncode == 0, f"python block exited {proc.returncode}:\n{proc.stdout}{proc.stderr}"
+            self.last_python_output = proc.stdout
+            return
+        else:
+            raise AssertionError(f"a `{block.lang} test` block needs file=, append= or quote=")
+        self.last_python_output = None
+
+    def _command(self, command: str, status: int, expected: list[str]) -> None:
+        words = shlex.split(command)
+        if words and words[0] == "cd":
+            self.cwd = (self.cwd / words[1]).resolve()
+            assert self.cwd.is_dir(), f"cd {words[1]}: no such folder"
+            return
+        proc = subprocess.run(["bash", "-c", command], cwd=self.cwd, env=self.env,
+                              capture_output=True, text=True, timeout=TIMEOUT)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == status, f"$ {command}\nexited {proc.returncode}, not {status}:\n{output}"
+        missing = expected_lines_found(expected, output)
+        assert missing is None, f"$ {command}\nexpected line not printed: {missing!r}\ngot:\n{output}"
+
+
+_vulkan: dict[str, bool] = {}
+
+
+def have(tool: str, env: dict[str, str]) -> bool:
+    if tool != "vulkan":
+        return shutil.which(tool, path=env["PATH"]) is not None
+    if "ok" not in _vulkan:
+        probe = "from genspirv.runtime import Device\nDevice().close()\n"
+        proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, timeout=120)
+        _vulkan["ok"] = proc.returncode == 0
+    return _vulkan["ok"]
+
+
+BLOCKS = parse_blocks(GUIDE.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def walkthrough(tmp_path_factory) -> Walkthrough:
+    scratch = tmp_path_factory.mktemp("guide")
+    bin_dir = scratch / ".bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "genspirv"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m genspirv "$@"\n')
+    shim.chmod(0o755)
+    env = dict(os.environ)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    env["PRE_COMMIT_HOME"] = str(scratch / ".pre-commit")
+    work = scratch / "work"
+    work.mkdir()
+    w = Walkthrough(cwd=work, env=env)
+    for block in BLOCKS:
+        w.results[block.id] = w.run(block)
+    return w
+
+
+def test_the_guide_has_runnable_examples():
+    langs = {b.lang for b in BLOCKS}
+    assert {"console", "python", "c"} <= langs, langs
+    assert len(BLOCKS) >= 10
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+def test_guide_block(walkthrough, block):
+    outcome = walkthrough.results[block.id]
+    if outcome.startswith("skip: "):
+        pytest.skip(outcome[6:])
+    assert outcome == "", outcome
+
+
+# -- the runner itself: it must be able to fail --------------------------------
+
+
+def test_expected_output_must_appear_in_order():
+    out = "a 1\nb 2\nc 3\n"
+    assert expected_lines_found(["a 1", "c 3"], out) is None
+    assert expected_lines_found(["a ...", "... 3"], out) is None
+    assert expected_lines_found(["c 3", "a 1"], out) == "a 1"
+    assert expected_lines_found(["d"], out) == "d"
+
+
+def test_console_steps_parse_exit_status():
+    steps = console_steps("$ genspirv check   # exit 1: stale\nstale\n$ true\n")
+    assert steps == [("genspirv check", 1, ["stale"]), ("true", 0, [])]
+
+
+def test_a_wrong_expectation_fails_the_walkthrough(tmp_path):
+    w = Walkthrough(cwd=tmp_path, env=dict(os.environ))
+    bad = parse_blocks("```console test\n$ echo hello\ngoodbye\n```\n")
+    assert "expected line not printed: 'goodbye'" in w.run(bad[0])
+    later = parse_blocks("```console test\n$ true\n```\n")[0]
+    assert w.run(later).startswith("not reached")
+
+
+def test_a_failing_python_block_fails(tmp_path):
+    w = Walkthrough(cwd=tmp_path, env=dict(os.environ))
+    block = parse_blocks("```python test\nassert 1 == 2\n```\n")[0]
+    assert "python block exited 1" in w.run(block)
+
+
+# -- pre-commit hooks the guide documents -------------------------------------
+
+
+def test_pre_commit_hooks_are_valid_and_name_real_commands():
+    clientlib = pytest.importorskip("pre_commit.clientlib")
+    hooks = clientlib.load_manifest(str(REPO / ".pre-commit-hooks.yaml"))
+    assert {h["id"] for h in hooks} == {"genspirv-check", "genspirv-build"}
+    from genspirv.cli import make_parser
+    for h in hooks:
+        program, *args = shlex.split(h["entry"])
+        assert program == "genspirv" and h["pass_filenames"] is False and h["language"] == "python"
+        make_parser().parse_args(args)      # exits (SystemExit) on an unknown command or option
+        files = re.compile(h["files"])
+        for path in ("pyproject.toml", "glsl/add.comp", "glsl/include/x.glsl", "spirv/add_f32.spv",
+                     "manifests/shaders.json", "manifests/shaders.h"):
+            assert files.search(path), (h["id"], path)
+        assert not files.search("src/main.py")
+
+
+def test_readme_links_the_guide():
+    readme = REPO / "README.md"
+    if not readme.exists():
+        pytest.skip("README.md not written yet")
+    assert "docs/GUIDE.md" in readme.read_text(encoding="utf-8")
