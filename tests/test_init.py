@@ -71,6 +71,28 @@ def test_generate_line_enables_the_c_table(tmp_path):
     with open(root / "manifests" / "shaders.c", "ab") as f:
         f.write(b"/* edited by hand */\n")
     assert genspirv("--root", str(root), "check", "-q") == 1
+    assert genspirv("--root", str(root), "build", "-q") == 0
+    assert genspirv("--root", str(root), "check", "-q") == 0
+
+
+def test_stale_blob_with_generated_code_is_reported_not_an_error(tmp_path, capsys):
+    """check renders the C table from the fresh blobs, not from the stale committed ones."""
+    root = tmp_path / "proj"
+    scaffold.init(root)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("# generate = ", "generate = "))
+    assert genspirv("--root", str(root), "build", "-q") == 0
+    shader = root / "glsl" / "scale.comp"
+    shader.write_text(shader.read_text().replace("params.alpha * float(x[i])", "-params.alpha * float(x[i])"))
+    capsys.readouterr()
+    assert genspirv("--root", str(root), "check", "-q") == 1
+    err = capsys.readouterr().err
+    assert "manifests/shaders.c: differs from a fresh build" in err and "error:" not in err
+    assert genspirv("--root", str(root), "build", "-q") == 0
+    assert genspirv("--root", str(root), "check", "-q") == 0
+    words = (root / "manifests" / "shaders.c").read_text()
+    blob = (root / "spirv" / "scale_f32.spv").read_bytes()
+    assert f"scale_f32: glsl/scale.comp, {len(blob) // 4} words" in words
 
 
 def test_python_m_genspirv_init_defaults_to_the_current_folder(tmp_path):
