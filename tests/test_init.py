@@ -186,3 +186,21 @@ def test_a_failed_write_rolls_back_what_init_changed(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match=r"\.gitignore: cannot write: Permission denied; nothing was changed"):
         scaffold.init(tmp_path)
     assert snapshot(tmp_path) == before
+
+
+def test_pin_is_the_version_of_the_compiler_build_will_find(monkeypatch, tmp_path):
+    from genspirv import toolchain
+    from genspirv.errors import ToolchainError
+    fake = tmp_path / "glslangValidator"
+    fake.write_text("#!/bin/sh\necho 'Glslang Version: 11:14.0.0'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(toolchain.env_override_name("glslangValidator"), str(fake))
+    assert scaffold.glslang_pin() == "14.0.0"
+
+    def missing(tool):
+        raise ToolchainError(f"{tool} not found")
+
+    monkeypatch.setattr(toolchain, "find_tool", missing)
+    assert scaffold.glslang_pin() == scaffold.DEFAULT_GLSLANG
+    scaffold.init(tmp_path / "p")
+    assert f'glslang = "{scaffold.DEFAULT_GLSLANG}"' in (tmp_path / "p" / "pyproject.toml").read_text()
