@@ -51,28 +51,38 @@ def conflicts(earlier: AccessLike, later: AccessLike) -> bool:
             or _any_overlap(later.writes, earlier.reads))
 
 
-def dependencies(nodes: Sequence[AccessLike]) -> list[frozenset[int]]:
-    """For each node, the earlier nodes it conflicts with (its DAG predecessors)."""
-    # Index earlier nodes by memory object so that unrelated buffers cost nothing.
+def _index_by_memory(nodes: Sequence[AccessLike]):
+    """For each node: the earlier nodes touching any of its memory objects."""
     by_memory: dict[object, list[int]] = {}
-    deps: list[frozenset[int]] = []
     for j, node in enumerate(nodes):
         candidates: set[int] = set()
         for r in (*node.reads, *node.writes):
             candidates.update(by_memory.get(r.memory, ()))
-        deps.append(frozenset(i for i in candidates if conflicts(nodes[i], node)))
+        yield j, node, candidates
         for r in (*node.reads, *node.writes):
             lst = by_memory.setdefault(r.memory, [])
             if not lst or lst[-1] != j:
                 lst.append(j)
-    return deps
+
+
+def dependencies(nodes: Sequence[AccessLike]) -> list[frozenset[int]]:
+    """For each node, the earlier nodes it conflicts with (its DAG predecessors)."""
+    return [frozenset(i for i in candidates if conflicts(nodes[i], node))
+            for _, node, candidates in _index_by_memory(nodes)]
 
 
 def levels(nodes: Sequence[AccessLike]) -> list[list[int]]:
     """Node indices grouped by ASAP level, program order kept within a level."""
     level: list[int] = []
-    for preds in dependencies(nodes):
-        level.append(1 + max((level[i] for i in preds), default=-1))
+    for _, node, candidates in _index_by_memory(nodes):
+        # Only the highest conflicting predecessor matters: try them from the top
+        # and stop at the first conflict (usually the producer just before).
+        lv = 0
+        for i in sorted(candidates, key=level.__getitem__, reverse=True):
+            if conflicts(nodes[i], node):
+                lv = level[i] + 1
+                break
+        level.append(lv)
     grouped: list[list[int]] = [[] for _ in range(max(level, default=-1) + 1)]
     for j, lv in enumerate(level):
         grouped[lv].append(j)
