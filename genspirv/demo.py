@@ -516,6 +516,10 @@ def run_demo(args: argparse.Namespace) -> dict:
     finally:
         dev.close()
     report["ok"] = all(r["ok"] for r in report["runs"])
+    if args.validation:
+        errors = [f"{m.id}: {m.text[:300]}" for m in dev.validation_messages if m.severity == "error"]
+        report["validation_errors"] = errors
+        report["ok"] = report["ok"] and not errors
     return report
 
 
@@ -543,6 +547,11 @@ def print_report(report: dict, out=None) -> None:
         say(f"{r['config']:<15}{r['dispatches_per_token']:>9.1f}{r['barriers_per_token']:>9.1f}"
             f"{rec['tokens_per_s']:>9.1f}{rec['ms_per_token']:>9.2f}{replay}{r['max_rel_err']:>10.2g}  {result}")
         for line in r["mismatches"][:5]:
+            say(f"    {line}")
+    if "validation_errors" in report:
+        errors = report["validation_errors"]
+        say(f"validation layer: {len(errors)} error(s)" + ("" if errors else ", sync validation clean"))
+        for line in errors[:5]:
             say(f"    {line}")
     say(f"logits compared with tolerance {report['tolerance']:g} x max|logit| at every step; "
         "tok/s and ms/tok: the host recording each dispatch as it goes (wall time); "

@@ -105,8 +105,11 @@ def _decode_under_validation(policy: str, reorder: bool):
     with runtime.Device(validation=True, barriers=policy) as dev:
         model = demo.GpuModel(dev, weights, block_size=32)
         run = model.decode((1,), 3, reorder=reorder)
+        graph, stats = model.capture((1,), 3, reorder=reorder)
+        replayed = model.replay(graph, (1,), 3, stats)
         dev.synchronize()
         messages = list(dev.validation_messages)
+    assert replayed.tokens == run.tokens or policy == "none"
     return run, ref.greedy_decode(weights, (1,), 3), messages
 
 
