@@ -111,7 +111,7 @@ def test_synthetic_project_has_exact_count_and_header_share(tiny_project, tmp_pa
     from genspirv.config import load_config
 
     root = tiny_project()
-    project = synth.generate_project(root, tmp_path / "synth", 11, header_share=0.5)
+    project = synth.generate_project(root, tmp_path / "synth", 11, header_share=0.5, per_source=1)
     names = [v.name for v in project.variants]
     assert len(names) == 11 == len(set(names))
     cfg = load_config(project.root)
@@ -124,6 +124,15 @@ def test_synthetic_project_has_exact_count_and_header_share(tiny_project, tmp_pa
     salts = {dict(v.defines)[synth.SALT_DEFINE] for v in project.variants}
     assert len(salts) == 11                            # one distinct salt per variant
     assert not list((project.root / "glsl").glob("add.comp"))   # originals not built twice
+
+
+def test_copied_sources_build_about_as_many_variants_as_llama_cpp_sources(tiny_project, tmp_path):
+    project = synth.generate_project(tiny_project(), tmp_path / "s", 100)
+    assert len(project.variants) == 100
+    # 3 base variants from 2 sources: 7 salts each, so add copies build 14 and neg copies 7.
+    assert project.source_count == 10
+    assert 9 <= len(project.variants) / project.source_count <= 11
+    assert "add_f32_c0_s6" in {v.name for v in project.variants}
 
 
 def test_edit_header_changes_the_header(tiny_project, tmp_path):
@@ -161,7 +170,8 @@ def test_default_plan_runs_one_job_only_on_small_sizes():
 def test_build_suite_end_to_end_records_every_arm_in_abba_order(tiny_project):
     root = tiny_project()
     rec = Recorder("build")
-    bench_build(BenchOptions(suite="build", sizes=(4,), jobs=(2,), repeat=2, quiet=True, root=root), rec)
+    bench_build(BenchOptions(suite="build", sizes=(4,), jobs=(2,), repeat=2, quiet=True, root=root,
+                                   per_source=1), rec)
     arms = [(r["repeat"], r["arm"]) for r in rec.runs]
     assert arms == [(0, "cold"), (0, "floor"), (0, "noop"), (0, "edit"), (0, "check"),
                     (1, "floor"), (1, "cold"), (1, "noop"), (1, "edit"), (1, "check")]
@@ -179,7 +189,7 @@ def test_build_suite_catches_an_edit_that_rebuilds_nothing(tiny_project, monkeyp
     rec = Recorder("build")
     with pytest.raises(BenchError, match="header edit changed 0 blobs"):
         bench_build(BenchOptions(suite="build", sizes=(2,), jobs=(2,), repeat=1, quiet=True,
-                                 root=tiny_project()), rec)
+                                 root=tiny_project(), per_source=1), rec)
 
 
 # -- the reflect suite ------------------------------------------------------------------
@@ -243,3 +253,22 @@ def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
             assert r["value"] == demo.expected_barriers_per_token(config, policy, reorder)
         if r["case"] == "dispatches per token":
             assert r["value"] == demo.dispatches_per_token(config)
+
+
+def test_runtime_rows_use_raw_samples_when_given_and_say_so_otherwise():
+    from genspirv.bench import runtime_suite
+
+    barriers = {"workloads": {"chain": {
+        "gpu_ms_median": {"smart": 2.0, "always": 3.0},
+        "gpu_ms_samples": {"smart": [1.0, 2.0, 9.0], "always": [3.0, 3.0, 3.0]},
+        "barriers_per_dispatch": {"smart": 1.0, "always": 1.0}}}}
+    rec = Recorder("runtime")
+    assert runtime_suite.record_barriers(rec, barriers) is True
+    smart = [r["value"] for r in rec.runs if r["case"] == "chain gpu time" and r["arm"] == "smart"]
+    assert smart == pytest.approx([1e-3, 2e-3, 9e-3])
+    submission = {"host_us_per_dispatch_median": 5.0, "step_ms_upload": {"staged": 1.0, "blocking": 2.0}}
+    rec = Recorder("runtime")
+    assert runtime_suite.record_submission(rec, submission) is False
+    assert {(r["case"], r["arm"]): r["value"] for r in rec.runs} == {
+        ("host per dispatch", "record+submit"): pytest.approx(5e-6),
+        ("upload step", "staged"): pytest.approx(1e-3), ("upload step", "blocking"): pytest.approx(2e-3)}

@@ -61,6 +61,16 @@ def _share(text: str) -> float:
     return value
 
 
+def _share_or_more(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value >= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 1, not {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``bench`` subcommand's arguments (``--root`` comes from the CLI's common options)."""
     parser.add_argument("suite", choices=list(SUITES), help="what to measure")
@@ -75,6 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="build: job counts, each measured (default 1 and 2; 1 only up to 200 variants)")
     parser.add_argument("--header-share", type=_share, default=0.25, metavar="F",
                         help="build: share of the sources that include the edited header (default 0.25)")
+    parser.add_argument("--per-source", type=_share_or_more, default=None, metavar="F",
+                        help="build: variants per copied source (default ~10, llama.cpp's shape)")
     parser.add_argument("--keep", type=Path, metavar="DIR", default=None,
                         help="build: keep the synthetic projects in DIR")
     parser.add_argument("--quick", action="store_true",
@@ -94,7 +106,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     root = Path(args.root) if getattr(args, "root", None) else _default_root()
     opts = BenchOptions(suite=args.suite, repeat=args.repeat, sizes=args.sizes, jobs=args.jobs,
                         quiet=args.quiet, root=root, header_share=args.header_share,
-                        keep=args.keep, quick=args.quick, demo_args=args.demo_args)
+                        keep=args.keep, quick=args.quick, demo_args=args.demo_args,
+                        per_source=args.per_source)
     module, function = SUITES[args.suite]
     suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
     rec = Recorder(args.suite)

@@ -116,8 +116,9 @@ def bench_build(opts: BenchOptions, rec: Recorder) -> None:
     try:
         projects = {}
         for size in dict.fromkeys(c.variants for c in plan):
+            fan_out = {} if opts.per_source is None else {"per_source": opts.per_source}
             projects[size] = p = synth.generate_project(opts.root, scratch / f"pristine-{size}",
-                                                        size, opts.header_share)
+                                                        size, opts.header_share, **fan_out)
             rec.extra.setdefault("projects", {})[str(size)] = {
                 "variants": len(p.variants), "sources": p.source_count,
                 "header_dependents": p.header_dependents}

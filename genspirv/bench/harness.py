@@ -46,6 +46,7 @@ class BenchOptions:
     quiet: bool = False
     root: Path = field(default_factory=Path.cwd)
     header_share: float = 0.25
+    per_source: Optional[float] = None     # build: variants per copied source (None: llama.cpp's ~10)
     keep: Optional[Path] = None            # keep the synthetic projects here
     quick: bool = False                    # runtime/demo: smallest honest run
     demo_args: Optional[str] = None        # demo: model options, as `genspirv demo` takes them
@@ -221,7 +222,8 @@ def write_json(path: Path, rec: Recorder, options: BenchOptions, meta: dict, sec
         "suite": rec.suite,
         "meta": meta,
         "options": {"repeat": options.repeat, "sizes": list(options.sizes) if options.sizes else None,
-                    "jobs": list(options.jobs) if options.jobs else None, "header_share": options.header_share},
+                    "jobs": list(options.jobs) if options.jobs else None, "header_share": options.header_share,
+                    "per_source": options.per_source},
         "suite_seconds": round(seconds, 3),
         "runs": rec.runs,
         "summary": summary,

@@ -5,10 +5,12 @@ project (this repo: its ``glsl/`` and its ``[tool.genspirv]`` variants) and
 writes, under ``dest``, a bigger project made of copies of its sources:
 copy *k* of ``glsl/add.comp`` is ``glsl/add__c<k>.comp`` next to the original,
 so its relative ``#include`` lines still resolve, and it builds every variant
-the original builds, renamed ``<name>_c<k>``. Copies are added until the
-project holds exactly ``variants`` variants (the last copy may build only some
-of its variants). It gives back a frozen ``SyntheticProject`` describing what
-was written.
+the original builds, renamed ``<name>_c<k>`` — several times over, with
+distinct salts (``<name>_c<k>_s<j>``), so that a copied source builds about
+as many variants as a llama.cpp source does (~10: 1,400 variants from 139
+sources). Copies are added until the project holds exactly ``variants``
+variants (the last copy may build only some of its own). It gives back a
+frozen ``SyntheticProject`` describing what was written.
 
 Two small wrappers make the copies useful as a benchmark:
 
@@ -38,6 +40,8 @@ from typing import Iterable, Mapping
 from ..errors import ConfigError
 
 HEADER_NAME = "genspirv_bench.glsl"
+# llama.cpp's Vulkan backend: about 1,400 variants from 139 sources.
+LLAMA_CPP_VARIANTS_PER_SOURCE = 1400 / 139
 SALT_DEFINE = "GENSPIRV_BENCH_SALT"
 _HEADER_SALT = "GENSPIRV_BENCH_HEADER_SALT"
 _INNER_MAIN = "genspirv_bench_main"
@@ -109,9 +113,15 @@ def _as_posix(path, root: Path) -> str:
 
 
 def generate_project(repo_root, dest, variants: int, header_share: float = 0.25,
+                     per_source: float = LLAMA_CPP_VARIANTS_PER_SOURCE,
                      base: Iterable[BaseVariant] | None = None,
                      settings: Mapping | None = None) -> SyntheticProject:
     """Write a synthetic project of exactly ``variants`` variants under ``dest``.
+
+    ``per_source`` is the number of variants a copied source aims at: each base
+    variant is built with ``round(per_source / base variants per source)``
+    salts (at least 1), so the project has llama.cpp's shape by default, not
+    one file per variant.
 
     ``base``/``settings`` default to the repo's configuration; tests pass
     their own. ``dest`` must not exist or be empty.
@@ -141,6 +151,7 @@ def generate_project(repo_root, dest, variants: int, header_share: float = 0.25,
     by_source: dict[str, list[BaseVariant]] = {}
     for v in base:
         by_source.setdefault(v.source, []).append(v)
+    salts = max(1, round(per_source * len(by_source) / len(base)))
     originals = {s: (src_glsl / s).read_text(encoding="utf-8") for s in by_source}
 
     chosen: list[SyntheticVariant] = []
@@ -160,10 +171,11 @@ def generate_project(repo_root, dest, variants: int, header_share: float = 0.25,
             text = _wrap_source(originals[src], src, header_from_copy if with_header else None)
             _write(dest / glsl_dir / copy_src, text)
             table = []
-            for v in members[: variants - len(chosen)]:
+            fanned = [(v, j) for v in members for j in range(salts)]
+            for v, j in fanned[: variants - len(chosen)]:
                 salt = len(chosen)
                 sv = SyntheticVariant(
-                    name=f"{v.name}_c{copy}",
+                    name=f"{v.name}_c{copy}" + (f"_s{j}" if salts > 1 else ""),
                     source=f"{glsl_dir}/{copy_src}",
                     defines=tuple(sorted(dict(v.defines, **{SALT_DEFINE: f"{salt}u"}).items())),
                     includes_header=with_header,
