@@ -25,6 +25,19 @@ NO_TIMEOUT = 0xFFFFFFFFFFFFFFFF
 _OUT_OF_MEMORY = (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory)
 
 
+def _register_promoted_error_codes() -> None:
+    # The binding files the error codes promoted from extensions under their
+    # positive value (VK_ERROR_OUT_OF_POOL_MEMORY as +1000069000), so a real
+    # driver's -1000069000 raises a KeyError inside the binding instead of
+    # VkErrorOutOfPoolMemory. Lavapipe never runs out of pool memory; NVIDIA does.
+    for code, exc in list(vk.exception_codes.items()):
+        if code is not None and code > 0 and issubclass(exc, vk.VkError):
+            vk.exception_codes.setdefault(-code, exc)
+
+
+_register_promoted_error_codes()
+
+
 def call(fn, *args):
     """Call a binding function; a failing VkResult becomes a VulkanError naming it."""
     try:
