@@ -34,12 +34,15 @@ void main() {
     llm_red[tid] = bv;
     best_index[tid] = bi;
     barrier();
-    for (uint s = BLOCK_SIZE / 2; s > 0; s >>= 1) {
-        if (tid < s && beats(llm_red[tid + s], best_index[tid + s], llm_red[tid], best_index[tid])) {
-            llm_red[tid] = llm_red[tid + s];
-            best_index[tid] = best_index[tid + s];
+    for (uint live = BLOCK_SIZE; live > 1; ) {
+        const uint upper = (live + 1) / 2;
+        const uint other = tid + upper;
+        if (other < live && beats(llm_red[other], best_index[other], llm_red[tid], best_index[tid])) {
+            llm_red[tid] = llm_red[other];
+            best_index[tid] = best_index[other];
         }
         barrier();
+        live = upper;
     }
     if (tid == 0) {
         o[0] = best_index[0];

@@ -4,7 +4,9 @@
 // weighted sum of values, one workgroup per query head. Grouped-query attention:
 // query head h reads KV head h / (n_head / n_kv_head).
 // Takes q (n_head x head_dim floats, already rotated), the caches k and v
-// (n_kv positions x n_kv_head x head_dim floats, position-major); gives
+// (n_kv positions of n_kv_head x head_dim floats, position p starting at float
+// p * kv_stride, so that each position's slot can be a buffer view at an offset
+// the device allows); gives
 // out (n_head x head_dim floats) = softmax(scale * q K^T) V per head.
 // The scores of a head live in shared memory: n_kv must not exceed MAX_CTX
 // (spec constant 1); the host refuses larger contexts, the kernel clamps so that
@@ -24,6 +26,7 @@ layout(push_constant) uniform Params {
     uint n_kv_head;
     uint head_dim;
     uint n_kv;
+    uint kv_stride;   // floats from one cached position to the next, >= n_kv_head * head_dim
     float scale;
 } p;
 
@@ -38,7 +41,7 @@ void main() {
     const uint n_kv = min(p.n_kv, MAX_CTX);
     const uint kv_head = head / max(p.n_head / max(p.n_kv_head, 1u), 1u);
     const uint q_base = head * p.head_dim;
-    const uint kv_stride = p.n_kv_head * p.head_dim;   // floats per cached position
+    const uint kv_stride = p.kv_stride;
     const uint kv_base = kv_head * p.head_dim;
 
     float local_max = -1.0 / 0.0;

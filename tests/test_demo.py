@@ -68,7 +68,7 @@ def test_demo_f16_weights_grouped_query_odd_sizes(lavapipe_ok):
     """f16 weights, multi-query attention, sizes that are not multiples of the workgroup."""
     args = demo.parse_args(["--layers", "1", "--dim", "72", "--heads", "6", "--kv-heads", "1",
                             "--ffn", "100", "--vocab", "131", "--tokens", "5", "--prompt", "3,7,11",
-                            "--f16", "--block-size", "32", "--reorder", "--no-replay"])
+                            "--f16", "--block-size", "48", "--reorder", "--no-replay"])
     report = demo.run_demo(args)
     assert report["ok"] and [r["config"] for r in report["runs"]] == ["smart+reorder"]
     r = report["runs"][0]
@@ -173,7 +173,7 @@ def test_cli_json_and_exit_code(lavapipe_ok, tmp_path, capsys):
     (["--dim", "30", "--heads", "2"], "head_dim 15"),
     (["--prompt", "999", "--vocab", "100"], "outside the vocabulary"),
     (["--tokens", "4000"], "exceed 3072"),
-    (["--block-size", "48", "--tokens", "1", "--layers", "1"], "power of two"),
+    (["--block-size", "4096", "--tokens", "1", "--layers", "1"], "invocations per workgroup"),
 ])
 def test_cli_refuses_bad_shapes(lavapipe_ok, capsys, argv, message):
     from genspirv.cli import main

@@ -1,7 +1,8 @@
 """Every LLM kernel of glsl/ against its numpy reference, on the default device.
 
 Sizes are odd and not multiples of the workgroup on purpose (bounds checks),
-and the workgroup size is varied through spec constant BLOCK_SIZE. Push data is
+and the workgroup size is varied through spec constant BLOCK_SIZE (powers of
+two and not: the reductions fold any size). Push data is
 packed here from each kernel's documented layout, independently of the demo.
 """
 
@@ -76,7 +77,8 @@ def test_get_rows(dev, wt, dtype, n_cols, block):
 # -- rms_norm ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n,rows,block", [(1, 1, 32), (129, 3, 128), (1000, 2, 64), (77, 5, 256)])
+@pytest.mark.parametrize("n,rows,block", [(1, 1, 32), (129, 3, 128), (1000, 2, 64), (77, 5, 256),
+                                          (500, 2, 48), (33, 1, 1)])
 def test_rms_norm(dev, n, rows, block):
     x = _rand(rows, n) * 3
     w = _rand(n)
@@ -92,7 +94,8 @@ def test_rms_norm(dev, n, rows, block):
 
 
 @pytest.mark.parametrize("wt,dtype", [("f32", np.float32), ("f16", np.float16)])
-@pytest.mark.parametrize("rows,cols,block", [(1, 1, 32), (67, 300, 128), (513, 129, 64), (5, 1031, 256)])
+@pytest.mark.parametrize("rows,cols,block", [(1, 1, 32), (67, 300, 128), (513, 129, 64), (5, 1031, 256),
+                                             (9, 777, 100)])
 def test_mul_mat_vec(dev, wt, dtype, rows, cols, block):
     w = _rand(rows, cols, dtype=dtype)
     x = _rand(cols)
@@ -168,6 +171,7 @@ def test_rope_modes_differ(dev):
     (4, 2, 16, 37, 4, 32),      # grouped-query, padded cache slots, n_kv past the block
     (4, 4, 6, 300, 0, 128),     # n_kv > 2 blocks, head_dim below the block
     (6, 1, 40, 129, 24, 64),    # multi-query
+    (2, 2, 8, 100, 0, 48),      # a workgroup size that is not a power of two
 ])
 def test_attention(dev, n_head, n_kv_head, head_dim, n_kv, pad, block):
     q = _rand(n_head, head_dim)
@@ -217,7 +221,8 @@ def test_add(dev, n):
 
 
 @pytest.mark.parametrize("n,block,where", [(1, 32, 0), (1000, 128, 999), (1000, 128, 3),
-                                            (4097, 64, 4096), (300, 256, 150)])
+                                            (4097, 64, 4096), (300, 256, 150), (1000, 96, 998),
+                                            (50, 7, 49)])
 def test_argmax(dev, n, block, where):
     x = _rand(n)
     x[where] = 10.0

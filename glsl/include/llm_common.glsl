@@ -5,7 +5,7 @@
 // per device without a rebuild. `local_size_x` repeats its default because glslang
 // emits a second, unnamed SpecId 0 for gl_WorkGroupSize whose default would
 // otherwise be 1, and the two defaults must agree for a pipeline made without
-// specialisation data. The reductions assume BLOCK_SIZE is a power of two.
+// specialisation data. The reductions work for any BLOCK_SIZE, not only powers of two.
 
 #ifndef LLM_BLOCK_SIZE
 #define LLM_BLOCK_SIZE 128
@@ -22,11 +22,14 @@ float block_sum(float v) {
     const uint tid = gl_LocalInvocationID.x;
     llm_red[tid] = v;
     barrier();
-    for (uint s = BLOCK_SIZE / 2; s > 0; s >>= 1) {
-        if (tid < s) {
-            llm_red[tid] += llm_red[tid + s];
+    // Fold the upper part of the live range onto the lower, rounding up.
+    for (uint live = BLOCK_SIZE; live > 1; ) {
+        const uint upper = (live + 1) / 2;
+        if (tid + upper < live) {
+            llm_red[tid] += llm_red[tid + upper];
         }
         barrier();
+        live = upper;
     }
     const float total = llm_red[0];
     // Keep a following call from overwriting llm_red[0] before everyone read it.
@@ -39,11 +42,13 @@ float block_max(float v) {
     const uint tid = gl_LocalInvocationID.x;
     llm_red[tid] = v;
     barrier();
-    for (uint s = BLOCK_SIZE / 2; s > 0; s >>= 1) {
-        if (tid < s) {
-            llm_red[tid] = max(llm_red[tid], llm_red[tid + s]);
+    for (uint live = BLOCK_SIZE; live > 1; ) {
+        const uint upper = (live + 1) / 2;
+        if (tid + upper < live) {
+            llm_red[tid] = max(llm_red[tid], llm_red[tid + upper]);
         }
         barrier();
+        live = upper;
     }
     const float m = llm_red[0];
     barrier();
