@@ -16,6 +16,9 @@ from genspirv import demo
 runtime = pytest.importorskip("genspirv.runtime")
 
 
+_ON_CPU = []
+
+
 @pytest.fixture(scope="module", autouse=True)
 def real_gpu():
     try:
@@ -26,6 +29,15 @@ def real_gpu():
     # GENSPIRV_GPU_TESTS_ANY_DEVICE=1 runs them on a CPU device too, to check the tests themselves.
     if kind == "cpu" and os.environ.get("GENSPIRV_GPU_TESTS_ANY_DEVICE") != "1":
         pytest.skip("needs a GPU: a CPU device runs dispatches serially and hides missing barriers")
+    _ON_CPU.append(kind == "cpu")
+
+
+def _shape(argv: list[str]) -> list[str]:
+    """On a CPU device (checking the tests themselves) the same test, with a model it runs in seconds."""
+    if _ON_CPU and _ON_CPU[0]:
+        return argv + ["--layers", "1", "--dim", "120", "--heads", "6", "--kv-heads", "2", "--ffn", "96",
+                       "--vocab", "300", "--tokens", "4"]
+    return argv
 
 
 LARGE = ["--layers", "6", "--dim", "768", "--heads", "12", "--kv-heads", "4", "--ffn", "2048",
@@ -34,7 +46,7 @@ LARGE = ["--layers", "6", "--dim", "768", "--heads", "12", "--kv-heads", "4", "-
 
 @pytest.mark.parametrize("seed", [0, 5])
 def test_demo_token_exact_on_gpu(seed):
-    args = demo.parse_args(LARGE + ["--seed", str(seed)])
+    args = demo.parse_args(_shape(LARGE + ["--seed", str(seed)]))
     report = demo.run_demo(args)
     config = demo.config_from_args(args)
     for r in report["runs"]:
@@ -45,9 +57,9 @@ def test_demo_token_exact_on_gpu(seed):
 
 
 def test_demo_f16_weights_long_prompt_on_gpu():
-    args = demo.parse_args(["--layers", "3", "--dim", "520", "--heads", "10", "--kv-heads", "2",
-                            "--ffn", "1000", "--vocab", "5003", "--tokens", "40",
-                            "--prompt", "5,17,99,1000,4000,3,3,3", "--f16", "--block-size", "256"])
+    args = demo.parse_args(_shape(["--layers", "3", "--dim", "520", "--heads", "10", "--kv-heads", "2",
+                                   "--ffn", "1000", "--vocab", "5003", "--tokens", "40",
+                                   "--prompt", "5,17,99,200,250,3,3,3", "--f16", "--block-size", "256"]))
     report = demo.run_demo(args)
     assert report["ok"], [r["mismatches"][:5] for r in report["runs"]]
     assert all(r["token_exact"] for r in report["runs"])
