@@ -21,6 +21,8 @@ import fcntl
 import hashlib
 import json
 import os
+import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -317,6 +319,39 @@ def orphan_blobs(config: Config) -> list[str]:
                   if p.is_file() and p.name not in known)
 
 
+def stale_temp_files(config: Config) -> list[Path]:
+    """Temp files of atomic writes a killed build left in the output folders.
+
+    ``atomic_write`` names them ``.NAME.XXXXXXXX.tmp`` (tempfile's 8 random
+    characters) next to NAME. Only a build holding the lock writes there, so
+    under the lock every such file is garbage.
+    """
+    folders = {config.path(config.spirv_dir), config.path(config.manifest).parent,
+               config.root / STATE_DIR}
+    folders |= {config.path(g.output).parent for g in config.generate}
+    found = []
+    for folder in sorted(folders):
+        if folder.is_dir():
+            found += sorted(p for p in folder.iterdir() if _TEMP_NAME.match(p.name) and p.is_file())
+    return found
+
+
+_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+
+
+def remove_stale_temp_files(config: Config, log: Log = None) -> None:
+    """Delete what interrupted builds left: temp files and compile folders (call under the lock)."""
+    for path in stale_temp_files(config):
+        with contextlib.suppress(OSError):
+            path.unlink()
+            if log:
+                log(f"removed {path.relative_to(config.root).as_posix()} (left by an interrupted build)")
+    state_dir = config.root / STATE_DIR
+    if state_dir.is_dir():
+        for folder in state_dir.glob("compile-*"):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 # -- build --------------------------------------------------------------------
 
 
@@ -336,6 +371,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     """Bring blobs, manifest and generated files up to date with the sources."""
     tools = find_tools(config)
     with project_lock(config.root, log=log):
+        remove_stale_temp_files(config, log)
         state = {} if force else load_state(config)
         stale = [v for v in config.variants
                  if not _is_up_to_date(config, tools.compiler.version, v, state.get(v.name))]
