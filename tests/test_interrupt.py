@@ -1,0 +1,186 @@
+"""Interrupted builds: SIGKILL a `genspirv build --force` at random moments.
+
+After every kill:
+
+- each output file is the complete version it had before the build or the
+  complete version the build was making, never a prefix or a mix; the only
+  other files are temp files of an interrupted atomic write (``.NAME.*.tmp``);
+- the manifest loads (schema, paths) and names every variant;
+- the manifest is written last: if it changed, every blob is its new version
+  and the manifest verifies against them.
+
+What does *not* hold after a kill: that the manifest's sha256s match the
+blobs. Blobs are written before the manifest, so a kill between the two leaves
+new blobs under the old manifest (``load_manifest`` then refuses them with a
+BlobIntegrityError, and ``genspirv check`` reports them). Every few kills, and
+at the end, an ordinary incremental build must repair the tree to exactly a
+clean build's bytes with no temp file left, and ``genspirv check`` must pass.
+
+One kill in three falls anywhere in the build; the others fall at a random
+moment after the build reports its last compile, that is among its writes,
+which run on a slow disk (tests/faults/slow_disk.py: every fsync takes 30 ms)
+so that a kill can land between one atomic write and the next. GENSPIRV_KILLS sets the number of kills (30 here; the longer run in
+docs/RELIABILITY.md uses 300), GENSPIRV_KILL_SEED the random seed.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from faults import (ADD_COMP, cli_env, committed_files, run_cli, set_salt,
+                    stray_files, write_project)
+from genspirv.manifest import load_manifest
+
+KILLS = int(os.environ.get("GENSPIRV_KILLS", "30"))
+SEED = int(os.environ.get("GENSPIRV_KILL_SEED", str(random.SystemRandom().randrange(1 << 30))))
+REPAIR_EVERY = 10
+SLOW_DISK = Path(__file__).parent / "faults" / "slow_disk.py"
+# 3 blobs + manifest + state file at 30 ms per fsync, and a margin past the end.
+WRITE_PHASE_S = 0.2
+MANIFEST = "manifests/shaders.json"
+SALTS = ("1", "2")
+# Three variants keep each of the many builds short; the writes are what the kills aim at.
+SHADER_TABLE = """\
+[tool.genspirv.shaders."add.comp"]
+matrix = { TYPE = { f32 = "float", i32 = "int", u32 = "uint" } }
+"""
+VARIANTS = ("add_f32", "add_i32", "add_u32")
+
+
+def make_project(root: Path, salt: str) -> Path:
+    return write_project(root, salt=salt, shader_table=SHADER_TABLE, sources={"add.comp": ADD_COMP.format()})
+
+
+def build_reference(root: Path, salt: str) -> tuple[dict[str, bytes], float]:
+    make_project(root, salt)
+    start = time.monotonic()
+    proc = run_cli(["build", "--force"], root)
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    files = committed_files(root)
+    assert MANIFEST in files and all(f"spirv/{v}.spv" in files for v in VARIANTS), sorted(files)
+    return files, took
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory):
+    """A clean build's outputs for each salt, and how long a forced build takes."""
+    refs, took = {}, []
+    for salt in SALTS:
+        refs[salt], t = build_reference(tmp_path_factory.mktemp(f"ref{salt}"), salt)
+        took.append(t)
+    for path in refs[SALTS[0]]:
+        assert refs[SALTS[0]][path] != refs[SALTS[1]].get(path), f"{path} must differ between salts"
+    return refs, max(took)
+
+
+def classify(before: dict[str, bytes], after: dict[str, bytes], new: dict[str, bytes]) -> str:
+    """Where the kill fell, judged by the committed files only (temp files aside)."""
+    after = {path: data for path, data in after.items() if path in new}
+    before = {path: data for path, data in before.items() if path in new}
+    if after == before:
+        return "untouched"
+    if after == new:
+        return "finished"
+    return "mid-write: some blobs new, manifest old"
+
+
+def check_after_kill(root: Path, before: dict[str, bytes], new: dict[str, bytes], label: str) -> None:
+    """The invariants after one kill of a build from ``before`` towards ``new``."""
+    after = committed_files(root)
+    strays = stray_files(root)
+    for rel in strays:
+        name = rel.rsplit("/", 1)[-1]
+        assert name.startswith(".") and name.endswith(".tmp"), f"{label}: unexpected file {rel}"
+    for path, data in after.items():
+        if path in strays:
+            continue        # an interrupted atomic write's temp file; the next build removes it
+        assert data == before.get(path) or data == new.get(path), \
+            f"{label}: {path} is neither its complete old nor its complete new version ({len(data)} bytes)"
+    for path in new:
+        assert path in after, f"{label}: {path} vanished"
+    # The manifest always loads (its blobs may be newer than it: see the module docstring).
+    manifest = load_manifest(root / MANIFEST, root=root, verify_blobs=False)
+    assert {e.spirv for e in manifest.shaders} == {f"spirv/{v}.spv" for v in VARIANTS}
+    # The manifest is written last: a new manifest means every blob is new.
+    if after[MANIFEST] != before[MANIFEST]:
+        for entry in manifest.shaders:
+            assert after[entry.spirv] == new[entry.spirv], \
+                f"{label}: the new manifest was written while {entry.spirv} was still old"
+        load_manifest(root / MANIFEST, root=root)
+
+
+def repair_and_compare(root: Path, refs, salt: str, label: str) -> None:
+    proc = run_cli(["build"], root)
+    assert proc.returncode == 0, f"{label}: repair build failed\n{proc.stderr}"
+    assert committed_files(root) == refs[salt], f"{label}: repair build left outputs that differ"
+    assert stray_files(root) == [], f"{label}: repair build left {stray_files(root)}"
+    load_manifest(root / MANIFEST, root=root)
+
+
+def start_build(root: Path) -> subprocess.Popen:
+    """`genspirv build --force` on a slow disk (each fsync 30 ms), stdout as a pipe."""
+    return subprocess.Popen([sys.executable, str(SLOW_DISK), "build", "--force", "--root", str(root)],
+                            cwd=root, env=cli_env({"GENSPIRV_TEST_FSYNC_DELAY": "0.03"}),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def kill_at_random(proc: subprocess.Popen, rng: random.Random, build_s: float, mode: str) -> str:
+    """SIGKILL ``proc``: anywhere in the build, or among its writes. Returns where it aimed."""
+    if mode == "anywhere":
+        time.sleep(rng.uniform(0.0, build_s))
+        aim = "anywhere"
+    else:
+        # The last progress line means every variant compiled: the writes come next.
+        last = f"[{len(VARIANTS)}/{len(VARIANTS)}]"
+        for line in proc.stdout:
+            if line.decode().startswith(last):
+                break
+        delay = rng.uniform(0.0, WRITE_PHASE_S)
+        time.sleep(delay)
+        aim = f"{delay * 1000:.0f} ms into the writes"
+    proc.send_signal(signal.SIGKILL)
+    return aim
+
+
+def test_sigkill_during_build_never_leaves_a_partial_output(references, tmp_path):
+    refs, build_s = references
+    print(f"GENSPIRV_KILL_SEED={SEED} kills={KILLS} forced build {build_s:.2f} s")
+    rng = random.Random(SEED)
+    root = tmp_path / "work"
+    make_project(root, SALTS[0])
+    assert run_cli(["build", "--force"], root).returncode == 0
+    assert committed_files(root) == refs[SALTS[0]]
+
+    outcomes = Counter()
+    salt = SALTS[0]
+    for i in range(KILLS):
+        target = SALTS[(SALTS.index(salt) + 1) % 2]
+        set_salt(root, target)
+        before = committed_files(root)
+        proc = start_build(root)
+        # One kill in three anywhere (start-up, compiles, writes); the rest among the writes.
+        aim = kill_at_random(proc, rng, build_s, "anywhere" if i % 3 == 0 else "writes")
+        _, err = proc.communicate(timeout=60)
+        label = f"kill #{i} ({aim}, seed {SEED})"
+        if proc.returncode not in (0, -signal.SIGKILL):
+            pytest.fail(f"{label}: build failed on its own (exit {proc.returncode}): {err.decode()}")
+        outcome = classify(before, committed_files(root), refs[target])
+        outcomes[outcome] += 1
+        check_after_kill(root, before, refs[target], label)
+        salt = target
+        if (i + 1) % REPAIR_EVERY == 0:
+            repair_and_compare(root, refs, salt, f"after {label}")
+    print("outcomes:", dict(outcomes))
+    repair_and_compare(root, refs, salt, "final")
+    check = run_cli(["check"], root)
+    assert check.returncode == 0, check.stdout + check.stderr
