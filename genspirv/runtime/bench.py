@@ -123,6 +123,7 @@ def run_barrier_bench(dev, reps: int = 7, kernels: dict | None = None) -> dict:
         med = {p: statistics.median(samples[name][p]) for p in POLICIES}
         out["workloads"][name] = {
             "gpu_ms_median": med,
+            "gpu_ms_samples": samples[name],
             "barriers_per_dispatch": per_dispatch[name],
             "ratio_always_over_smart": med["always"] / med["smart"] if med["smart"] else None,
             "ratio_none_over_smart": med["none"] / med["smart"] if med["smart"] else None,
@@ -143,10 +144,12 @@ def _step(k: _Kernels, dev, bufs, uploads=True) -> None:
     dev.synchronize()
 
 
-def _paired(arms: dict[str, Callable[[], None]], reps: int) -> dict[str, float]:
-    """Median wall ms per arm; arm order alternates between repetitions."""
+def _paired(arms: dict[str, Callable[[], None]], reps: int, samples: dict | None = None) -> dict[str, float]:
+    """Median wall ms per arm; arm order alternates between repetitions.
+    ``samples``, if given, receives every run's ms per arm."""
     names = list(arms)
-    times = {n: [] for n in names}
+    times = samples if samples is not None else {}
+    times.update({n: [] for n in names})
     for rep in range(reps):
         order = names if rep % 2 == 0 else names[::-1]
         for n in order:
@@ -175,6 +178,7 @@ def run_submission_bench(dev, reps: int = 15, kernels: dict | None = None) -> di
         per.append((time.perf_counter() - t0) * 1e6 / n)
         dev.synchronize()
     out["host_us_per_dispatch_median"] = statistics.median(per)
+    out["host_us_per_dispatch_samples"] = per
 
     # Blocking vs staged uploads, same device, switched per arm.
     saved = dev.upload_mode
@@ -185,7 +189,9 @@ def run_submission_bench(dev, reps: int = 15, kernels: dict | None = None) -> di
             _step(k, dev, bufs)
         return go
     before = dev.stats
-    step_ms = _paired({"staged": arm("staged"), "blocking": arm("blocking")}, reps)
+    out["step_ms_upload_samples"] = {}
+    step_ms = _paired({"staged": arm("staged"), "blocking": arm("blocking")}, reps,
+                      out["step_ms_upload_samples"])
     dev.upload_mode = saved
     after = dev.stats
     out["step_ms_upload"] = step_ms
@@ -206,8 +212,10 @@ def run_submission_bench(dev, reps: int = 15, kernels: dict | None = None) -> di
             b["host"] = bufs["host"]
             bs[name] = b
             _step(ks[name], d, b)
+        out["step_ms_inflight_samples"] = {}
         out["step_ms_inflight"] = _paired(
-            {name: (lambda name=name: _step(ks[name], devs[name], bs[name])) for name in devs}, reps)
+            {name: (lambda name=name: _step(ks[name], devs[name], bs[name])) for name in devs}, reps,
+            out["step_ms_inflight_samples"])
         out["step_ratio_inflight1_over_inflight2"] = (out["step_ms_inflight"]["inflight_1"]
                                                       / out["step_ms_inflight"]["inflight_2"])
     finally:
@@ -221,7 +229,9 @@ def run_submission_bench(dev, reps: int = 15, kernels: dict | None = None) -> di
     def replay():
         graph.run()
         dev.synchronize()
-    step_ms = _paired({"record": lambda: _step(k, dev, bufs, uploads=False), "replay": replay}, reps)
+    out["step_ms_replay_samples"] = {}
+    step_ms = _paired({"record": lambda: _step(k, dev, bufs, uploads=False), "replay": replay}, reps,
+                      out["step_ms_replay_samples"])
     out["step_ms_replay"] = step_ms
     out["step_ratio_record_over_replay"] = step_ms["record"] / step_ms["replay"]
     return out
