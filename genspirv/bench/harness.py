@@ -206,7 +206,9 @@ def cpu_name() -> str:
 def metadata(root: Path, device: Optional[str]) -> dict:
     return {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "genspirv_commit": git_commit(Path(__file__).resolve().parent) or git_commit(root),
+        # A copy without .git (e.g. a tree shipped to another machine) may name its commit.
+        "genspirv_commit": (git_commit(Path(__file__).resolve().parent) or git_commit(root)
+                            or os.environ.get("GENSPIRV_COMMIT")),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu": cpu_name(),
