@@ -91,8 +91,77 @@ def barrier_masks(b: Barrier) -> tuple[int, int, int, int]:
             _bits(_READ_BITS, b.dst_reads) | _bits(_WRITE_BITS, b.dst_writes))
 
 
+# -- the hot path: raw cffi calls ------------------------------------------------
+#
+# The binding's wrappers build every struct through a generic converter, which
+# costs tens of microseconds per call; dispatch and copy recording go straight
+# to the loader's entry points with structs made here.
+
+_lib = vk_lib = __import__("vulkan._vulkan", fromlist=["lib"]).lib
+_NULL = ffi.NULL
+_COMPUTE = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+_COMPUTE_STAGE = vk.VK_SHADER_STAGE_COMPUTE_BIT
+_POOL_FULL = (vk.VK_ERROR_OUT_OF_POOL_MEMORY, vk.VK_ERROR_FRAGMENTED_POOL)
+
+
+def _check(result: int, name: str) -> None:
+    if result != vk.VK_SUCCESS:
+        if result in (vk.VK_ERROR_OUT_OF_DEVICE_MEMORY, vk.VK_ERROR_OUT_OF_HOST_MEMORY):
+            raise AllocationError(f"{name} failed: VkResult {result}")
+        raise VulkanError(f"{name} failed: VkResult {result}")
+
+
 def cmd_barrier(cb, b: Barrier) -> None:
     src_stage, dst_stage, src_access, dst_access = barrier_masks(b)
-    mb = vk.VkMemoryBarrier(srcAccessMask=src_access, dstAccessMask=dst_access)
-    barriers = [mb]
-    vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, barriers, 0, None, 0, None)
+    mb = ffi.new("VkMemoryBarrier*", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                      "srcAccessMask": src_access, "dstAccessMask": dst_access})
+    _lib.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, mb, 0, _NULL, 0, _NULL)
+
+
+def cmd_copy(cb, src, dst, src_offset: int, dst_offset: int, size: int) -> None:
+    region = ffi.new("VkBufferCopy*", {"srcOffset": src_offset, "dstOffset": dst_offset, "size": size})
+    _lib.vkCmdCopyBuffer(cb, src, dst, 1, region)
+
+
+def cmd_dispatch(cb, pipeline, bind_pipeline: bool, layout, sets, push: bytes, groups) -> None:
+    if bind_pipeline:
+        _lib.vkCmdBindPipeline(cb, _COMPUTE, pipeline)
+    if sets is not None:
+        _lib.vkCmdBindDescriptorSets(cb, _COMPUTE, layout, 0, len(sets), sets, 0, _NULL)
+    if push:
+        _lib.vkCmdPushConstants(cb, layout, _COMPUTE_STAGE, 0, len(push), ffi.from_buffer(push))
+    _lib.vkCmdDispatch(cb, groups[0], groups[1], groups[2])
+
+
+def allocate_descriptor_set(device, pool, layout):
+    """A set from ``pool``, or None when the pool is full."""
+    layouts = ffi.new("VkDescriptorSetLayout[1]", [layout])
+    info = ffi.new("VkDescriptorSetAllocateInfo*", {
+        "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, "descriptorPool": pool,
+        "descriptorSetCount": 1, "pSetLayouts": layouts})
+    out = ffi.new("VkDescriptorSet[1]")
+    result = _lib.vkAllocateDescriptorSets(device, info, out)
+    if result in _POOL_FULL:
+        return None
+    _check(result, "vkAllocateDescriptorSets")
+    return out[0]
+
+
+def write_buffer_descriptors(device, sets, bindings, types, views) -> None:
+    """Point each binding of ``sets`` (indexed by set number) at its view."""
+    n = len(views)
+    infos = ffi.new("VkDescriptorBufferInfo[]", n)
+    writes = ffi.new("VkWriteDescriptorSet[]", n)
+    for i, (b, v) in enumerate(zip(bindings, views)):
+        info = infos[i]
+        info.buffer = v.buffer.handle
+        info.offset = v.offset
+        info.range = v.size
+        w = writes[i]
+        w.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+        w.dstSet = sets[b.set]
+        w.dstBinding = b.binding
+        w.descriptorCount = 1
+        w.descriptorType = types[i]
+        w.pBufferInfo = infos + i
+    _lib.vkUpdateDescriptorSets(device, n, writes, 0, _NULL)

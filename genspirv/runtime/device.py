@@ -416,18 +416,10 @@ class Device:
         t0 = self._profile.stop("record", t0)
         sets = self._write_descriptors(rec, k, views)
         t0 = self._profile.stop("descriptors", t0)
-        cb = rec.command_buffer
-        if rec.bound_pipeline is not bound.pipeline:
-            vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, bound.pipeline)
-            rec.bound_pipeline = bound.pipeline
-        if sets:
-            vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline_layout, 0,
-                                       len(sets), sets, 0, None)
-        if push_data:
-            pdata = ffi.new("char[]", push_data)
-            vk.vkCmdPushConstants(cb, k.pipeline_layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                                  len(push_data), pdata)
-        vk.vkCmdDispatch(cb, *groups)
+        bind = rec.bound_pipeline is not bound.pipeline
+        rec.bound_pipeline = bound.pipeline
+        _vk.cmd_dispatch(rec.command_buffer, bound.pipeline, bind, k.pipeline_layout, sets,
+                         push_data, groups)
         rec.dispatches += 1
         rec.commands += 1
         self._stats["dispatches"] += 1
@@ -460,8 +452,7 @@ class Device:
         staged = Range(("staging", chunk.uid, slot.staging.generation), off, n)
         self._track(slot, Access("transfer", reads=(staged,),
                                  writes=(Range(view.buffer.uid, view.offset, n),)))
-        regions = [vk.VkBufferCopy(srcOffset=off, dstOffset=view.offset, size=n)]
-        vk.vkCmdCopyBuffer(slot.command_buffer, chunk.handle, view.buffer.handle, 1, regions)
+        _vk.cmd_copy(slot.command_buffer, chunk.handle, view.buffer.handle, off, view.offset, n)
         slot.commands += 1
         view.buffer.last_batch = slot.serial
         if self.upload_mode == "blocking":
@@ -486,8 +477,7 @@ class Device:
                                    f"[{d.offset}, {d.offset + s.size})")
         rec = self._recorder()
         self._track(rec, Access("transfer", reads=(s.range,), writes=(target,)))
-        regions = [vk.VkBufferCopy(srcOffset=s.offset, dstOffset=d.offset, size=s.size)]
-        vk.vkCmdCopyBuffer(rec.command_buffer, s.buffer.handle, d.buffer.handle, 1, regions)
+        _vk.cmd_copy(rec.command_buffer, s.buffer.handle, d.buffer.handle, s.offset, d.offset, s.size)
         rec.commands += 1
         s.buffer.last_batch = d.buffer.last_batch = rec.serial
         if rec is self._recording:
@@ -689,24 +679,23 @@ class Device:
         rec.commands += 1
         self._stats["barriers"] += 1
 
-    def _write_descriptors(self, rec, k: Kernel, views: list[BufferView]) -> list:
+    def _write_descriptors(self, rec, k: Kernel, views: list[BufferView]):
+        """Descriptor sets for this dispatch (a cdata array), or None without bindings."""
         if not views:
-            return []
-        sets = []
-        for layout in k.set_layouts:
-            ds = rec.descriptors.allocate(layout)
-            sets.append(ds)
+            return None
+        pools = rec.descriptors
+        key = (id(k), tuple((v.buffer.uid, v.offset, v.size) for v in views))
+        sets = pools.cache.get(key)
+        if sets is not None:
+            return sets
+        sets = ffi.new("VkDescriptorSet[]", len(k.set_layouts))
+        for i, layout in enumerate(k.set_layouts):
+            sets[i] = pools.allocate(layout)
         if rec is not self._recording:
-            for pid in rec.descriptors.used_ids:
+            for pid in pools.used_ids:
                 self._guard.use_pool(pid, rec.index)
-        infos = [vk.VkDescriptorBufferInfo(buffer=v.buffer.handle, offset=v.offset, range=v.size)
-                 for v in views]
-        info_lists = [[i] for i in infos]
-        writes = [vk.VkWriteDescriptorSet(dstSet=sets[b.set], dstBinding=b.binding, dstArrayElement=0,
-                                          descriptorCount=1, descriptorType=k.descriptor_types[i],
-                                          pBufferInfo=info_lists[i])
-                  for i, b in enumerate(k.bindings)]
-        vk.vkUpdateDescriptorSets(self.handle, len(writes), writes, 0, None)
+        _vk.write_buffer_descriptors(self.handle, sets, k.bindings, k.descriptor_types, views)
+        pools.cache[key] = sets
         return sets
 
     def _check_groups(self, name: str, groups) -> tuple[int, int, int]:
@@ -754,8 +743,7 @@ class Device:
         self._guard.use_staging(chunk.uid, off, off + n, slot.index)
         staged = Range(("staging", chunk.uid, slot.staging.generation), off, n)
         self._track(slot, Access("transfer", reads=(view.range,), writes=(staged,)))
-        regions = [vk.VkBufferCopy(srcOffset=view.offset, dstOffset=off, size=n)]
-        vk.vkCmdCopyBuffer(slot.command_buffer, view.buffer.handle, chunk.handle, 1, regions)
+        _vk.cmd_copy(slot.command_buffer, view.buffer.handle, chunk.handle, view.offset, off, n)
         slot.commands += 1
         self._track(slot, Access("host", reads=(staged,)))
         view.buffer.last_batch = slot.serial
@@ -786,8 +774,7 @@ class Device:
                         dst_writes=frozenset(), kinds=frozenset({"RAW"}))
         cb = side.command_buffer
         cmd_barrier(cb, before)
-        regions = [vk.VkBufferCopy(srcOffset=view.offset, dstOffset=off, size=n)]
-        vk.vkCmdCopyBuffer(cb, view.buffer.handle, chunk.handle, 1, regions)
+        _vk.cmd_copy(cb, view.buffer.handle, chunk.handle, view.offset, off, n)
         cmd_barrier(cb, after)
         side.commands += 3
         self._stats["barriers"] += 2

@@ -21,7 +21,7 @@ from typing import Optional
 import vulkan as vk
 
 from ..errors import InFlightError
-from ._vk import NO_TIMEOUT, call, fence_signalled
+from ._vk import NO_TIMEOUT, allocate_descriptor_set, call, fence_signalled
 from .memory import StagingChunk
 
 STAGING_CHUNK = 4 << 20
@@ -111,6 +111,9 @@ class DescriptorPools:
         self._device = device
         self.pools: list = []
         self._current = 0
+        # Sets already written this generation, by (kernel, bound ranges): a step that
+        # binds the same buffers again reuses them instead of writing new ones.
+        self.cache: dict = {}
 
     def _new_pool(self):
         sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -122,16 +125,13 @@ class DescriptorPools:
         return call(vk.vkCreateDescriptorPool, self._device, info, None)
 
     def allocate(self, layout):
-        layouts = [layout]
         while True:
             if self._current == len(self.pools):
                 self.pools.append(self._new_pool())
-            info = vk.VkDescriptorSetAllocateInfo(descriptorPool=self.pools[self._current],
-                                                  descriptorSetCount=1, pSetLayouts=layouts)
-            try:
-                return vk.vkAllocateDescriptorSets(self._device, info)[0]
-            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
-                self._current += 1
+            ds = allocate_descriptor_set(self._device, self.pools[self._current], layout)
+            if ds is not None:
+                return ds
+            self._current += 1
 
     @property
     def used_ids(self) -> list[int]:
@@ -141,6 +141,7 @@ class DescriptorPools:
         for p in self.pools[:self._current + 1]:
             call(vk.vkResetDescriptorPool, self._device, p, 0)
         self._current = 0
+        self.cache.clear()
 
     def destroy(self) -> None:
         for p in self.pools:
