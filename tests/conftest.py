@@ -4,7 +4,8 @@
 (two sources, one include, three variants by default) into a fresh temp
 folder and returns its root. ``genspirv(*args, env=...)`` runs the CLI
 in-process and returns ``Result(code, out, err)``. ``snapshot(root)`` maps
-every file outside ``.genspirv/`` to its (bytes, mtime_ns).
+every file outside ``.genspirv/`` to its (bytes, mtime_ns). ``built_tiny`` is
+a fresh copy of the default tiny project, already built (cheaper than a build).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +82,31 @@ def tiny_project(tmp_path_factory):
         return root
 
     return make
+
+
+@pytest.fixture(scope="session")
+def _built_tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("built-tiny")
+    for rel, text in TINY_FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    (root / "pyproject.toml").write_text(TINY_PYPROJECT)
+    from genspirv.build import build
+    from genspirv.config import load_config
+    build(load_config(root))
+    return root
+
+
+@pytest.fixture
+def built_tiny(_built_tiny, tmp_path):
+    """A fresh copy of the default tiny project, already built (its build state included).
+
+    The state holds only root-relative paths, so the copy's next build is a no-op.
+    """
+    root = tmp_path / "built"
+    shutil.copytree(_built_tiny, root)
+    return root
 
 
 @dataclass(frozen=True)

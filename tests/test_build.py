@@ -49,9 +49,8 @@ def test_noop_rebuild_compiles_and_writes_nothing(tiny_project, snapshot):
     assert snapshot(config.root) == before          # bytes and mtimes: not even the manifest rewritten
 
 
-def test_editing_a_header_rebuilds_exactly_its_includers(tiny_project):
-    config = load_config(tiny_project())
-    build(config)
+def test_editing_a_header_rebuilds_exactly_its_includers(built_tiny):
+    config = load_config(built_tiny)
     header = config.root / "glsl/include/common.glsl"
     header.write_text(header.read_text() + "#define TWO 2\n")
     report = build(config)
@@ -59,26 +58,24 @@ def test_editing_a_header_rebuilds_exactly_its_includers(tiny_project):
     assert report.up_to_date == ("neg",)
 
 
-def test_touching_without_changing_bytes_rebuilds_nothing(tiny_project):
-    config = load_config(tiny_project())
-    build(config)
+def test_touching_without_changing_bytes_rebuilds_nothing(built_tiny):
+    # Also: a copied project keeps its build state (root-relative), so moving it costs nothing.
+    config = load_config(built_tiny)
     os.utime(config.root / "glsl/add.comp")
     assert build(config).compiled == ()
 
 
-def test_force_and_changed_flags_rebuild_everything(tiny_project):
-    root = tiny_project()
+def test_force_and_changed_flags_rebuild_everything(built_tiny):
+    root = built_tiny
     config = load_config(root)
-    build(config)
     assert sorted(build(config, force=True).compiled) == list(VARIANTS)
     (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text().replace(
         'glslang = "13.1.1"', 'glslang = "13.1.1"\nflags = ["-DEXTRA=1"]'))
     assert sorted(build(load_config(root)).compiled) == list(VARIANTS)
 
 
-def test_a_changed_blob_on_disk_is_rebuilt(tiny_project):
-    config = load_config(tiny_project())
-    build(config)
+def test_a_changed_blob_on_disk_is_rebuilt(built_tiny):
+    config = load_config(built_tiny)
     blob = config.root / "spirv/neg.spv"
     good = blob.read_bytes()
     blob.write_bytes(good[:-4])
@@ -86,9 +83,8 @@ def test_a_changed_blob_on_disk_is_rebuilt(tiny_project):
     assert report.compiled == ("neg",) and blob.read_bytes() == good
 
 
-def test_removed_variant_blob_is_deleted_and_reported(tiny_project, genspirv):
-    root = tiny_project()
-    assert genspirv("build", "--root", root).code == 0
+def test_removed_variant_blob_is_deleted_and_reported(built_tiny, genspirv):
+    root = built_tiny
     (root / "glsl/neg.comp").unlink()
     result = genspirv("build", "--root", root)
     assert result.code == 0
@@ -97,9 +93,8 @@ def test_removed_variant_blob_is_deleted_and_reported(tiny_project, genspirv):
     assert "neg" not in [e.name for e in load_manifest(root / "manifests/shaders.json").shaders]
 
 
-def test_failed_compile_leaves_committed_files_untouched(tiny_project, snapshot):
-    root = tiny_project()
-    build(load_config(root))
+def test_failed_compile_leaves_committed_files_untouched(built_tiny, snapshot):
+    root = built_tiny
     before = snapshot(root)
     (root / "glsl/neg.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() { nope; }\n")
     (root / "glsl/include/common.glsl").write_text("#define ONE 1\nuint gid() { return 7u; }\n")
@@ -125,9 +120,8 @@ def test_quiet_prints_nothing(tiny_project, genspirv):
     assert result.code == 0 and result.out == "" and result.err == ""
 
 
-def test_written_files_get_ordinary_permissions(tiny_project):
-    config = load_config(tiny_project())
-    build(config)
+def test_written_files_get_ordinary_permissions(built_tiny):
+    config = load_config(built_tiny)
     umask = os.umask(0)
     os.umask(umask)
     assert (config.root / "spirv/neg.spv").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -11,10 +11,8 @@ from genspirv.config import load_config
 
 
 @pytest.fixture
-def built(tiny_project, genspirv):
-    root = tiny_project()
-    assert genspirv("build", "--root", root, "-q").code == 0
-    return root
+def built(built_tiny):
+    return built_tiny
 
 
 def test_fresh_build_checks_clean_and_check_writes_nothing(built, genspirv, snapshot):

@@ -27,10 +27,8 @@ void main() { Y.data[0] = X.data[0]; }
 
 
 @pytest.fixture
-def built(tiny_project, genspirv):
-    root = tiny_project()
-    assert genspirv("build", "--root", root, "-q").code == 0
-    return root
+def built(built_tiny):
+    return built_tiny
 
 
 def test_python_dash_m_runs_the_cli(tiny_project):
