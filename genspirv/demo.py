@@ -31,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import struct
 import sys
 import tempfile
@@ -443,16 +444,14 @@ def default_block_size(dev) -> int:
     return 32 if dev.properties.get("type") == "cpu" else 128
 
 
-def _median(runs: list["RunResult"]) -> "RunResult":
-    return sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
-
-
 def run_demo(args: argparse.Namespace) -> dict:
     """Build, decode under every configuration, compare; returns the report dict.
 
     Per configuration: the decode recorded by the host as it goes, and (unless
     ``--no-replay``) the same decode captured once and replayed, whose time is
-    the device's alone. Both are compared with the reference.
+    the device's alone. Rounds alternate the configurations' order (A B C,
+    C B A, ...) so that ratios come from runs side by side; every run of every
+    round is compared with the reference, the figures are medians.
     """
     from . import reference as ref
     from .runtime import Device
@@ -464,16 +463,24 @@ def run_demo(args: argparse.Namespace) -> dict:
     n = args.tokens
     repeat = max(args.repeat, 1)
 
-    def checked(run: RunResult) -> dict:
-        forced = forced_cache.get(run.tokens)
-        if forced is None:
-            forced = forced_cache[run.tokens] = ref.teacher_forced(weights, args.prompt, n, run.tokens)
-        v = compare(run, forced, args.tol)
-        return {"tokens": list(run.tokens), "token_exact": run.tokens == greedy.tokens,
-                "ties": list(v.ties), "max_rel_err": v.max_rel_err, "mismatches": list(v.mismatches),
-                "ok": v.ok, "seconds": run.seconds, "tokens_per_s": n / run.seconds,
-                "ms_per_token": 1e3 * run.seconds / n, "gpu_ms_per_token": 1e3 * run.gpu_seconds / n,
-                "stats": run.stats}
+    def checked(runs: list[RunResult]) -> dict:
+        problems, ties, worst = [], set(), 0.0
+        for i, run in enumerate(runs):
+            forced = forced_cache.get(run.tokens)
+            if forced is None:
+                forced = forced_cache[run.tokens] = ref.teacher_forced(weights, args.prompt, n, run.tokens)
+            v = compare(run, forced, args.tol)
+            problems += [f"run {i + 1}: {m}" for m in v.mismatches]
+            ties.update(v.ties)
+            worst = max(worst, v.max_rel_err)
+        seconds = statistics.median(r.seconds for r in runs)
+        gpu = statistics.median(r.gpu_seconds for r in runs)
+        return {"tokens": list(runs[0].tokens),
+                "token_exact": all(r.tokens == greedy.tokens for r in runs),
+                "ties": sorted(ties), "max_rel_err": worst, "mismatches": problems, "ok": not problems,
+                "runs": len(runs), "seconds": seconds, "tokens_per_s": n / seconds,
+                "ms_per_token": 1e3 * seconds / n, "gpu_ms_per_token": 1e3 * gpu / n,
+                "stats": runs[0].stats}
 
     dev = Device(validation=True) if args.validation else Device()
     report = {"device": dev.properties.get("name", "unknown"),
@@ -489,33 +496,50 @@ def run_demo(args: argparse.Namespace) -> dict:
         model = GpuModel(dev, weights, block_size=block_size)
         model.decode(args.prompt, n, reorder=False)      # warm-up: pipelines, descriptor pools
         configs = [c for c in CONFIGS if c[2]] if args.reorder else list(CONFIGS)
+        graphs = {}
+        if not args.no_replay:
+            for label, policy, reorder in configs:
+                set_policy(dev, policy)
+                graphs[label] = model.capture(args.prompt, n, reorder)
+        recorded = {c[0]: [] for c in configs}
+        replayed = {c[0]: [] for c in configs}
+        for round_no in range(repeat):
+            for label, policy, reorder in (configs if round_no % 2 == 0 else configs[::-1]):
+                set_policy(dev, policy)
+                recorded[label].append(model.decode(args.prompt, n, reorder))
+                if label in graphs:
+                    graph, capture_stats = graphs[label]
+                    replayed[label].append(model.replay(graph, args.prompt, n, capture_stats))
+        dev.synchronize()
+        for graph, _ in graphs.values():
+            graph.destroy()
         for label, policy, reorder in configs:
-            set_policy(dev, policy)
-            recorded = _median([model.decode(args.prompt, n, reorder) for _ in range(repeat)])
+            stats = recorded[label][0].stats
             entry = {"config": label, "policy": policy, "reorder": reorder,
-                     "dispatches_per_token": recorded.stats.get("dispatches", 0) / n,
-                     "barriers_per_token": recorded.stats.get("barriers", 0) / n,
+                     "dispatches_per_token": stats.get("dispatches", 0) / n,
+                     "barriers_per_token": stats.get("barriers", 0) / n,
                      "expected_barriers_per_token": expected_barriers_per_token(config, policy, reorder),
-                     "recorded": checked(recorded)}
+                     "recorded": checked(recorded[label])}
             modes = [entry["recorded"]]
-            if not args.no_replay:
-                graph, capture_stats = model.capture(args.prompt, n, reorder)
-                replays = [model.replay(graph, args.prompt, n, capture_stats) for _ in range(repeat)]
-                dev.synchronize()
-                graph.destroy()
-                entry["replayed"] = checked(_median(replays))
+            if label in graphs:
+                entry["replayed"] = checked(replayed[label])
                 modes.append(entry["replayed"])
-            problems = [m for mode in modes for m in mode["mismatches"]]
-            if entry["barriers_per_token"] != entry["expected_barriers_per_token"]:
-                problems.append(f"{entry['barriers_per_token']:g} barriers per token, the model's "
-                                f"structure gives {entry['expected_barriers_per_token']}")
+            problems = [f"{name}: {m}" for name, mode in zip(("recorded", "replayed"), modes)
+                        for m in mode["mismatches"]]
+            for run in recorded[label]:
+                if run.stats.get("barriers", 0) != entry["expected_barriers_per_token"] * n:
+                    problems.append(f"{run.stats.get('barriers', 0) / n:g} barriers per token, the "
+                                    f"model's structure gives {entry['expected_barriers_per_token']}")
+                    break
             entry.update(tokens=entry["recorded"]["tokens"],
                          token_exact=all(m["token_exact"] for m in modes),
                          ties=sorted({t for m in modes for t in m["ties"]}),
                          max_rel_err=max(m["max_rel_err"] for m in modes),
                          mismatches=problems, ok=not problems)
             report["runs"].append(entry)
+        report["ratios"] = _ratios(report["runs"])
     finally:
+        set_policy(dev, "smart")
         dev.close()
     report["ok"] = all(r["ok"] for r in report["runs"])
     if args.validation:
@@ -523,6 +547,23 @@ def run_demo(args: argparse.Namespace) -> dict:
         report["validation_errors"] = errors
         report["ok"] = report["ok"] and not errors
     return report
+
+
+def _ratios(runs: list[dict]) -> dict:
+    """Each configuration's medians over smart's, from the same rounds."""
+    base = next((r for r in runs if r["config"] == "smart"), None)
+    if base is None:
+        return {}
+    out = {}
+    for r in runs:
+        if r is base:
+            continue
+        ratio = {"recorded_ms_per_token": r["recorded"]["ms_per_token"] / base["recorded"]["ms_per_token"]}
+        if "replayed" in r and "replayed" in base:
+            ratio["replayed_gpu_ms_per_token"] = (r["replayed"]["gpu_ms_per_token"]
+                                                  / base["replayed"]["gpu_ms_per_token"])
+        out[f"{r['config']}/smart"] = ratio
+    return out
 
 
 def set_policy(dev, policy: str) -> None:
@@ -555,6 +596,11 @@ def print_report(report: dict, out=None) -> None:
         say(f"validation layer: {len(errors)} error(s)" + ("" if errors else ", sync validation clean"))
         for line in errors[:5]:
             say(f"    {line}")
+    for name, ratio in report.get("ratios", {}).items():
+        parts = [f"recorded ms/tok x{ratio['recorded_ms_per_token']:.3f}"]
+        if "replayed_gpu_ms_per_token" in ratio:
+            parts.append(f"replay gpu ms/tok x{ratio['replayed_gpu_ms_per_token']:.3f}")
+        say(f"{name}: " + ", ".join(parts))
     say(f"logits compared with tolerance {report['tolerance']:g} x max|logit| at every step; "
         "tok/s and ms/tok: the host recording each dispatch as it goes (wall time); "
         "replay: the decode captured once and resubmitted, gpu ms/tok from device timestamps")
