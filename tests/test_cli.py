@@ -100,6 +100,8 @@ def test_usage_errors_exit_2(genspirv, built):
     assert genspirv("build", "--jobs", "0", "--root", built).code == 2
     assert genspirv().code == 2
     assert genspirv("--check", "build").code == 2
+    missing = genspirv("build", "--root", built / "no-such-dir")
+    assert missing.code == 2 and "no-such-dir" in missing.err
 
 
 def test_root_may_come_before_or_after_the_command(built, genspirv, monkeypatch, tmp_path):

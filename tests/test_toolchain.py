@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 from faults import fake_glslang
+from hypothesis import given
+from hypothesis import strategies as st
 
 from genspirv.errors import ToolchainError
 from genspirv.toolchain import (find_glslang, find_tool, parse_depfile,
@@ -26,6 +28,17 @@ def test_version_and_depfile_parsing():
     assert parse_glslang_version("no version here") is None
     text = "/tmp/o ut.spv: glsl/a.comp glsl/include/x\\ y.h \\\n  glsl/z.h\n"
     assert parse_depfile(text, "/tmp/o ut.spv") == ["glsl/a.comp", "glsl/include/x y.h", "glsl/z.h"]
+
+
+_PATH_CHARS = st.sampled_from("abcXYZ019_-./ ")
+
+
+@given(st.lists(st.text(_PATH_CHARS, min_size=1, max_size=12).filter(lambda p: p.strip() == p and p.strip()),
+                min_size=1, max_size=6))
+def test_depfile_round_trip_with_spaces(paths):
+    # glslang escapes a space as '\ ' and nothing else we allow in a path.
+    text = "/tmp/out dir/x.spv: " + " ".join(p.replace(" ", "\\ ") for p in paths) + "\n"
+    assert parse_depfile(text, "/tmp/out dir/x.spv") == paths
 
 
 def test_wrong_glslang_version_exits_2_naming_both_versions(tiny_project, genspirv, tmp_path):
