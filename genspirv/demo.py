@@ -424,6 +424,8 @@ def config_from_args(args: argparse.Namespace) -> "ref.ModelConfig":
     n_ctx = len(args.prompt) + args.tokens
     if args.tokens < 1:
         raise GenspirvError(f"--tokens must be at least 1 (got {args.tokens})")
+    if not args.tol > 0:
+        raise GenspirvError(f"--tol must be a positive number (got {args.tol})")
     if max(args.prompt) >= args.vocab:
         raise GenspirvError(f"prompt token {max(args.prompt)} is outside the vocabulary of {args.vocab}")
     if n_ctx > MAX_CONTEXT:
@@ -609,18 +611,23 @@ def print_report(report: dict, out=None) -> None:
 def write_json(path: str, report: dict) -> None:
     """Atomic: a temp file in the same folder, then os.replace."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as exc:
+        raise GenspirvError(f"{path}: cannot write the JSON report: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2, sort_keys=True)
             f.write("\n")
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise GenspirvError(f"{path}: cannot write the JSON report: {exc.strerror}") from None
         raise
 
 
