@@ -36,15 +36,19 @@ import struct
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from . import schedule
 from .errors import GenspirvError
 
 # numpy and genspirv.reference are imported where first used: the CLI builds
 # every command's parser, and `genspirv check` should not pay for numpy.
+if TYPE_CHECKING:
+    import numpy as np
+
+    from . import reference as ref
 
 # Offsets of buffer views (token slots, KV-cache positions, logits rows) are
 # multiples of this: Vulkan caps minStorageBufferOffsetAlignment at 256 bytes,

@@ -7,7 +7,6 @@ not against times.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
