@@ -25,7 +25,6 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -207,15 +206,10 @@ def compile_variants(config: Config, tools: Tools, variants: Sequence[Variant], 
     jobs = max(1, jobs or os.cpu_count() or 1)
     done: dict[str, Compiled] = {}
     failures: list[GenspirvError] = []
-    counter = 0
-    lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=min(jobs, len(variants))) as pool:
         futures = {pool.submit(compile_variant, config, tools, v, workdir): v for v in variants}
-        for future in as_completed(futures):
+        for n, future in enumerate(as_completed(futures), 1):
             variant = futures[future]
-            with lock:
-                counter += 1
-                n = counter
             try:
                 done[variant.name] = future.result()
             except GenspirvError as exc:
