@@ -53,9 +53,9 @@ MUTATIONS = {
     "slots": ("collapse every slot onto one descriptor pool and one staging allocation", [
         ("genspirv/runtime/submit.py",
          "        self.descriptors = DescriptorPools(device)\n"
-         "        self.staging = StagingArena(device, mem_props, max_allocation)\n",
+         "        self.staging = StagingArena(device, mem_props, max_allocation, families)\n",
          "        shared = _SHARED.setdefault(str(device), (DescriptorPools(device),\n"
-         "                                    StagingArena(device, mem_props, max_allocation)))\n"
+         "                                    StagingArena(device, mem_props, max_allocation, families)))\n"
          "        self.descriptors, self.staging = shared\n"),
         ("genspirv/runtime/submit.py",
          "STAGING_CHUNK = 4 << 20\n", "STAGING_CHUNK = 4 << 20\n_SHARED = {}\n"),

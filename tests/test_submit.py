@@ -327,3 +327,60 @@ def test_host_profile_from_environment(monkeypatch):
     monkeypatch.setenv("GENSPIRV_HOST_PROFILE", "1")
     with Device(manifest=rt.MANIFEST) as dev:
         assert dev._profile.enabled
+
+
+# -- transfer queue -------------------------------------------------------------
+
+
+def test_transfer_queue_decision():
+    from genspirv.runtime.submit import crossover_bytes, use_transfer_queue
+    assert crossover_bytes(20e-6, 25e9) == pytest.approx(500_000)
+    assert use_transfer_queue(1 << 20, 500_000, True, True)
+    assert not use_transfer_queue(400_000, 500_000, True, True)      # too small to pay
+    assert not use_transfer_queue(1 << 20, 500_000, False, True)     # no transfer-only family
+    assert not use_transfer_queue(1 << 20, 500_000, True, False)     # destination busy
+
+
+def test_no_transfer_queue_without_a_transfer_family():
+    with device() as dev:
+        if dev.transfer_family is not None:
+            pytest.skip("this device has a transfer-only family")
+        assert dev.transfer_queue is None
+        big = dev.buffer(1 << 20)
+        dev.upload(big, np.zeros(1 << 18, np.float32))
+        assert dev.stats["transfer_queue_copies"] == 0 and dev.copy_crossover_info is None
+
+
+def test_transfer_queue_path_with_the_compute_queue_standing_in(monkeypatch):
+    monkeypatch.setenv("GENSPIRV_COMPUTE_STREAM_COPY_MAX", str(256 << 10))
+    with device(transfer_queue="same") as dev:
+        n = 1 << 18                                   # 1 MiB: above the crossover
+        x = np.arange(n, dtype=np.float32)
+        a, b = dev.buffer(4 * n), dev.buffer(4 * n)
+        rt.fill(dev, b, n, 1.0)                       # open batch, unrelated to a
+        dev.upload(a, x)                              # idle destination: transfer queue
+        assert dev.stats["transfer_queue_copies"] == 1 and dev.stats["submits"] == 1
+        rt.scale(dev, a, b, n, 2.0)                   # ordered by the semaphore wait
+        dev.upload(a, x[: 1 << 15])                   # small: compute stream
+        dev.upload(b, x)                              # b is busy in the open batch: compute stream
+        assert dev.stats["transfer_queue_copies"] == 1
+        np.testing.assert_array_equal(dev.download(b), x)
+        dev.synchronize()
+        dev.upload(a, 3 * x)                          # idle again after the wait
+        rt.scale(dev, a, b, n, 1.0)
+        np.testing.assert_array_equal(dev.download(b), 3 * x)
+        assert dev.stats["transfer_queue_copies"] == 2
+        assert dev.copy_crossover_info["source"] == "GENSPIRV_COMPUTE_STREAM_COPY_MAX"
+        clean(dev)
+
+
+def test_crossover_is_measured_once(monkeypatch):
+    monkeypatch.delenv("GENSPIRV_COMPUTE_STREAM_COPY_MAX", raising=False)
+    with device(transfer_queue="same") as dev:
+        before = dev.stats
+        first = dev.copy_crossover()
+        assert dev.copy_crossover() == first and dev.stats == before
+        info = dev.copy_crossover_info
+        assert info["source"] == "measured" and info["overhead_us"] > 0 and info["h2d_gb_per_s"] > 0
+        assert first == pytest.approx(info["overhead_us"] * 1e-6 * info["h2d_gb_per_s"] * 1e9)
+        clean(dev)

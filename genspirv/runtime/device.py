@@ -14,7 +14,10 @@ batch), GENSPIRV_UPLOAD (staged|blocking), GENSPIRV_HOST_PROFILE=1.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
+import statistics
+import time
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,13 +36,21 @@ from .hazards import Access, Barrier, HazardTracker, Range, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
 from .memory import Buffer, BufferView, as_view
 from .profile import HostProfile
-from .submit import InFlightGuard, Slot, inflight_from_env
+from .memory import StagingChunk
+from .submit import (InFlightGuard, Slot, TransferLane, crossover_bytes, inflight_from_env,
+                     use_transfer_queue)
 
 COUNTERS = ("dispatches", "barriers", "barriers_skipped", "submits", "fence_waits",
-            "staged_uploads", "blocking_uploads", "flushes", "drains", "replays")
+            "staged_uploads", "blocking_uploads", "flushes", "drains", "replays",
+            "transfer_queue_copies")
 
 DEFAULT_BATCH = 64
 TIMER_QUERIES = 256
+# Uploads smaller than this never consider the transfer queue (nor trigger its measurement).
+TRANSFER_CANDIDATE_MIN = 64 << 10
+CROSSOVER_PROBE_BYTES = 16 << 20
+
+log = logging.getLogger("genspirv.runtime")
 
 _SYNC_VALIDATION = vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
 _DEVICE_TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
@@ -134,7 +145,7 @@ class Device:
     def __init__(self, manifest=None, *, validation: bool = False, device: Optional[str] = None,
                  inflight: Optional[int] = None, batch: Optional[int] = None,
                  barriers: Optional[str] = None, upload: Optional[str] = None,
-                 host_profile: Optional[bool] = None):
+                 host_profile: Optional[bool] = None, transfer_queue: str = "auto"):
         env = os.environ
         self._closed = True   # until construction completes, close() has nothing to do
         self._manifest_arg = manifest
@@ -155,6 +166,13 @@ class Device:
             host_profile = env.get("GENSPIRV_HOST_PROFILE", "") not in ("", "0")
         self._profile = HostProfile(host_profile)
         self._stats = {k: 0 for k in COUNTERS}
+        if transfer_queue not in ("auto", "off", "same"):
+            raise GenspirvError(f"transfer_queue must be auto, off or same, not {transfer_queue!r}")
+        # "same" (tests only) lets the compute queue stand in for a transfer queue, so the
+        # semaphore path runs on a device without a transfer-only family.
+        self._transfer_mode = transfer_queue
+        self._crossover: Optional[float] = None
+        self.copy_crossover_info: Optional[dict] = None
 
         self._create_instance()
         try:
@@ -165,8 +183,8 @@ class Device:
             raise
         self._closed = False
         self._guard = InFlightGuard()
-        self._slots = [Slot(i, self.handle, self.queue_family, self._mem_props, self._max_allocation)
-                       for i in range(self.inflight)]
+        self._slots = [Slot(i, self.handle, self.queue_family, self._mem_props, self._max_allocation,
+                            self._families) for i in range(self.inflight)]
         self._current = 0
         self._serial = 0              # last batch serial handed out (recording order)
         self._submit_seq = 0          # last submission number (queue order)
@@ -311,12 +329,27 @@ class Device:
                                             shaderFloat64=base.shaderFloat64)
         enabled = vk.VkPhysicalDeviceFeatures2(pNext=e11, features=ebase)
         priorities = [1.0]
-        queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family, queueCount=1,
-                                                pQueuePriorities=priorities)
-        queue_infos = [queue_info]
-        info = vk.VkDeviceCreateInfo(pNext=enabled, queueCreateInfoCount=1, pQueueCreateInfos=queue_infos)
+        queue_infos = [vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family, queueCount=1,
+                                                  pQueuePriorities=priorities)]
+        use_family = self.transfer_family is not None and self._transfer_mode == "auto"
+        if use_family:
+            queue_infos.append(vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.transfer_family,
+                                                          queueCount=1, pQueuePriorities=priorities))
+        info = vk.VkDeviceCreateInfo(pNext=enabled, queueCreateInfoCount=len(queue_infos),
+                                     pQueueCreateInfos=queue_infos)
         self.handle = call(vk.vkCreateDevice, self._physical, info, None)
         self.queue = vk.vkGetDeviceQueue(self.handle, self.queue_family, 0)
+        self.transfer_queue = None
+        self._transfer_lane_family = None
+        self._families: tuple[int, ...] = (self.queue_family,)
+        if use_family:
+            self.transfer_queue = vk.vkGetDeviceQueue(self.handle, self.transfer_family, 0)
+            self._transfer_lane_family = self.transfer_family
+            # Buffers shared by both families without ownership transfers.
+            self._families = (self.queue_family, self.transfer_family)
+        elif self._transfer_mode == "same":
+            self.transfer_queue = self.queue
+            self._transfer_lane_family = self.queue_family
 
     # -- public: settings and counters ----------------------------------------
 
@@ -379,7 +412,7 @@ class Device:
     def buffer(self, nbytes: int, name: str = "") -> Buffer:
         """A device-local buffer of ``nbytes`` bytes (contents undefined until written)."""
         self._check_open()
-        buf = Buffer(self.handle, self._mem_props, nbytes, self._max_allocation, name)
+        buf = Buffer(self.handle, self._mem_props, nbytes, self._max_allocation, name, self._families)
         buf._release = self._free_buffer
         self._buffers[buf.uid] = buf
         return buf
@@ -445,6 +478,11 @@ class Device:
                                    f"[{view.offset}, {view.offset + view.size}) of {view.size} bytes")
         if n == 0:
             return
+        if (self.transfer_queue is not None and self.upload_mode == "staged"
+                and n >= TRANSFER_CANDIDATE_MIN
+                and use_transfer_queue(n, self.copy_crossover(), True, self._buffer_idle(view.buffer))):
+            self._upload_on_transfer_queue(view, data)
+            return
         slot = self._batch()
         chunk, off = slot.staging.alloc(n)
         self._guard.use_staging(chunk.uid, off, off + n, slot.index)
@@ -508,6 +546,25 @@ class Device:
             raw = self._download_on_side(view)
         out = np.frombuffer(raw, dtype=dtype).copy()
         return out.reshape(shape) if shape is not None else out
+
+    def copy_crossover(self) -> float:
+        """Bytes above which an upload pays for the transfer queue; measured on first use."""
+        if self._crossover is None:
+            env = os.environ.get("GENSPIRV_COMPUTE_STREAM_COPY_MAX")
+            if env:
+                try:
+                    self._crossover = float(int(env))
+                except ValueError:
+                    raise GenspirvError(f"GENSPIRV_COMPUTE_STREAM_COPY_MAX must be a byte count, "
+                                        f"not {env!r}") from None
+                self.copy_crossover_info = {"crossover_bytes": self._crossover,
+                                            "source": "GENSPIRV_COMPUTE_STREAM_COPY_MAX"}
+            else:
+                self.copy_crossover_info = self._measure_crossover()
+                self._crossover = self.copy_crossover_info["crossover_bytes"]
+            log.info("%s: uploads above %d bytes go to the transfer queue (%s)",
+                     self.properties["name"], self._crossover, self.copy_crossover_info)
+        return self._crossover
 
     def flush(self) -> None:
         """Submit the open batch (if it holds any command) and return without waiting."""
@@ -652,9 +709,15 @@ class Device:
         t0 = self._profile.start()
         call(vk.vkEndCommandBuffer, slot.command_buffer)
         cbs = ([slot.command_buffer] if slot.commands else []) + list(extra_command_buffers)
-        submit = vk.VkSubmitInfo(commandBufferCount=len(cbs), pCommandBuffers=cbs)
+        waits = list(slot.transfer.waits) if slot.transfer is not None else []
+        stages = [vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(waits)
+        submit = vk.VkSubmitInfo(commandBufferCount=len(cbs), pCommandBuffers=cbs,
+                                 waitSemaphoreCount=len(waits), pWaitSemaphores=waits or None,
+                                 pWaitDstStageMask=stages or None)
         submits = [submit]
         call(vk.vkQueueSubmit, self.queue, 1, submits, slot.fence)
+        if slot.transfer is not None:
+            slot.transfer.waits.clear()
         slot.state = "submitted"
         self._submit_seq += 1
         slot.seq = self._submit_seq
@@ -820,11 +883,114 @@ class Device:
         graph._last_slot = slot
         graph.last_seq = slot.seq
 
-    def _read_timer(self, first_query: int) -> float:
-        self.synchronize()
+    # -- internals: the transfer queue ----------------------------------------
+
+    def _buffer_idle(self, buf: Buffer) -> bool:
+        """No recorded or unfinished submitted work touches ``buf`` (nor a replay graph)."""
+        if buf.last_batch < 0:
+            return False
+        for s in self._slots:
+            if s.serial == buf.last_batch and (
+                    s.state == "recording" or (s.state == "submitted" and s.seq > self._completed)):
+                return False
+        return True
+
+    def _upload_on_transfer_queue(self, view: BufferView, data) -> None:
+        """Copy on the transfer queue now; the open batch waits on its semaphore when it
+        is submitted. The semaphore wait orders the copy before every later command, so
+        its write is not left pending in the tracker."""
+        n = data.nbytes
+        slot = self._batch()
+        if slot.transfer is None:
+            slot.transfer = TransferLane(self.handle, self._transfer_lane_family)
+        chunk, off = slot.staging.alloc(n)
+        self._guard.use_staging(chunk.uid, off, off + n, slot.index)
+        chunk.write(off, data)
+        cb, sem = slot.transfer.next()
+        _vk.cmd_copy(cb, chunk.handle, view.buffer.handle, off, view.offset, n)
+        call(vk.vkEndCommandBuffer, cb)
+        cbs, sems = [cb], [sem]
+        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs,
+                                 signalSemaphoreCount=1, pSignalSemaphores=sems)
+        submits = [submit]
+        call(vk.vkQueueSubmit, self.transfer_queue, 1, submits, None)
+        slot.transfer.waits.append(sem)
+        slot.commands += 1          # the batch must be submitted to consume the semaphore
+        view.buffer.last_batch = slot.serial
+        self._stats["staged_uploads"] += 1
+        self._stats["transfer_queue_copies"] += 1
+        self._stats["submits"] += 1
+
+    def _measure_crossover(self) -> dict:
+        """Submit + semaphore overhead on the host clock, H2D bandwidth with GPU timestamps
+        around a staged copy in the compute stream. Uses its own command pool, fence and
+        memory; nothing open is submitted and no counter moves."""
+        dev = self.handle
+        pool = call(vk.vkCreateCommandPool, dev, vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.queue_family), None)
+        lane = TransferLane(dev, self._transfer_lane_family)
+        fence = call(vk.vkCreateFence, dev, vk.VkFenceCreateInfo(), None)
+        chunk = StagingChunk(dev, self._mem_props, CROSSOVER_PROBE_BYTES, self._max_allocation, self._families)
+        target = Buffer(dev, self._mem_props, CROSSOVER_PROBE_BYTES, self._max_allocation,
+                        "crossover probe", self._families)
+        fences = [fence]
+        try:
+            overheads = []
+            for _ in range(5):
+                cb, sem = lane.next()
+                call(vk.vkEndCommandBuffer, cb)
+                cbs, sems = [cb], [sem]
+                stages = [vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT]
+                signal = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs,
+                                         signalSemaphoreCount=1, pSignalSemaphores=sems)
+                wait = vk.VkSubmitInfo(waitSemaphoreCount=1, pWaitSemaphores=sems, pWaitDstStageMask=stages)
+                signals, waits = [signal], [wait]
+                t0 = time.perf_counter()
+                call(vk.vkQueueSubmit, self.transfer_queue, 1, signals, None)
+                call(vk.vkQueueSubmit, self.queue, 1, waits, fence)
+                overheads.append(time.perf_counter() - t0)
+                call(vk.vkWaitForFences, dev, 1, fences, vk.VK_TRUE, _vk.NO_TIMEOUT)
+                call(vk.vkResetFences, dev, 1, fences)
+                lane.reset()
+            alloc = vk.VkCommandBufferAllocateInfo(commandPool=pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                                   commandBufferCount=1)
+            cb = call(vk.vkAllocateCommandBuffers, dev, alloc)[0]
+            q = self._next_query
+            self._next_query = (q + 2) % TIMER_QUERIES
+            seconds = []
+            for _ in range(3):
+                call(vk.vkResetCommandPool, dev, pool, 0)
+                call(vk.vkBeginCommandBuffer, cb, vk.VkCommandBufferBeginInfo())
+                vk.vkCmdResetQueryPool(cb, self._query_pool, q, 2)
+                vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self._query_pool, q)
+                _vk.cmd_copy(cb, chunk.handle, target.handle, 0, 0, CROSSOVER_PROBE_BYTES)
+                vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self._query_pool, q + 1)
+                call(vk.vkEndCommandBuffer, cb)
+                cbs = [cb]
+                submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)
+                submits = [submit]
+                call(vk.vkQueueSubmit, self.queue, 1, submits, fence)
+                call(vk.vkWaitForFences, dev, 1, fences, vk.VK_TRUE, _vk.NO_TIMEOUT)
+                call(vk.vkResetFences, dev, 1, fences)
+                seconds.append(self._query_ns(q) / 1e9)
+        finally:
+            call(vk.vkDeviceWaitIdle, dev)
+            target.destroy()
+            chunk.destroy()
+            vk.vkDestroyFence(dev, fence, None)
+            lane.destroy()
+            vk.vkDestroyCommandPool(dev, pool, None)
+        overhead = statistics.median(overheads)
+        bandwidth = CROSSOVER_PROBE_BYTES / max(statistics.median(seconds), 1e-9)
+        return {"overhead_us": overhead * 1e6, "h2d_gb_per_s": bandwidth / 1e9,
+                "crossover_bytes": crossover_bytes(overhead, bandwidth), "source": "measured"}
+
+    def _query_ns(self, first_query: int) -> float:
         data = ffi.new("uint64_t[2]")
         call(vk.vkGetQueryPoolResults, self.handle, self._query_pool, first_query, 2, 16, data, 8,
              vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
         mask = (1 << self._timestamp_bits) - 1 if self._timestamp_bits < 64 else (1 << 64) - 1
-        ticks = (int(data[1]) - int(data[0])) & mask
-        return ticks * self._limits["timestamp_period_ns"]
+        return ((int(data[1]) - int(data[0])) & mask) * self._limits["timestamp_period_ns"]
+
+    def _read_timer(self, first_query: int) -> float:
+        self.synchronize()
+        return self._query_ns(first_query)

@@ -51,13 +51,21 @@ def heap_size(mem_props, type_index: int) -> int:
 
 
 def _allocate(device, mem_props, nbytes: int, usage: int, want: int, prefer: int, what: str,
-              max_allocation: int):
+              max_allocation: int, families: tuple[int, ...] = ()):
     largest_heap = max(mem_props.memoryHeaps[i].size for i in range(mem_props.memoryHeapCount))
     limit = min(largest_heap, max_allocation)
     if nbytes > limit:
         raise AllocationError(f"{what}: {nbytes} bytes asked, the device allows at most "
                               f"{limit} bytes in one allocation")
-    info = vk.VkBufferCreateInfo(size=nbytes, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+    if len(families) > 1:
+        # Used by the compute and the transfer queue: concurrent sharing spares the
+        # queue-family ownership transfers.
+        family_list = list(families)
+        info = vk.VkBufferCreateInfo(size=nbytes, usage=usage, sharingMode=vk.VK_SHARING_MODE_CONCURRENT,
+                                     queueFamilyIndexCount=len(family_list),
+                                     pQueueFamilyIndices=family_list)
+    else:
+        info = vk.VkBufferCreateInfo(size=nbytes, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
     buffer = call(vk.vkCreateBuffer, device, info, None)
     try:
         req = vk.vkGetBufferMemoryRequirements(device, buffer)
@@ -83,7 +91,8 @@ def _allocate(device, mem_props, nbytes: int, usage: int, want: int, prefer: int
 class Buffer:
     """A device-local storage buffer of ``nbytes`` bytes."""
 
-    def __init__(self, device, mem_props, nbytes: int, max_allocation: int, name: str = ""):
+    def __init__(self, device, mem_props, nbytes: int, max_allocation: int, name: str = "",
+                 families: tuple[int, ...] = ()):
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
             raise BufferRangeError(f"buffer size must be a positive integer, not {nbytes!r}")
         self.uid = next(_uids)
@@ -92,7 +101,7 @@ class Buffer:
         self._device = device
         self.handle, self.memory, self.memory_type = _allocate(
             device, mem_props, nbytes, BUFFER_USAGE, 0, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
-            self.name, max_allocation)
+            self.name, max_allocation, families)
         # Serial of the last batch that recorded an access to this buffer (0: none).
         self.last_batch = 0
 
@@ -172,7 +181,8 @@ def as_view(obj, what: str) -> BufferView:
 class StagingChunk:
     """Host-visible coherent memory, mapped once; bump-allocated by its owner."""
 
-    def __init__(self, device, mem_props, nbytes: int, max_allocation: int):
+    def __init__(self, device, mem_props, nbytes: int, max_allocation: int,
+                 families: tuple[int, ...] = ()):
         self.uid = next(_uids)
         self.nbytes = nbytes
         self._device = device
@@ -180,7 +190,8 @@ class StagingChunk:
         # Cached memory makes the host reads of downloads fast where it exists.
         self.handle, self.memory, _ = _allocate(device, mem_props, nbytes, STAGING_USAGE, want,
                                                 vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
-                                                f"staging chunk of {nbytes} bytes", max_allocation)
+                                                f"staging chunk of {nbytes} bytes", max_allocation,
+                                                families)
         self.mapping = call(vk.vkMapMemory, device, self.memory, 0, nbytes, 0)
         self.address = ffi.from_buffer(self.mapping)
 

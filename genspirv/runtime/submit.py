@@ -66,10 +66,11 @@ class InFlightGuard:
 class StagingArena:
     """A slot's staging memory: chunks bump-allocated, all freed at once on retire."""
 
-    def __init__(self, device, mem_props, max_allocation: int):
+    def __init__(self, device, mem_props, max_allocation: int, families: tuple[int, ...] = ()):
         self._device = device
         self._mem_props = mem_props
         self._max_allocation = max_allocation
+        self._families = families
         self.chunks: list[StagingChunk] = []
         self._current = 0
         self._offset = 0
@@ -87,7 +88,7 @@ class StagingArena:
             self._current += 1
             self._offset = 0
         chunk = StagingChunk(self._device, self._mem_props, max(STAGING_CHUNK, nbytes),
-                             self._max_allocation)
+                             self._max_allocation, self._families)
         self.chunks.append(chunk)
         self._current = len(self.chunks) - 1
         self._offset = -(-nbytes // STAGING_ALIGN) * STAGING_ALIGN
@@ -149,10 +150,68 @@ class DescriptorPools:
         self.pools.clear()
 
 
+class TransferLane:
+    """A slot's work on the transfer queue: command buffers and the binary semaphores
+    the slot's compute submission waits on. Reset with the slot, after its fence."""
+
+    def __init__(self, device, family: int):
+        self._device = device
+        info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=family,
+                                          flags=vk.VK_COMMAND_POOL_CREATE_TRANSIENT_BIT)
+        self.pool = call(vk.vkCreateCommandPool, device, info, None)
+        self.command_buffers: list = []
+        self.semaphores: list = []
+        self.used = 0
+        self.waits: list = []          # semaphores signalled since the slot's last submit
+
+    def next(self):
+        """A begun command buffer and the semaphore its submission will signal."""
+        if self.used == len(self.command_buffers):
+            alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.pool,
+                                                   level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                                   commandBufferCount=1)
+            self.command_buffers.append(call(vk.vkAllocateCommandBuffers, self._device, alloc)[0])
+            self.semaphores.append(call(vk.vkCreateSemaphore, self._device,
+                                        vk.VkSemaphoreCreateInfo(), None))
+        cb, sem = self.command_buffers[self.used], self.semaphores[self.used]
+        self.used += 1
+        info = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        call(vk.vkBeginCommandBuffer, cb, info)
+        return cb, sem
+
+    def reset(self) -> None:
+        if self.used:
+            call(vk.vkResetCommandPool, self._device, self.pool, 0)
+        self.used = 0
+        self.waits.clear()
+
+    def destroy(self) -> None:
+        for sem in self.semaphores:
+            vk.vkDestroySemaphore(self._device, sem, None)
+        vk.vkDestroyCommandPool(self._device, self.pool, None)
+
+
+def use_transfer_queue(nbytes: int, crossover: float, has_transfer_queue: bool,
+                       buffer_idle: bool) -> bool:
+    """Whether a host-to-device copy goes to the transfer queue.
+
+    Only when it pays: the copy must be larger than the crossover (the bytes
+    the compute stream moves in the time a submit and a semaphore cost), and
+    the destination idle, because the transfer queue is ordered with nothing
+    recorded on the compute queue except through the semaphore."""
+    return has_transfer_queue and buffer_idle and nbytes > crossover
+
+
+def crossover_bytes(overhead_s: float, h2d_bytes_per_s: float) -> float:
+    """(submit + semaphore overhead) x host-to-device bandwidth."""
+    return overhead_s * h2d_bytes_per_s
+
+
 class Slot:
     """One in-flight batch's resources. States: idle -> recording -> submitted -> idle."""
 
-    def __init__(self, index: int, device, family: int, mem_props, max_allocation: int):
+    def __init__(self, index: int, device, family: int, mem_props, max_allocation: int,
+                 families: tuple[int, ...] = ()):
         self.index = index
         self._device = device
         pool_info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=family,
@@ -164,7 +223,7 @@ class Slot:
         self.command_buffer = call(vk.vkAllocateCommandBuffers, device, alloc)[0]
         self.fence = call(vk.vkCreateFence, device, vk.VkFenceCreateInfo(), None)
         self.descriptors = DescriptorPools(device)
-        self.staging = StagingArena(device, mem_props, max_allocation)
+        self.staging = StagingArena(device, mem_props, max_allocation, families)
         self.state = "idle"
         self.serial = 0            # serial of the batch recorded into this slot (recording order)
         self.seq = 0               # its submission number (queue order)
@@ -172,6 +231,7 @@ class Slot:
         self.commands = 0          # any commands (dispatch, copy, barrier, timestamp)
         self.bound_pipeline = None
         self.keep_alive: list = []     # objects the batch references (e.g. a replay graph)
+        self.transfer: Optional[TransferLane] = None   # created on first use
 
     def begin(self, serial: int) -> None:
         call(vk.vkResetCommandPool, self._device, self.command_pool, 0)
@@ -200,9 +260,13 @@ class Slot:
         self.descriptors.reset()
         self.staging.reset()
         self.keep_alive.clear()
+        if self.transfer is not None:
+            self.transfer.reset()
         self.state = "idle"
 
     def destroy(self) -> None:
+        if self.transfer is not None:
+            self.transfer.destroy()
         self.descriptors.destroy()
         self.staging.destroy()
         vk.vkDestroyFence(self._device, self.fence, None)

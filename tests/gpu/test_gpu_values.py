@@ -117,6 +117,29 @@ def test_library_kernels_on_the_gpu():
         assert _record("library_add_f32", dev.download(c), 2 * x, dev) == 0
 
 
+def test_large_uploads_through_the_transfer_queue():
+    with Device(manifest=rt.MANIFEST) as dev:
+        if dev.transfer_family is None:
+            pytest.skip("no transfer-only queue family")
+        crossover = dev.copy_crossover()
+        RESULTS["copy_crossover"] = dev.copy_crossover_info
+        n = 16 << 20                                  # 64 MiB per upload
+        assert 4 * n > crossover, crossover
+        x = np.arange(n, dtype=np.float32)
+        bufs = [dev.buffer(4 * n) for _ in range(3)]
+        out = dev.buffer(4 * n)
+        for i, b in enumerate(bufs):
+            dev.upload(b, x + i)                      # idle destinations: transfer queue
+        rt.add(dev, bufs[0], bufs[1], out, n)
+        rt.add(dev, out, bufs[2], bufs[0], n)
+        got = dev.download(bufs[0])
+        assert dev.stats["transfer_queue_copies"] == 3
+        assert _record("transfer_queue_uploads", got, 3 * x + 3, dev) == 0
+        # The small ones stay in the compute stream.
+        dev.upload(bufs[1], x[:1024])
+        assert dev.stats["transfer_queue_copies"] == 3
+
+
 def teardown_module(module):
     out = os.environ.get("OUT")
     if out and RESULTS:
