@@ -6,7 +6,26 @@ bindings (set, binding, type, count, access, accessed, written), the
 workgroup size and its spec ids, spec constants, the push-constant size.
 No Vulkan, no subprocess: pure functions over the parsed module.
 
-The rules are the ones in DESIGN.md ("Reflection rules").
+The rules are the ones in DESIGN.md ("Reflection rules").  Where DESIGN.md
+leaves a choice, this module decides:
+
+- Bindings are module-wide (every variable with a Binding decoration, as
+  spirv-cross lists them); ``accessed`` / ``written`` are per entry point.
+  Two variables aliasing one (set, binding) merge into one binding whose
+  access covers both; aliases of different descriptor kinds are an error.
+- ``OpArrayLength`` and image size queries make a binding *accessed* but
+  neither read nor written: they need the descriptor, not its contents.
+  Loading an image or sampler handle is an access; the image operation on the
+  handle decides read or write.
+- An instruction this module does not know, touching a tracked pointer or
+  handle, counts as a read and a write (over-reporting only costs barriers).
+- ``push_constant_size`` is the largest PushConstant block of the module.
+- Only GLCompute entry points are reflected; other stages are skipped.
+- A binding declared both NonWritable and NonReadable is ``read``.
+
+``reflect_module`` gives every compute entry point; ``binding_usage`` the
+per-binding read flag the manifest does not keep (lint uses it); the index,
+type-size and usage helpers are public for tests and tools.
 """
 
 from __future__ import annotations
@@ -484,6 +503,9 @@ _INERT = frozenset([sp.OP_NOP, sp.OP_LINE, sp.OP_NO_LINE, sp.OP_LABEL, sp.OP_BRA
                     401, 402, 403])     # OpPtrEqual, OpPtrNotEqual, OpPtrDiff compare addresses
 
 
+_SKIP = _PURE | _INERT
+
+
 @dataclass(frozen=True)
 class Usage:
     """Per descriptor variable id: what the entry point's reachable code does with it."""
@@ -537,7 +559,7 @@ def usage(index: Index, entry: int, roots: Mapping[int, bool]) -> Usage:
         for inst in fn.body:
             visits += 1
             op, ops = inst.opcode, inst.operands
-            if op in _PURE or op in _INERT:
+            if op in _SKIP:
                 continue
             if op in _DERIVES_FROM_OPERAND_2:
                 edge(inst.operand(2), inst.result)

@@ -75,15 +75,21 @@ def corpus_files() -> list[Path]:
 
 
 def cross_reflect(blob: bytes, entry: str | None = None) -> dict:
+    return json.loads(_cross_reflect_text(blob, entry))
+
+
+@lru_cache(maxsize=None)
+def _cross_reflect_text(blob: bytes, entry: str | None) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "in.spv"
         path.write_bytes(blob)
         argv = [tool("spirv-cross"), str(path), "--reflect"]
         if entry is not None:
             argv += ["--entry", entry, "--stage", "comp"]
-        return json.loads(_run(argv).stdout)
+        return _run(argv).stdout
 
 
+@lru_cache(maxsize=None)
 def disassemble(blob: bytes) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "in.spv"
