@@ -420,8 +420,8 @@ class Device:
     def _free_buffer(self, buf: Buffer) -> None:
         if buf.handle is None:
             return
-        if any(s.state != "idle" and s.serial == buf.last_batch for s in self._slots) or \
-                buf.last_batch < 0:
+        if not self._closed and (any(s.state != "idle" and s.serial == buf.last_batch
+                                     for s in self._slots) or buf.last_batch < 0):
             # Still referenced by recorded or submitted work (or a replay graph): let it finish.
             self.synchronize()
         self._buffers.pop(buf.uid, None)

@@ -125,6 +125,13 @@ class Buffer:
         return BufferView(self, offset, size)
 
     def destroy(self) -> None:
+        # A device's buffer goes through the device, which first waits for any
+        # recorded or submitted work that uses it (destroying it under the GPU's
+        # feet is VUID-vkDestroyBuffer-buffer-00922); the device calls back here.
+        release, self._release = getattr(self, "_release", None), None
+        if release is not None:
+            release(self)
+            return
         if self.handle is not None:
             vk.vkDestroyBuffer(self._device, self.handle, None)
             vk.vkFreeMemory(self._device, self.memory, None)
