@@ -423,3 +423,16 @@ def test_committed_test_kernels_match_their_sources(tmp_path):
         subprocess.run(["glslangValidator", "-V", "--target-env", "vulkan1.2", "-o", str(out),
                         str(root / e["source"])], check=True, capture_output=True, timeout=60)
         assert out.read_bytes() == (root / e["spirv"]).read_bytes(), f"{e['name']}: rerun make_manifest.py"
+
+
+def test_destroying_a_buffer_in_use_waits_for_its_work(dev):
+    n = 4096
+    y, z = dev.buffer(4 * n), dev.buffer(4 * n)
+    rt.fill(dev, y, n, 1.0)
+    y.destroy()                                  # recorded, not yet submitted: drained first
+    assert dev.stats["submits"] == 1 and y.handle is None
+    with pytest.raises(BufferRangeError, match="was destroyed"):
+        rt.scale(dev, y, z, n, 1.0)
+    z.destroy()                                  # idle: freed at once
+    assert dev.stats["submits"] == 1
+    clean(dev)
