@@ -99,6 +99,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the suite ``args`` names, print its table, write ``--json``; the exit status."""
     import importlib
+    import signal
+    import sys
     import time
 
     from .harness import BenchOptions, Recorder, metadata, render_table, write_json
@@ -111,9 +113,14 @@ def run_from_args(args: argparse.Namespace) -> int:
     module, function = SUITES[args.suite]
     suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
     rec = Recorder(args.suite)
-    t0 = time.monotonic()
-    suite(opts, rec)
-    seconds = time.monotonic() - t0
+    # SIGTERM (a timeout, a killed job) unwinds like Ctrl-C, so the suite removes its temp projects.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        t0 = time.monotonic()
+        suite(opts, rec)
+        seconds = time.monotonic() - t0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     meta = metadata(root, rec.device)
     print(render_table(rec))
     print(f"({args.suite} suite: {seconds:.1f} s on {meta['device']}, {meta['date']}, "
