@@ -7,9 +7,8 @@ layout(std430, set = 0, binding = 0) writeonly buffer YBuf { TYPE data[]; } Y;
 layout(push_constant) uniform Push { uint n; float value; } pc;
 
 void main() {
-    // Convert once: every element gets the same rounded value.
-    TYPE value = TYPE(pc.value);
+    // No TYPE local: a float16_t variable would need shaderFloat16, not just 16-bit storage.
     FOR_EACH_ELEMENT(i, pc.n) {
-        Y.data[i] = value;
+        Y.data[i] = TYPE(pc.value);
     }
 }
