@@ -35,7 +35,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from ..errors import ConfigError
 
@@ -83,48 +83,28 @@ class SyntheticProject:
         return sum(v.includes_header for v in self.variants)
 
 
-def base_variants_from_config(repo_root: Path):
+def base_variants_from_config(repo_root: Path) -> tuple[tuple[BaseVariant, ...], dict]:
     """The repo's own variants and toolchain settings, through genspirv.config."""
-    from .. import config as config_mod
+    from ..config import load_config
 
-    cfg = config_mod.load_config(Path(repo_root))
-    glsl_dir = _as_posix(cfg.glsl_dir, repo_root)
-    out = []
-    for v in cfg.variants:
-        src = _as_posix(v.source, repo_root)
-        # Variant.source may be relative to the root or to glsl_dir: normalise.
-        if src.startswith(glsl_dir + "/"):
-            src = src[len(glsl_dir) + 1:]
-        out.append(BaseVariant(v.name, src, tuple(sorted(dict(v.defines).items()))))
-    settings = {
-        "glsl_dir": glsl_dir,
-        "target_env": cfg.target_env,
-        "glslang": cfg.glslang,
-        "flags": tuple(cfg.flags),
-    }
-    return tuple(out), settings
-
-
-def _as_posix(path, root: Path) -> str:
-    p = Path(path)
-    if p.is_absolute():
-        p = p.resolve().relative_to(Path(root).resolve())
-    return PurePosixPath(*p.parts).as_posix()
+    cfg = load_config(Path(repo_root))
+    prefix = cfg.glsl_dir + "/"
+    # Config sources are relative to the root; copies are made relative to glsl_dir.
+    base = tuple(BaseVariant(v.name, v.source[len(prefix):] if v.source.startswith(prefix) else v.source,
+                             v.defines) for v in cfg.variants)
+    settings = {"glsl_dir": cfg.glsl_dir, "target_env": cfg.target_env, "glslang": cfg.glslang,
+                "flags": tuple(cfg.flags)}
+    return base, settings
 
 
 def generate_project(repo_root, dest, variants: int, header_share: float = 0.25,
-                     per_source: float = LLAMA_CPP_VARIANTS_PER_SOURCE,
-                     base: Iterable[BaseVariant] | None = None,
-                     settings: Mapping | None = None) -> SyntheticProject:
+                     per_source: float = LLAMA_CPP_VARIANTS_PER_SOURCE) -> SyntheticProject:
     """Write a synthetic project of exactly ``variants`` variants under ``dest``.
 
     ``per_source`` is the number of variants a copied source aims at: each base
     variant is built with ``round(per_source / base variants per source)``
     salts (at least 1), so the project has llama.cpp's shape by default, not
-    one file per variant.
-
-    ``base``/``settings`` default to the repo's configuration; tests pass
-    their own. ``dest`` must not exist or be empty.
+    one file per variant. ``dest`` must not exist or be empty.
     """
     repo_root = Path(repo_root)
     dest = Path(dest)
@@ -132,9 +112,7 @@ def generate_project(repo_root, dest, variants: int, header_share: float = 0.25,
         raise ConfigError(f"bench: a synthetic project needs at least 1 variant, not {variants}")
     if not 0.0 <= header_share <= 1.0:
         raise ConfigError(f"bench: header share must lie in [0, 1], not {header_share}")
-    if base is None or settings is None:
-        base, settings = base_variants_from_config(repo_root)
-    base = tuple(base)
+    base, settings = base_variants_from_config(repo_root)
     if not base:
         raise ConfigError(f"bench: {repo_root} has no variants to copy")
     glsl_dir = settings["glsl_dir"]
