@@ -269,3 +269,49 @@ def test_f16_kernel_refused_without_the_feature():
         with pytest.raises(DeviceFeatureError, match="mul_mat_vec_f16.*storage_buffer_16bit_access"):
             fresh.kernel("mul_mat_vec_f16", spec={"BLOCK_SIZE": 64})
         fresh.kernel("mul_mat_vec_f32", spec={"BLOCK_SIZE": 64})
+
+
+# -- the references themselves, against independent formulations (no device) ----------
+
+
+def test_rope_reference_is_a_complex_rotation():
+    x = _rand(3, 8)
+    pos, base = 5, 10000.0
+    freq = base ** (-np.arange(0, 8, 2) / 8)
+    z = (x[:, 0::2] + 1j * x[:, 1::2]) * np.exp(1j * pos * freq)        # adjacent pairs
+    want = np.empty_like(x)
+    want[:, 0::2], want[:, 1::2] = z.real, z.imag
+    np.testing.assert_allclose(ref.rope(x, pos, base), want, rtol=1e-5, atol=1e-5)
+    zn = (x[:, :4] + 1j * x[:, 4:]) * np.exp(1j * pos * freq)           # halves (NeoX)
+    np.testing.assert_allclose(ref.rope(x, pos, base, neox=True), np.concatenate([zn.real, zn.imag], 1),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(ref.rope(x, 0, base), x)
+
+
+def test_attention_reference_matches_repeated_kv_heads():
+    n_head, n_kv_head, d, n_kv = 6, 2, 4, 9
+    q, k, v = _rand(n_head, d), _rand(n_kv, n_kv_head, d), _rand(n_kv, n_kv_head, d)
+    kk = np.repeat(k, n_head // n_kv_head, axis=1)    # kv head j serves query heads j*g .. j*g+g-1
+    vv = np.repeat(v, n_head // n_kv_head, axis=1)
+    s = np.einsum("hd,thd->ht", q.astype(np.float64), kk) * 0.5
+    p = np.exp(s - s.max(1, keepdims=True))
+    want = np.einsum("ht,thd->hd", p / p.sum(1, keepdims=True), vv)
+    np.testing.assert_allclose(ref.attention(q, k, v, 0.5), want, rtol=1e-5, atol=1e-6)
+    # One cached position: the output is that position's value.
+    np.testing.assert_allclose(ref.attention(q, k[:1], v[:1], 0.5), np.repeat(v[0], 3, axis=0), rtol=1e-6)
+
+
+def test_rms_norm_reference_has_unit_rms():
+    y = ref.rms_norm(_rand(4, 50) * 7, np.ones(50, np.float32), 0.0)
+    np.testing.assert_allclose(np.sqrt((y.astype(np.float64) ** 2).mean(1)), 1.0, rtol=1e-5)
+
+
+def test_model_reference_is_seeded_and_teacher_forcing_agrees():
+    c = ref.ModelConfig(n_layers=1, dim=32, n_heads=4, n_kv_heads=2, ffn_dim=40, vocab=50, max_ctx=8)
+    a = ref.greedy_decode(ref.make_weights(c, 1), (3, 4), 5)
+    assert a.tokens == ref.greedy_decode(ref.make_weights(c, 1), (3, 4), 5).tokens
+    assert a.tokens != ref.greedy_decode(ref.make_weights(c, 2), (3, 4), 5).tokens
+    forced = ref.teacher_forced(ref.make_weights(c, 1), (3, 4), 5, a.tokens)
+    np.testing.assert_array_equal(forced.logits, a.logits)
+    with pytest.raises(ref.GenspirvError, match="exceed the context"):
+        ref.greedy_decode(ref.make_weights(c, 1), (1,), 8)
