@@ -771,6 +771,11 @@ def _select_entry_point(index: Index, entry_point: Optional[str]) -> EntryPoint:
 
 def reflect_module(blob: bytes) -> list[ShaderInfo]:
     """A ``ShaderInfo`` per GLCompute entry point, in declaration order."""
+    with sp.without_gc():
+        return _reflect_module(blob)
+
+
+def _reflect_module(blob: bytes) -> list[ShaderInfo]:
     index = index_module(sp.parse(blob))
     eps = _compute_entry_points(index)
     if not eps:
@@ -781,6 +786,11 @@ def reflect_module(blob: bytes) -> list[ShaderInfo]:
 
 def reflect(blob: bytes, entry_point: Optional[str] = None) -> ShaderInfo:
     """Reflect one entry point of a SPIR-V module (the first compute one if None)."""
+    with sp.without_gc():
+        return _reflect(blob, entry_point)
+
+
+def _reflect(blob: bytes, entry_point: Optional[str]) -> ShaderInfo:
     index = index_module(sp.parse(blob))
     ep = _select_entry_point(index, entry_point)
     return _info(index, ep, descriptors(index), spec_constants(index), push_constant_size(index))
@@ -800,11 +810,13 @@ def binding_usage(blob: bytes, entry_point: Optional[str] = None
     ``OpArrayLength`` and image size queries count as accessed but neither read
     nor written: they need the descriptor bound, not its contents.
     """
-    index = index_module(sp.parse(blob))
-    ep = _select_entry_point(index, entry_point)
-    descs = descriptors(index)
-    use = usage(index, ep.function, {d.variable: d.type not in ("storage_buffer", "uniform_buffer")
-                                     for d in descs})
+    with sp.without_gc():
+        index = index_module(sp.parse(blob))
+        ep = _select_entry_point(index, entry_point)
+        descs = descriptors(index)
+        use = usage(index, ep.function, {d.variable: d.type not in ("storage_buffer",
+                                                                    "uniform_buffer")
+                                         for d in descs})
     out: dict[tuple[int, int], BindingUsage] = {}
     for d in descs:
         key = (d.set, d.binding)

@@ -20,7 +20,9 @@ Opcode and enumerant numbers are those of the SPIR-V 1.6 specification
 
 from __future__ import annotations
 
+import gc
 import struct
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple
 
@@ -374,8 +376,30 @@ def words_of(blob: bytes) -> tuple[tuple[int, ...], bool]:
     raise SpirvError(f"bad magic 0x{magic:08x} (SPIR-V starts with 0x{MAGIC:08x})", 0)
 
 
+@contextmanager
+def without_gc():
+    """Pause the cyclic garbage collector (restored on exit, even on error).
+
+    Reading a module allocates one tuple per instruction and makes no reference
+    cycles; the collector's passes over that growing heap only made time grow
+    faster than the module (measured: docs/BENCHMARKS.md, "Reflection").
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def parse(blob: bytes) -> Module:
     """Parse a SPIR-V module; ``SpirvError`` with a word offset on malformed input."""
+    with without_gc():
+        return _parse(blob)
+
+
+def _parse(blob: bytes) -> Module:
     words, big_endian = words_of(blob)
     version_word, generator, bound, schema = words[1], words[2], words[3], words[4]
     major, minor = (version_word >> 16) & 0xFF, (version_word >> 8) & 0xFF

@@ -305,3 +305,19 @@ def test_usage_work_is_linear_in_the_module(tmp_path):
     # doubling the module doubles the work (within a constant), never squares it
     assert 1.8 < visits[200] / visits[100] < 2.2
     assert 1.8 < visits[400] / visits[200] < 2.2
+
+
+def test_garbage_collector_state_is_restored():
+    import gc
+    blob = tools.compile_glsl(tools.CORPUS / "usage.comp")
+    assert gc.isenabled()
+    reflect(blob)
+    with pytest.raises(SpirvError):
+        reflect(blob[:40])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        reflect(blob)
+        assert not gc.isenabled()      # a caller's choice is left as it was
+    finally:
+        gc.enable()
