@@ -1,12 +1,15 @@
-"""Plot benchmark JSON from ``genspirv bench ... --json FILE`` as PNG.
+"""Render benchmark JSON from ``genspirv bench ... --json FILE``: PNG plots, markdown tables.
 
-Takes the JSON files written by the ``build`` and/or ``reflect`` suites; gives
-``build_scaling.png`` (cold build, floor, check and no-op time against the
-number of variants, one line per arm and job count, median with min–max bars)
-and ``reflect_scaling.png`` (reflection time against blob size, beside
-spirv-cross). Needs matplotlib: ``pip install -e '.[bench]'``.
+Takes the JSON files the suites write; gives ``build_scaling.png`` (cold
+build, floor, check and no-op time against the number of variants, one line
+per arm and job count, median with min–max bars) and ``reflect_scaling.png``
+(reflection time against blob size, beside spirv-cross), and with
+``--markdown`` the tables of every suite for docs/BENCHMARKS.md, printed from
+the same JSON so the doc and the raw runs cannot disagree. Plots need
+matplotlib: ``pip install -e '.[bench]'``.
 
     python ci/plot_bench.py build.json reflect.json --out docs/plots
+    python ci/plot_bench.py runtime.json --markdown
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ import json
 import re
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from genspirv.bench.harness import format_range, format_value  # noqa: E402
 
 
 def _series(doc: dict, key: str) -> dict[tuple[str, int], list[tuple[float, float, float, float]]]:
@@ -100,11 +107,35 @@ def plot_reflect(doc: dict, out: Path, plt) -> Path:
     return path
 
 
+def markdown(doc: dict) -> str:
+    """The suite's summary and derived figures as markdown, headed by how they were made."""
+    meta = doc["meta"]
+    lines = [f"Command: `{meta.get('command', 'genspirv bench ' + doc['suite'])}` "
+             f"({doc['suite_seconds']:.0f} s)  ",
+             f"Date: {meta['date']} · device: {meta['device']} · {meta['cores']} cores · "
+             f"Python {meta['python']} · genspirv {meta.get('genspirv_commit') or 'unknown'}",
+             "", "| case | arm | runs | median | min – max |", "| --- | --- | --- | --- | --- |"]
+    for s in doc["summary"]:
+        u = s["unit"]
+        lines.append(f"| {s['case']} | {s['arm']} | {s['n']} | {format_value(s['median'], u)} | "
+                     f"{format_range(s)} |")
+    if doc["derived"]:
+        lines += ["", "| case | figure (from the medians above) | value |", "| --- | --- | --- |"]
+        lines += [f"| {d['case']} | {d['label']} | {format_value(d['value'], d['unit'])} |"
+                  for d in doc["derived"]]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="JSON from genspirv bench build/reflect --json")
     parser.add_argument("--out", type=Path, default=Path("docs/plots"), help="folder for the PNGs")
+    parser.add_argument("--markdown", action="store_true", help="print markdown tables instead of plotting")
     args = parser.parse_args(argv)
+    if args.markdown:
+        for f in args.files:
+            print(markdown(json.loads(f.read_text())))
+        return 0
     try:
         import matplotlib
         matplotlib.use("Agg")

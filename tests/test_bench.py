@@ -53,6 +53,8 @@ def test_format_value_units():
     assert harness.format_value(4e-6, "s") == "4 µs"
     assert harness.format_value(1.5, "x") == "1.50x"
     assert harness.format_value(3, "barriers") == "3 barriers"
+    assert harness.format_range({"min": 2.0, "max": 2.0, "n": 3, "unit": "x"}) == "same in every run"
+    assert harness.format_range({"min": 1.0, "max": 2.0, "n": 3, "unit": "s"}) == "1 s – 2 s"
 
 
 def test_json_holds_every_run_and_metadata(tmp_path):
@@ -66,7 +68,7 @@ def test_json_holds_every_run_and_metadata(tmp_path):
     assert doc["schema"] == harness.SCHEMA
     assert [r["value"] for r in doc["runs"]] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
     assert doc["summary"][0]["median"] == pytest.approx(0.3)
-    for key in ("date", "device", "genspirv_commit", "python", "cores"):
+    for key in ("command", "date", "device", "genspirv_commit", "python", "cores"):
         assert key in doc["meta"]
     assert doc["meta"]["device"] == "some device"
     assert [p.name for p in out.parent.iterdir()] == ["b.json"]   # no temp file left

@@ -153,12 +153,19 @@ def format_value(value: float, unit: str) -> str:
     return f"{value:.4g} {unit}".rstrip()
 
 
+def format_range(s: dict) -> str:
+    """'min – max' of a summary row; a counter that never varied says so instead."""
+    if s["min"] == s["max"]:
+        return "one run" if s["n"] == 1 else "same in every run"
+    return f"{format_value(s['min'], s['unit'])} – {format_value(s['max'], s['unit'])}"
+
+
 def render_table(rec: Recorder) -> str:
     summary = summarize(rec.runs)
     lines = [f"genspirv bench {rec.suite}" + (f" — {rec.device}" if rec.device else "")]
     rows = [("case", "arm", "n", "median", "min–max")]
     for s in summary:
-        rng = f"{format_value(s['min'], s['unit'])} – {format_value(s['max'], s['unit'])}"
+        rng = format_range(s)
         rows.append((s["case"], s["arm"], str(s["n"]), format_value(s["median"], s["unit"]), rng))
     lines += _columns(rows)
     derived = resolve_derived(summary, rec.derived)
@@ -205,6 +212,8 @@ def cpu_name() -> str:
 
 def metadata(root: Path, device: Optional[str]) -> dict:
     return {
+        "command": " ".join(["python -m genspirv", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
+                   else " ".join(sys.argv),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         # A copy without .git (e.g. a tree shipped to another machine) may name its commit.
         "genspirv_commit": (git_commit(Path(__file__).resolve().parent) or git_commit(root)
