@@ -1,7 +1,9 @@
 """The decode demo on a real GPU, where dispatches overlap and a missing barrier shows.
 
 lavapipe runs dispatches one after another, so only a GPU proves the smart
-policy's barriers (and the reorder pass's) are enough. Skipped on a CPU device.
+policy's barriers (and the reorder pass's) are enough. Skipped on a CPU device
+(GENSPIRV_GPU_TESTS_ANY_DEVICE=1 runs them there with small shapes, to check the
+tests; the "none" positive control is then expected to fail).
 Run: python -m pytest -q tests/gpu/test_demo_gpu.py
 """
 
@@ -63,3 +65,23 @@ def test_demo_f16_weights_long_prompt_on_gpu():
     report = demo.run_demo(args)
     assert report["ok"], [r["mismatches"][:5] for r in report["runs"]]
     assert all(r["token_exact"] for r in report["runs"])
+
+
+def test_demo_without_barriers_goes_wrong_on_gpu():
+    """Positive control: with the barriers left out (test-only policy "none") the same
+    decode must disagree with the reference at least once in three tries, or exactness
+    under smart proves nothing about its barriers on this device."""
+    from genspirv import reference as ref
+    args = demo.parse_args(_shape(LARGE))
+    config = demo.config_from_args(args)
+    weights = ref.make_weights(config, args.seed)
+    want = ref.greedy_decode(weights, args.prompt, args.tokens)
+    with runtime.Device(barriers="none") as dev:
+        model = demo.GpuModel(dev, weights, block_size=demo.default_block_size(dev))
+        verdicts = []
+        for _ in range(3):
+            run = model.decode(args.prompt, args.tokens, reorder=False)
+            forced = ref.teacher_forced(weights, args.prompt, args.tokens, run.tokens)
+            verdicts.append(demo.compare(run, forced, args.tol).ok and run.tokens == want.tokens)
+            assert run.stats["barriers"] == 0
+    assert not all(verdicts), "three decodes without barriers all came out right: the GPU hid the hazards"
