@@ -3,12 +3,15 @@
 Takes the model shape, seed, prompt and token count from the command line;
 builds a Llama-shaped decoder with fixed-seed random weights
 (``genspirv.reference.make_weights``), decodes greedily on the default device
-with the LLM kernels of glsl/, once per configuration (barrier policy
+with the LLM kernels of glsl/ under each configuration (barrier policy
 ``smart``, ``always``, and ``smart`` with the reorder pass of
-``genspirv.schedule``), and compares every token and every step's logits with
-the numpy float32 reference. Gives a table (tokens/s, time per token,
-dispatches and barriers per token) and, with ``--json``, the same as JSON.
-Exits 1 on any mismatch.
+``genspirv.schedule``), both recorded by the host step by step and captured
+once and replayed, and compares every token and every step's logits of every
+run with the numpy float32 reference. Gives a table (tokens/s, wall and device
+time per token, dispatches and barriers per token, ratios over ``smart`` from
+the same alternating rounds) and, with ``--json``, the same as JSON. Exits 1
+on any mismatch, including barriers per token other than the model's
+structure gives.
 
 The whole decode stays on the device: ``argmax`` writes the chosen token into
 its slot of a token buffer, the next step's ``get_rows`` reads it from there,
