@@ -762,6 +762,10 @@ class Device:
         return sets
 
     def _check_groups(self, name: str, groups) -> tuple[int, int, int]:
+        limit = self._limits["max_compute_work_group_count"]
+        if type(groups) is tuple and len(groups) == 3 and all(
+                type(x) is int and 0 < x <= m for x, m in zip(groups, limit)):
+            return groups     # the common case, checked in one pass
         if isinstance(groups, int) and not isinstance(groups, bool):
             groups = (groups, 1, 1)
         try:
@@ -771,7 +775,6 @@ class Device:
         g = g + (1,) * (3 - len(g))
         if len(g) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in g):
             raise DispatchError(f"kernel {name}: groups must be up to three integers, not {groups!r}")
-        limit = self._limits["max_compute_work_group_count"]
         for axis, (x, m) in enumerate(zip(g, limit)):
             if x < 1:
                 raise DispatchError(f"kernel {name}: {x} groups along {'xyz'[axis]}; a dispatch "

@@ -181,7 +181,10 @@ def as_view(obj, what: str) -> BufferView:
     if isinstance(obj, Buffer):
         if obj.handle is None:
             raise BufferRangeError(f"{what}: {obj.name} was destroyed")
-        return BufferView(obj, 0, obj.nbytes)
+        whole = obj.__dict__.get("_whole")
+        if whole is None:
+            whole = obj._whole = BufferView(obj, 0, obj.nbytes)
+        return whole
     raise BufferRangeError(f"{what}: expected a Buffer or BufferView, got {type(obj).__name__}")
 
 
