@@ -321,3 +321,13 @@ def test_garbage_collector_state_is_restored():
         assert not gc.isenabled()      # a caller's choice is left as it was
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("name", ["usage.comp", "descriptors.comp"])
+def test_debug_info_changes_nothing(name):
+    # -gVS: NonSemantic.Shader.DebugInfo.100, whose instructions name every variable.
+    plain = reflect(tools.compile_glsl(tools.CORPUS / name))
+    debug_blob = tools.compile_glsl(tools.CORPUS / name, "vulkan1.2", ("-gVS",))
+    assert any(s.startswith("NonSemantic.") for s in
+               index_module(sp.parse(debug_blob)).ext_inst_sets.values())
+    assert reflect(debug_blob) == plain

@@ -37,11 +37,11 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 @lru_cache(maxsize=None)
-def compile_glsl(source: Path, target_env: str = "vulkan1.2") -> bytes:
+def compile_glsl(source: Path, target_env: str = "vulkan1.2", flags: tuple[str, ...] = ()) -> bytes:
     """The SPIR-V of a corpus GLSL file, compiled with the pinned glslangValidator."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.spv"
-        _run([tool("glslangValidator"), "-V", "--target-env", target_env, str(source),
+        _run([tool("glslangValidator"), "-V", "--target-env", target_env, *flags, str(source),
               "-o", str(out)])
         data = out.read_bytes()
     assert data, f"glslangValidator wrote nothing for {source}"
