@@ -20,9 +20,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "shaders_rt"))
 import rt  # noqa: E402
 
-from genspirv.errors import (AllocationError, BindingCountError, BlobIntegrityError,  # noqa: E402
-                             BufferRangeError, DeviceFeatureError, DispatchError,
-                             GenspirvError, PushConstantSizeError, SpecConstantError)
+from genspirv.errors import (  # noqa: E402
+    AllocationError,
+    BindingCountError,
+    BlobIntegrityError,
+    BufferRangeError,
+    DeviceFeatureError,
+    DispatchError,
+    GenspirvError,
+    PushConstantSizeError,
+    SpecConstantError,
+)
 
 runtime = pytest.importorskip("genspirv.runtime")
 from genspirv.runtime import Device  # noqa: E402

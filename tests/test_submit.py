@@ -6,7 +6,6 @@ did not on a device that runs everything in order.
 
 from __future__ import annotations
 
-import struct
 import sys
 from pathlib import Path
 

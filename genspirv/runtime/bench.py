@@ -136,7 +136,6 @@ def run_barrier_bench(dev, reps: int = 7, kernels: dict | None = None) -> dict:
 
 def _step(k: _Kernels, dev, bufs, uploads=True) -> None:
     """One 'decode step': 6 small uploads, then 100 dispatches (a mixed graph), then sync."""
-    x, x2, t1, t2, t3 = bufs["mixed"]
     if uploads:
         for i, b in enumerate(bufs["small"]):
             dev.upload(b, bufs["host"][i])

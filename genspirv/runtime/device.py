@@ -17,8 +17,8 @@ import atexit
 import logging
 import os
 import statistics
-import time
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +27,26 @@ from typing import Optional, Sequence
 import numpy as np
 import vulkan as vk
 
-from ..errors import (AllocationError, BufferRangeError, DispatchError, GenspirvError,
-                      VulkanError)
+from ..errors import (
+    BufferRangeError,
+    DispatchError,
+    GenspirvError,
+)
 from ..manifest import Manifest, load_manifest
 from . import _vk
 from ._vk import call, cmd_barrier, ffi
 from .hazards import Access, Barrier, HazardTracker, Range, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
-from .memory import Buffer, BufferView, as_view
+from .memory import Buffer, BufferView, StagingChunk, as_view
 from .profile import HostProfile
-from .memory import StagingChunk
-from .submit import (InFlightGuard, Slot, TransferLane, crossover_bytes, inflight_from_env,
-                     use_transfer_queue)
+from .submit import (
+    InFlightGuard,
+    Slot,
+    TransferLane,
+    crossover_bytes,
+    inflight_from_env,
+    use_transfer_queue,
+)
 
 COUNTERS = ("dispatches", "barriers", "barriers_skipped", "submits", "fence_waits",
             "staged_uploads", "blocking_uploads", "flushes", "drains", "replays",

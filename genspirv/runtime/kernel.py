@@ -20,8 +20,13 @@ from typing import Mapping
 
 import vulkan as vk
 
-from ..errors import (BindingCountError, DeviceFeatureError, GenspirvError,
-                      PushConstantSizeError, SpecConstantError)
+from ..errors import (
+    BindingCountError,
+    DeviceFeatureError,
+    GenspirvError,
+    PushConstantSizeError,
+    SpecConstantError,
+)
 from ..manifest import ManifestEntry, check_blob
 from ._vk import call, ffi
 
