@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import synth
 from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
-                      paired_order, require, run_command, timed)
+                      paired_order, require, run_command, snapshot_package, timed)
 
 BUILD_SIZES = (50, 200, 800, 1600)
 BUILD_JOBS = (1, 2)
@@ -123,8 +123,9 @@ def bench_build(opts: BenchOptions, rec: Recorder) -> None:
                 "variants": len(p.variants), "sources": p.source_count,
                 "header_dependents": p.header_dependents}
         tool = floor_tool(projects[plan[0].variants])
+        code = snapshot_package(scratch)
         for case in plan:
-            _run_case(case, projects[case.variants], tool, scratch, rec, progress, keep=opts.keep)
+            _run_case(case, projects[case.variants], tool, scratch, rec, progress, code, keep=opts.keep)
             rec.ratio(case.name, "cold / floor", "cold", "floor")
             rec.ratio(case.name, "check / floor", "check", "floor")
             rec.per_unit(case.name, "noop per variant", "noop", case.variants, "s")
@@ -135,19 +136,19 @@ def bench_build(opts: BenchOptions, rec: Recorder) -> None:
         progress.close()
         if opts.keep is not None:
             opts.keep.mkdir(parents=True, exist_ok=True)
-            for child in scratch.iterdir():
+            for child in (c for c in scratch.iterdir() if c.name != "code"):
                 shutil.move(str(child), str(opts.keep / child.name))
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _run_case(case: BuildCase, pristine, tool: FloorTool, scratch: Path, rec: Recorder,
-              progress: Progress, keep) -> None:
+              progress: Progress, code: Path, keep) -> None:
     jobs = str(case.jobs)
     info = {"variants": case.variants, "jobs": case.jobs}
 
     def genspirv(project, *args: str, what: str) -> None:
         run_command(genspirv_command(*args, "--root", str(project.root), "--jobs", jobs, "--quiet"),
-                    what=f"bench build {case.name}: {what}", env=genspirv_env())
+                    what=f"bench build {case.name}: {what}", env=genspirv_env(code))
 
     for r in range(case.repeats):
         label = f"{case.name} (run {r + 1}/{case.repeats})"

@@ -268,10 +268,21 @@ def genspirv_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "genspirv", *args]
 
 
-def genspirv_env() -> dict:
-    """The environment for a ``python -m genspirv`` step: this very package first on the path,
-    so the code measured is the code running the benchmark, installed or not."""
-    here = str(Path(__file__).resolve().parent.parent.parent)
+def snapshot_package(scratch: Path) -> Path:
+    """Copy the genspirv package running this benchmark under ``scratch``; returns the folder
+    to put on PYTHONPATH. Timed steps run the copy, so an edit of the working tree during a
+    long run cannot change the code measured (compiled bytecode comes along, still valid)."""
+    import shutil
+
+    dest = scratch / "code"
+    shutil.copytree(Path(__file__).resolve().parent.parent, dest / "genspirv")
+    return dest
+
+
+def genspirv_env(code: Optional[Path] = None) -> dict:
+    """The environment for a ``python -m genspirv`` step: ``code`` (a snapshot), else this
+    very package, first on the path, so the code measured is the code that was asked for."""
+    here = str(code or Path(__file__).resolve().parent.parent.parent)
     old = os.environ.get("PYTHONPATH")
     return dict(os.environ, PYTHONPATH=f"{here}{os.pathsep}{old}" if old else here)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
-                      paired_order, require, run_command, timed)
+                      paired_order, require, run_command, snapshot_package, timed)
 
 FUNCTION_COUNTS = (1, 8, 64, 512, 2048)
 BLOB_COUNTS = (10, 100, 400)
@@ -130,6 +130,7 @@ def bench_reflect_suite(opts: BenchOptions, rec: Recorder) -> None:
                      "reflect BLOB --json`, a process per blob (Python start-up included).")
     try:
         compiler = find_compiler(opts.root)
+        code = snapshot_package(scratch)
         # Size series: one blob per function count.
         for functions in FUNCTION_COUNTS:
             blob = compile_synthetic(compiler, functions, scratch)
@@ -152,7 +153,7 @@ def bench_reflect_suite(opts: BenchOptions, rec: Recorder) -> None:
                                                          what=f"spirv-cross on {path.name}"))
                     else:
                         t, _ = timed(lambda: run_command(genspirv_command("reflect", str(path), "--json"),
-                                                         what=f"genspirv reflect {path.name}", env=genspirv_env()))
+                                                         what=f"genspirv reflect {path.name}", env=genspirv_env(code)))
                     rec.add(case, arm, t, repeat=r, **meta)
             rec.per_unit(case, "reflect per KiB", "reflect", len(blob) / 1024, "s")
             rec.ratio(case, "reflect / spirv-cross", "reflect", "spirv-cross")
