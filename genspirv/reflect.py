@@ -110,7 +110,6 @@ class ShaderInfo:
         return sum(1 << i for i, b in enumerate(self.bindings) if b.readable)
 
 
-
 # -- the id index (one pass over the parsed module) ---------------------------
 
 # A type or constant chain deeper than this is a corrupted (cyclic) module.
@@ -163,6 +162,8 @@ def _decorate(table: dict, key, decoration: int, operands: tuple[int, ...]) -> N
 
 
 def index_module(module: Module) -> Index:
+    """One pass over the module: names, decorations (groups applied), entry points,
+    execution modes, functions with their parameters and bodies, global variables."""
     names: dict[int, str] = {}
     member_names: dict[tuple[int, int], str] = {}
     decorations: dict[int, dict[int, tuple[int, ...]]] = {}
@@ -415,11 +416,12 @@ def _declared_access(index: Index, var: int, block: Optional[Instruction]) -> st
 
 
 def describe_variable(index: Index, var: Instruction) -> Descriptor:
-    where = f"variable %{var.result} ({index.names.get(var.result, '')!r}) at word {var.offset}"
     binding = index.decoration(var.result, sp.DECORATION_BINDING)
     dset = index.decoration(var.result, sp.DECORATION_DESCRIPTOR_SET)
+    where = f"variable %{var.result} ({index.names.get(var.result, '')!r}) at word {var.offset}"
     if not binding or (dset is not None and not dset):
         raise SpirvError(f"{where}: Binding/DescriptorSet decoration without its number", var.offset)
+    where = f"set {dset[0] if dset else 0} binding {binding[0]}, {where}"
     storage = var.operand(2)
     pointer = index.define(var.result_type, var)
     if pointer.opcode != sp.OP_TYPE_POINTER:
