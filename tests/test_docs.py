@@ -13,7 +13,8 @@ string holds the word ``test`` is run (other blocks are only shown):
   appends it; ``quote=PATH``: the block must appear verbatim in that file (docs
   that quote generated files stay true).
 - ``needs=TOOL``: skipped where TOOL is not on PATH; ``needs=vulkan``: where
-  no Vulkan device can be opened.
+  no Vulkan device can be opened; ``needs=vulkan-validation``: where the
+  Khronos validation layer cannot be enabled.
 
 `genspirv` on PATH is this source tree (a shim), whatever else is installed.
 """
@@ -163,14 +164,20 @@ class Walkthrough:
 _vulkan: dict[str, bool] = {}
 
 
+VULKAN_PROBES = {
+    "vulkan": "from genspirv.runtime import Device\nDevice().close()\n",
+    "vulkan-validation": "from genspirv.runtime import Device\nDevice(validation=True).close()\n",
+}
+
+
 def have(tool: str, env: dict[str, str]) -> bool:
-    if tool != "vulkan":
+    if tool not in VULKAN_PROBES:
         return shutil.which(tool, path=env["PATH"]) is not None
-    if "ok" not in _vulkan:
-        probe = "from genspirv.runtime import Device\nDevice().close()\n"
-        proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, timeout=120)
-        _vulkan["ok"] = proc.returncode == 0
-    return _vulkan["ok"]
+    if tool not in _vulkan:
+        proc = subprocess.run([sys.executable, "-c", VULKAN_PROBES[tool]], env=env,
+                              capture_output=True, timeout=120)
+        _vulkan[tool] = proc.returncode == 0
+    return _vulkan[tool]
 
 
 BLOCKS = parse_blocks(GUIDE.read_text(encoding="utf-8"))
