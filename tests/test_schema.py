@@ -235,7 +235,9 @@ def test_schema_ships_as_package_data():
     data = tomllib.loads((REPO / "pyproject.toml").read_text())
     globs = data["tool"]["setuptools"]["package-data"]["genspirv"]
     pkg = REPO / "genspirv"
-    assert any(Path(p).relative_to(pkg).as_posix() == "schema/manifest.schema.json"
-               for g in globs for p in pkg.glob(g))
+    shipped = {Path(p).relative_to(pkg).as_posix() for g in globs for p in pkg.glob(g)}
+    assert "schema/manifest.schema.json" in shipped
+    templates = {p.relative_to(pkg).as_posix() for p in (pkg / "templates").rglob("*.j2")}
+    assert templates and templates <= shipped
     assert "jsonschema" in " ".join(data["project"]["dependencies"])
 
