@@ -331,3 +331,16 @@ def test_debug_info_changes_nothing(name):
     assert any(s.startswith("NonSemantic.") for s in
                index_module(sp.parse(debug_blob)).ext_inst_sets.values())
     assert reflect(debug_blob) == plain
+
+
+def test_image_atomics_queries_and_stores_in_callees():
+    usage_ = binding_usage(tools.corpus_blob(tools.CORPUS / "image_usage.comp"))
+    got = {k[1]: (u.accessed, u.read, u.written) for k, u in usage_.items()}
+    assert got == {
+        0: (True, True, True),     # imageAtomicAdd: OpImageTexelPointer + OpAtomicIAdd
+        1: (True, False, False),   # imageSize: the descriptor, not the contents
+        2: (True, True, False),    # sampled through sampler2D(tex, samp)
+        3: (True, True, False),
+        4: (True, False, True),    # imageStore in a called function
+        5: (True, False, False),   # textureSize: OpImage + OpImageQuerySizeLod
+    }
