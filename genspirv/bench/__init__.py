@@ -113,10 +113,17 @@ def run_from_args(args: argparse.Namespace) -> int:
     module, function = SUITES[args.suite]
     suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
     rec = Recorder(args.suite)
+    t0 = time.monotonic()
+    if args.json is not None:
+        started = metadata(root, None)
+
+        def checkpoint(r: Recorder) -> None:
+            write_json(args.json, r, opts, dict(started, device=r.device or started["device"]),
+                       time.monotonic() - t0, complete=False)
+        rec.on_checkpoint = checkpoint
     # SIGTERM (a timeout, a killed job) unwinds like Ctrl-C, so the suite removes its temp projects.
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
-        t0 = time.monotonic()
         suite(opts, rec)
         seconds = time.monotonic() - t0
     finally:

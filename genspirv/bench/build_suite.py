@@ -132,6 +132,7 @@ def bench_build(opts: BenchOptions, rec: Recorder) -> None:
             rec.per_unit(case.name, "cold per variant", "cold", case.variants, "s")
             deps = projects[case.variants].header_dependents
             rec.per_unit(case.name, f"edit per rebuilt variant ({deps})", "edit", max(deps, 1), "s")
+            rec.checkpoint()
     finally:
         progress.close()
         if opts.keep is not None:

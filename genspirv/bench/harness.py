@@ -62,6 +62,12 @@ class Recorder:
     notes: list[str] = field(default_factory=list)
     device: Optional[str] = None
     extra: dict = field(default_factory=dict)
+    on_checkpoint: Optional[Callable[["Recorder"], None]] = None
+
+    def checkpoint(self) -> None:
+        """A suite calls this after each finished case: --json then holds what is done so far."""
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(self)
 
     def add(self, case: str, arm: str, value: float, unit: str = "s", **info: Any) -> None:
         self.runs.append({"case": case, "arm": arm, "value": value, "unit": unit,
@@ -226,10 +232,12 @@ def metadata(root: Path, device: Optional[str]) -> dict:
     }
 
 
-def write_json(path: Path, rec: Recorder, options: BenchOptions, meta: dict, seconds: float) -> None:
+def write_json(path: Path, rec: Recorder, options: BenchOptions, meta: dict, seconds: float,
+               complete: bool = True) -> None:
     summary = summarize(rec.runs)
     doc = {
         "schema": SCHEMA,
+        "complete": complete,          # False: a checkpoint of a suite still running (or killed)
         "suite": rec.suite,
         "meta": meta,
         "options": {"repeat": options.repeat, "sizes": list(options.sizes) if options.sizes else None,

@@ -158,6 +158,7 @@ def bench_reflect_suite(opts: BenchOptions, rec: Recorder) -> None:
             rec.per_unit(case, "reflect per KiB", "reflect", len(blob) / 1024, "s")
             rec.ratio(case, "reflect / spirv-cross", "reflect", "spirv-cross")
             rec.ratio(case, "cli / spirv-cross", "cli", "spirv-cross")
+            rec.checkpoint()
 
         # Count series: the committed blobs, cycled to each count.
         for count in counts:
