@@ -554,8 +554,19 @@ def usage(index: Index, entry: int, roots: Mapping[int, bool]) -> Usage:
     uses: list[tuple[int, int]] = []
     visits = 0
 
-    def edge(src: int, dst: int, keep: int = everything) -> None:
-        edges.setdefault(src, []).append((dst, keep))
+    bound = index.module.bound
+
+    def checked(id_: int, inst: Instruction) -> int:
+        if not 0 < id_ < bound:
+            raise SpirvError(f"opcode {inst.opcode} refers to %{id_}, outside 1..{bound - 1}",
+                             inst.offset)
+        return id_
+
+    def edge(inst: Instruction, src: int, dst: int, keep: int = everything) -> None:
+        edges.setdefault(checked(src, inst), []).append((dst, keep))
+
+    def use(id_: int, kind: int, inst: Instruction) -> None:
+        uses.append((checked(id_, inst), kind))
 
     for fn in reachable_functions(index, entry):
         for inst in fn.body:
@@ -564,16 +575,16 @@ def usage(index: Index, entry: int, roots: Mapping[int, bool]) -> Usage:
             if op in _SKIP:
                 continue
             if op in _DERIVES_FROM_OPERAND_2:
-                edge(inst.operand(2), inst.result)
+                edge(inst, inst.operand(2), inst.result)
             elif op == sp.OP_SAMPLED_IMAGE:
-                edge(inst.operand(2), inst.result)
-                edge(inst.operand(3), inst.result)
+                edge(inst, inst.operand(2), inst.result)
+                edge(inst, inst.operand(3), inst.result)
             elif op == sp.OP_PHI:
                 for i in range(2, len(ops), 2):
-                    edge(ops[i], inst.result)
+                    edge(inst, ops[i], inst.result)
             elif op == sp.OP_SELECT:
-                edge(inst.operand(3), inst.result)
-                edge(inst.operand(4), inst.result)
+                edge(inst, inst.operand(3), inst.result)
+                edge(inst, inst.operand(4), inst.result)
             elif op == sp.OP_FUNCTION_CALL:
                 params = index.functions[inst.operand(2)].params
                 args = ops[3:]
@@ -581,32 +592,32 @@ def usage(index: Index, entry: int, roots: Mapping[int, bool]) -> Usage:
                     raise SpirvError(f"call passes {len(args)} arguments to a function of "
                                      f"{len(params)} parameters", inst.offset)
                 for arg, param in zip(args, params):
-                    edge(arg, param)
+                    edge(inst, arg, param)
             elif op == sp.OP_LOAD:
-                uses.append((inst.operand(2), USE_LOAD))
-                edge(inst.operand(2), inst.result, opaque)   # a loaded image is still the image
+                use(inst.operand(2), USE_LOAD, inst)
+                edge(inst, inst.operand(2), inst.result, opaque)   # a loaded image: still the image
             elif op == sp.OP_ATOMIC_LOAD:
-                uses.append((inst.operand(2), USE_READ))
+                use(inst.operand(2), USE_READ, inst)
             elif op == sp.OP_STORE or op == sp.OP_ATOMIC_STORE or op == sp.OP_ATOMIC_FLAG_CLEAR:
-                uses.append((inst.operand(0), USE_WRITE))
+                use(inst.operand(0), USE_WRITE, inst)
             elif op in (sp.OP_COPY_MEMORY, sp.OP_COPY_MEMORY_SIZED):
-                uses.append((inst.operand(0), USE_WRITE))
-                uses.append((inst.operand(1), USE_READ))
+                use(inst.operand(0), USE_WRITE, inst)
+                use(inst.operand(1), USE_READ, inst)
             elif op in _ATOMIC_RMW:
-                uses.append((inst.operand(2), USE_READ | USE_WRITE))
+                use(inst.operand(2), USE_READ | USE_WRITE, inst)
             elif op in _IMAGE_READS:
-                uses.append((inst.operand(2), USE_READ))
+                use(inst.operand(2), USE_READ, inst)
             elif op == sp.OP_IMAGE_WRITE:
-                uses.append((inst.operand(0), USE_WRITE))
+                use(inst.operand(0), USE_WRITE, inst)
             elif op in _IMAGE_QUERIES or op == sp.OP_ARRAY_LENGTH:
                 # Sizes come from the descriptor, not from the contents.
-                uses.append((inst.operand(2), USE_ACCESS))
+                use(inst.operand(2), USE_ACCESS, inst)
             elif op == sp.OP_RAY_QUERY_INITIALIZE_KHR:
-                uses.append((inst.operand(1), USE_READ))     # the acceleration structure
+                use(inst.operand(1), USE_READ, inst)     # the acceleration structure
             elif op == sp.OP_COOPERATIVE_MATRIX_LOAD_KHR:
-                uses.append((inst.operand(2), USE_READ))
+                use(inst.operand(2), USE_READ, inst)
             elif op == sp.OP_COOPERATIVE_MATRIX_STORE_KHR:
-                uses.append((inst.operand(0), USE_WRITE))
+                use(inst.operand(0), USE_WRITE, inst)
             elif op == sp.OP_EXT_INST and index.ext_inst_sets.get(
                     inst.operand(2), "").startswith("NonSemantic."):
                 continue     # debug info refers to variables without touching them

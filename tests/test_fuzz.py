@@ -182,3 +182,13 @@ def test_bool_typed_op_constant(tmp_path):
     bad = _patch_word(blob, sp.OP_SPEC_CONSTANT, 0, bool_id)
     with pytest.raises(ReflectError, match="bool"):
         reflect(bad)
+
+
+def test_pointer_operand_past_the_bound(tmp_path):
+    blob = tools.corpus_blob(tools.CORPUS / "usage.comp")
+    module = sp.parse(blob)
+    store = next(i for i in module.instructions if i.opcode == sp.OP_STORE)
+    bad = _patch_word(blob, sp.OP_STORE, 0, module.bound + 3)
+    with pytest.raises(SpirvError, match="outside") as info:
+        reflect(bad)
+    assert info.value.offset == store.offset
