@@ -38,7 +38,9 @@ class Finding:
     set: int = 0
 
     def __str__(self) -> str:
-        where = f"set {self.set}" if self.binding is None else f"set {self.set} binding {self.binding}"
+        where = f"set {self.set}"
+        if self.binding is not None:
+            where += f" binding {self.binding}"
         return f"{self.shader}: {where}: {self.message} [{self.kind}]"
 
 

@@ -152,7 +152,8 @@ class Index:
     def decoration(self, id_: int, decoration: int) -> Optional[tuple[int, ...]]:
         return self.decorations.get(id_, {}).get(decoration)
 
-    def member_decoration(self, struct: int, member: int, decoration: int) -> Optional[tuple[int, ...]]:
+    def member_decoration(self, struct: int, member: int,
+                          decoration: int) -> Optional[tuple[int, ...]]:
         return self.member_decorations.get((struct, member), {}).get(decoration)
 
 
@@ -182,7 +183,8 @@ def index_module(module: Module) -> Index:
         op = inst.opcode
         if current is not None:
             if op == sp.OP_FUNCTION:
-                raise SpirvError("OpFunction inside a function (missing OpFunctionEnd)", inst.offset)
+                raise SpirvError("OpFunction inside a function (missing OpFunctionEnd)",
+                                 inst.offset)
             if op == sp.OP_FUNCTION_END:
                 functions[current.result] = Function(current.result, tuple(params), tuple(body))
                 current = None
@@ -259,7 +261,8 @@ def scalar_type_name(index: Index, type_id: int, user: Instruction) -> str:
                                "has no manifest spelling")
         name = f"float{t.operand(1)}"
     else:
-        raise ReflectError(f"%{type_id} (opcode {t.opcode}) at word {t.offset} is not a scalar type")
+        raise ReflectError(f"%{type_id} (opcode {t.opcode}) at word {t.offset} "
+                           "is not a scalar type")
     if name not in SPEC_TYPES:
         raise ReflectError(f"scalar type %{type_id} at word {t.offset} is {name}, "
                            "which has no manifest spelling")
@@ -270,7 +273,7 @@ def _literal_value(type_name: str, words: tuple[int, ...], inst: Instruction) ->
     if type_name == "bool":
         raise ReflectError(f"OpConstant/OpSpecConstant at word {inst.offset} has type bool "
                            "(bools are OpConstantTrue/False)")
-    width = int(type_name.lstrip("uintfloat"))
+    width = int("".join(ch for ch in type_name if ch.isdigit()))
     need = 2 if width == 64 else 1
     if len(words) < need:
         raise SpirvError(f"{type_name} constant needs {need} value word(s), has {len(words)}",
@@ -309,7 +312,7 @@ def _positive_int(value: SpecValue, what: str, inst: Instruction) -> int:
 
 
 def array_length(index: Index, array_type: Instruction) -> int:
-    """Length of an OpTypeArray (a spec-constant length gives its default); 0 for a runtime array."""
+    """Length of an OpTypeArray (a spec-constant length: its default); 0 for a runtime array."""
     if array_type.opcode == sp.OP_TYPE_RUNTIME_ARRAY:
         return 0
     value, _ = constant_value(index, array_type.operand(2), array_type)
@@ -420,7 +423,8 @@ def describe_variable(index: Index, var: Instruction) -> Descriptor:
     dset = index.decoration(var.result, sp.DECORATION_DESCRIPTOR_SET)
     where = f"variable %{var.result} ({index.names.get(var.result, '')!r}) at word {var.offset}"
     if not binding or (dset is not None and not dset):
-        raise SpirvError(f"{where}: Binding/DescriptorSet decoration without its number", var.offset)
+        raise SpirvError(f"{where}: Binding/DescriptorSet decoration without its number",
+                         var.offset)
     where = f"set {dset[0] if dset else 0} binding {binding[0]}, {where}"
     storage = var.operand(2)
     pointer = index.define(var.result_type, var)

@@ -168,7 +168,8 @@ _TYPED_RESULT = frozenset(
     + [OP_FUNCTION, OP_FUNCTION_PARAMETER, OP_FUNCTION_CALL]
     + list(range(59, 62)) + list(range(65, 71))                 # variable, texel ptr, load, chains
     + list(range(77, 85)) + list(range(86, 99)) + list(range(100, 108))  # composites, images
-    + list(range(109, 125)) + list(range(126, 206)) + list(range(207, 216))  # conversions, arithmetic
+    + list(range(109, 125)) + list(range(126, 206))             # conversions, arithmetic
+    + list(range(207, 216))                                     # derivatives
     + [OP_ATOMIC_LOAD] + list(range(229, 243)) + [OP_PHI]
     + list(range(305, 317)) + [OP_ATOMIC_FLAG_TEST_AND_SET, OP_IMAGE_SPARSE_READ]
     + list(range(333, 367))                                     # OpGroupNonUniform*
@@ -325,7 +326,8 @@ class Module:
     schema: int
     big_endian: bool
     instructions: tuple[Instruction, ...]
-    defs: Mapping[int, Instruction] = field(repr=False, compare=False)  # result id -> its instruction
+    # result id -> the instruction defining it
+    defs: Mapping[int, Instruction] = field(repr=False, compare=False)
 
     @property
     def generator_tool(self) -> int:
