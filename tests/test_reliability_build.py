@@ -31,11 +31,13 @@ from genspirv.errors import (BlobIntegrityError, CompileError, ConfigError, Mani
 from genspirv.manifest import load_manifest
 
 MANIFEST = "manifests/shaders.json"
+# Four variants: enough for every case here, few enough to keep the many builds short.
+TABLE = SHADER_TABLE.replace('["64", "128", "256"]', '["64"]')
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    root = write_project(tmp_path_factory.mktemp("template") / "proj")
+    root = write_project(tmp_path_factory.mktemp("template") / "proj", shader_table=TABLE)
     proc = run_cli(["build"], root)
     assert proc.returncode == 0, proc.stderr
     return root
@@ -65,7 +67,7 @@ def refuse_build(root: Path, exit_code: int, *needles: str, env=None, timeout=12
 
 
 def test_config_names_a_missing_source(proj):
-    (proj / "pyproject.toml").write_text(pyproject_text(SHADER_TABLE + """
+    (proj / "pyproject.toml").write_text(pyproject_text(TABLE + """
 [tool.genspirv.shaders."missing.comp"]
 defines = { X = "1" }
 """))
@@ -74,7 +76,7 @@ defines = { X = "1" }
 
 def test_duplicate_variant_names_name_both_sources(proj):
     (proj / "glsl" / "other.comp").write_text(ADD_COMP.format())
-    (proj / "pyproject.toml").write_text(pyproject_text(SHADER_TABLE + """
+    (proj / "pyproject.toml").write_text(pyproject_text(TABLE + """
 [tool.genspirv.shaders."other.comp"]
 name = "add"
 matrix = { TYPE = { f32 = "float" } }
@@ -90,7 +92,7 @@ matrix = { TYPE = { f32 = "float" } }
     ('colour = "blue"', "tool.genspirv.colour"),
 ])
 def test_config_of_the_wrong_type_names_the_key(proj, bad, key):
-    text = pyproject_text().replace('flags = []\n', '') if bad.startswith("flags") else pyproject_text()
+    text = pyproject_text(TABLE)
     name = bad.split(" =")[0]
     lines = [ln for ln in text.splitlines() if not ln.startswith(name + " =")]
     head = lines.index("[tool.genspirv]")
@@ -100,13 +102,13 @@ def test_config_of_the_wrong_type_names_the_key(proj, bad, key):
 
 
 def test_matrix_of_the_wrong_type_names_the_key(proj):
-    (proj / "pyproject.toml").write_text(pyproject_text(SHADER_TABLE.replace(
-        'matrix = { WG = ["64", "128", "256"] }', 'matrix = { WG = 64 }')))
+    (proj / "pyproject.toml").write_text(pyproject_text(TABLE.replace(
+        'matrix = { WG = ["64"] }', 'matrix = { WG = 64 }')))
     refuse_build(proj, 2, 'tool.genspirv.shaders."scale.comp".matrix.WG')
 
 
 def test_config_that_is_not_toml(proj):
-    (proj / "pyproject.toml").write_text(pyproject_text() + "\n[tool.genspirv.shaders\n")
+    (proj / "pyproject.toml").write_text(pyproject_text(TABLE) + "\n[tool.genspirv.shaders\n")
     refuse_build(proj, 2, "pyproject.toml", "not valid TOML")
 
 
@@ -264,9 +266,9 @@ def test_write_failure_is_a_clear_error_and_leaves_no_temp_file(proj, monkeypatc
     assert after[MANIFEST] == before[MANIFEST], "the manifest must be written last"
     load_manifest(proj / MANIFEST, root=proj, verify_blobs=False)
     monkeypatch.undo()
-    # The next build repairs everything.
-    assert run_cli(["build"], proj).returncode == 0
-    assert run_cli(["check"], proj).returncode == 0
+    if err == errno.ENOSPC:     # once per file is enough: the next build repairs everything
+        assert run_cli(["build"], proj).returncode == 0
+        assert run_cli(["check"], proj).returncode == 0
 
 
 def _mount_tmpfs(where: Path, size: str) -> bool:
@@ -344,9 +346,10 @@ def test_tampered_blob_is_refused_at_load_and_by_check(proj, tamper):
         load_manifest(proj / MANIFEST, root=proj)
     assert "spirv/add_i32.spv" in str(info.value)
     assert_refusal(run_cli(["list"], proj), 1, "add_i32", "spirv/add_i32.spv")
-    check = run_cli(["check"], proj)
-    assert check.returncode == 1 and "Traceback" not in check.stderr
-    assert "spirv/add_i32.spv" in check.stderr
+    if tamper in ("corrupted", "deleted"):      # check recompiles everything: twice is enough
+        check = run_cli(["check"], proj)
+        assert check.returncode == 1 and "Traceback" not in check.stderr
+        assert "spirv/add_i32.spv" in check.stderr
     # A build repairs it.
     assert run_cli(["build"], proj).returncode == 0
     load_manifest(proj / MANIFEST, root=proj)
