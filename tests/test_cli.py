@@ -70,6 +70,40 @@ def test_reflect_text_and_bad_input(built, genspirv, tmp_path):
     assert result.code == 1 and "absent.spv" in result.err
 
 
+TWO_ENTRY_POINTS = """\
+OpCapability Shader
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %a "first"
+OpEntryPoint GLCompute %b "second"
+OpExecutionMode %a LocalSize 8 1 1
+OpExecutionMode %b LocalSize 16 2 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%a = OpFunction %void None %fn
+%la = OpLabel
+OpReturn
+OpFunctionEnd
+%b = OpFunction %void None %fn
+%lb = OpLabel
+OpReturn
+OpFunctionEnd
+"""
+
+
+def test_reflect_shows_every_entry_point_or_the_one_asked_for(genspirv, tmp_path):
+    from genspirv.toolchain import find_tool
+    source, blob = tmp_path / "two.spvasm", tmp_path / "two.spv"
+    source.write_text(TWO_ENTRY_POINTS)
+    proc = find_tool("spirv-as").run(["--target-env", "vulkan1.2", str(source), "-o", str(blob)], what="spirv-as")
+    assert proc.returncode == 0, proc.stderr
+    both = json.loads(genspirv("reflect", blob, "--json").out)
+    assert [(e["entry_point"], e["local_size"]) for e in both] == [("first", [8, 1, 1]), ("second", [16, 2, 1])]
+    one = json.loads(genspirv("reflect", blob, "--json", "--entry", "second").out)
+    assert one["entry_point"] == "second" and one["local_size"] == [16, 2, 1]
+    text = genspirv("reflect", blob).out
+    assert "entry point first: local size 8x1x1" in text and "entry point second: local size 16x2x1" in text
+
+
 def test_list_and_show(built, genspirv):
     result = genspirv("list", "--root", built)
     assert result.code == 0
