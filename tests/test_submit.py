@@ -383,3 +383,14 @@ def test_crossover_is_measured_once(monkeypatch):
         assert info["source"] == "measured" and info["overhead_us"] > 0 and info["h2d_gb_per_s"] > 0
         assert first == pytest.approx(info["overhead_us"] * 1e-6 * info["h2d_gb_per_s"] * 1e9)
         clean(dev)
+
+
+def test_every_batch_carries_its_gpu_timestamps():
+    with device(inflight=2, batch=4) as dev:
+        y = dev.buffer(4096)
+        fills(dev, y, 1024, 10)                      # three batches
+        dev.synchronize()
+        busy = dev.gpu_busy()
+        assert busy["batches"] == 3 and busy["ms"] > 0
+        assert dev.gpu_busy() == busy                # nothing new finished
+        clean(dev)

@@ -191,8 +191,16 @@ class Device:
             raise
         self._closed = False
         self._guard = InFlightGuard()
+        # Queries [0, 2 * inflight) are the slots' batch timestamps; the rest serve gpu_timer().
+        self._timer_base = 2 * self.inflight
+        pool_info = vk.VkQueryPoolCreateInfo(queryType=vk.VK_QUERY_TYPE_TIMESTAMP,
+                                             queryCount=self._timer_base + TIMER_QUERIES)
+        self._query_pool = call(vk.vkCreateQueryPool, self.handle, pool_info, None)
+        self._next_query = 0
+        self._gpu_busy_ns = 0.0
+        self._gpu_batches = 0
         self._slots = [Slot(i, self.handle, self.queue_family, self._mem_props, self._max_allocation,
-                            self._families) for i in range(self.inflight)]
+                            self._families, self._query_pool) for i in range(self.inflight)]
         self._current = 0
         self._serial = 0              # last batch serial handed out (recording order)
         self._submit_seq = 0          # last submission number (queue order)
@@ -203,9 +211,6 @@ class Device:
         self._buffers: dict[int, Buffer] = {}
         self._graphs: list = []
         self._recording = None        # the replay Graph being captured, if any
-        pool_info = vk.VkQueryPoolCreateInfo(queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=TIMER_QUERIES)
-        self._query_pool = call(vk.vkCreateQueryPool, self.handle, pool_info, None)
-        self._next_query = 0
         if self._profile.enabled:
             atexit.register(self._print_profile)
 
@@ -387,6 +392,14 @@ class Device:
             m = self._manifest_arg
             self._manifest = m if isinstance(m, Manifest) else load_manifest(m or default_manifest_path())
         return self._manifest
+
+    def gpu_busy(self) -> dict[str, float]:
+        """GPU time of the batches finished so far (each batch's first to last timestamp):
+        ``{"batches": n, "ms": total}``. Waits for nothing: batches still in flight count later."""
+        for s in self._slots:
+            if s.state == "submitted" and (s.seq <= self._completed or s.signalled()):
+                self._retire(s)
+        return {"batches": self._gpu_batches, "ms": self._gpu_busy_ns / 1e6}
 
     def profile(self) -> dict[str, dict[str, float]]:
         """Host time per phase of dispatch and flush (all zero unless profiling is on)."""
@@ -613,8 +626,8 @@ class Device:
         self._check_open()
         if self._recording is not None:
             raise GenspirvError("gpu_timer inside dev.record() is not supported")
-        q = self._next_query
-        self._next_query = (q + 2) % TIMER_QUERIES
+        q = self._timer_base + self._next_query
+        self._next_query = (self._next_query + 2) % TIMER_QUERIES
         slot = self._batch()
         vk.vkCmdResetQueryPool(slot.command_buffer, self._query_pool, q, 2)
         vk.vkCmdWriteTimestamp(slot.command_buffer, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
@@ -701,6 +714,8 @@ class Device:
             self._wait_for(slot)
             slot.wait()     # returns at once; vkResetFences needs the fence itself signalled
         self._completed = max(self._completed, slot.seq)
+        self._gpu_busy_ns += self._query_ns(slot.query_base)
+        self._gpu_batches += 1
         slot.retire(self._guard)
 
     def _wait_for(self, slot: Slot) -> None:
@@ -715,8 +730,9 @@ class Device:
 
     def _submit(self, slot: Slot, extra_command_buffers: Sequence = ()) -> None:
         t0 = self._profile.start()
-        call(vk.vkEndCommandBuffer, slot.command_buffer)
-        cbs = ([slot.command_buffer] if slot.commands else []) + list(extra_command_buffers)
+        slot.end()
+        # The slot's own buffer always goes: it holds the batch's timestamps.
+        cbs = [slot.command_buffer, *extra_command_buffers]
         waits = list(slot.transfer.waits) if slot.transfer is not None else []
         stages = [vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(waits)
         submit = vk.VkSubmitInfo(commandBufferCount=len(cbs), pCommandBuffers=cbs,
@@ -855,7 +871,7 @@ class Device:
         # Later writes of this range must wait for the copy's read.
         self._tracker.add_pending(Access("transfer", reads=(view.range,)))
         t0 = self._profile.start()
-        call(vk.vkEndCommandBuffer, cb)
+        side.end()
         cbs = [cb]
         submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)
         submits = [submit]
@@ -965,8 +981,8 @@ class Device:
             alloc = vk.VkCommandBufferAllocateInfo(commandPool=pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                                    commandBufferCount=1)
             cb = call(vk.vkAllocateCommandBuffers, dev, alloc)[0]
-            q = self._next_query
-            self._next_query = (q + 2) % TIMER_QUERIES
+            q = self._timer_base + self._next_query
+            self._next_query = (self._next_query + 2) % TIMER_QUERIES
             seconds = []
             for _ in range(3):
                 call(vk.vkResetCommandPool, dev, pool, 0)

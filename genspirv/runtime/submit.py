@@ -211,7 +211,7 @@ class Slot:
     """One in-flight batch's resources. States: idle -> recording -> submitted -> idle."""
 
     def __init__(self, index: int, device, family: int, mem_props, max_allocation: int,
-                 families: tuple[int, ...] = ()):
+                 families: tuple[int, ...] = (), query_pool=None):
         self.index = index
         self._device = device
         pool_info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=family,
@@ -232,16 +232,30 @@ class Slot:
         self.bound_pipeline = None
         self.keep_alive: list = []     # objects the batch references (e.g. a replay graph)
         self.transfer: Optional[TransferLane] = None   # created on first use
+        # Two timestamps of the device's query pool: the batch's start and end on the GPU.
+        self.query_pool = query_pool
+        self.query_base = 2 * index
 
     def begin(self, serial: int) -> None:
         call(vk.vkResetCommandPool, self._device, self.command_pool, 0)
         info = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         call(vk.vkBeginCommandBuffer, self.command_buffer, info)
+        if self.query_pool is not None:
+            vk.vkCmdResetQueryPool(self.command_buffer, self.query_pool, self.query_base, 2)
+            vk.vkCmdWriteTimestamp(self.command_buffer, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                                   self.query_pool, self.query_base)
         self.state = "recording"
         self.serial = serial
         self.dispatches = 0
         self.commands = 0
         self.bound_pipeline = None
+
+    def end(self) -> None:
+        """Close the command buffer (with the batch's end timestamp)."""
+        if self.query_pool is not None:
+            vk.vkCmdWriteTimestamp(self.command_buffer, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                                   self.query_pool, self.query_base + 1)
+        call(vk.vkEndCommandBuffer, self.command_buffer)
 
     def wait(self, timeout_ns: int = NO_TIMEOUT) -> None:
         fences = [self.fence]
