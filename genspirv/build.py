@@ -210,12 +210,19 @@ def compile_variants(config: Config, tools: Tools, variants: Sequence[Variant], 
         futures = {pool.submit(compile_variant, config, tools, v, workdir): v for v in variants}
         for n, future in enumerate(as_completed(futures), 1):
             variant = futures[future]
+            if future.cancelled():
+                continue
             try:
                 done[variant.name] = future.result()
             except GenspirvError as exc:
                 failures.append(exc)
                 if log:
                     log(f"[{n}/{len(variants)}] {variant.name} FAILED")
+                if isinstance(exc, ToolchainError):
+                    # A compiler that hangs or crashes once will do it again: don't wait for
+                    # every queued variant to time out too.
+                    for other in futures:
+                        other.cancel()
                 continue
             if log:
                 log(f"[{n}/{len(variants)}] {variant.name}")

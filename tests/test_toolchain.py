@@ -62,6 +62,16 @@ def test_a_hanging_compiler_is_stopped_and_named(tiny_project, genspirv, tmp_pat
     assert "add_f32" in result.err
 
 
+def test_a_hanging_compiler_is_not_retried_for_every_queued_variant(tiny_project, genspirv, tmp_path):
+    many = {f"glsl/k{i}.comp": "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n" for i in range(6)}
+    fake = fake_glslang(tmp_path / "bin", "hang")
+    result = genspirv("build", "--root", tiny_project(many, pyproject=None), "--jobs", "1",
+                      env={"GENSPIRV_GLSLANG": str(fake), "GENSPIRV_COMPILER_TIMEOUT": "0.3"})
+    assert result.code == 2, result
+    # The one running, and at most one the worker had already picked up; not all six.
+    assert 1 <= result.err.count("did not finish") <= 2
+
+
 def test_a_compiler_that_writes_nothing_is_refused(tiny_project, genspirv, tmp_path):
     fake = fake_glslang(tmp_path / "bin", "no_output")
     root = tiny_project()
