@@ -64,7 +64,7 @@ nodes_st = st.lists(st.builds(Node, reads=st.lists(ranges, max_size=3).map(tuple
                     max_size=14)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(nodes_st)
 def test_levels_respect_every_edge(nodes):
     order = reorder(nodes)
@@ -76,7 +76,7 @@ def test_levels_respect_every_edge(nodes):
                 assert position[i] < position[j], (i, j)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(nodes_st)
 def test_levels_are_independent_and_asap(nodes):
     grouped = levels(nodes)
@@ -93,7 +93,7 @@ def test_levels_are_independent_and_asap(nodes):
             assert any(must_follow(nodes[i], nodes[j]) and level_of[i] == k - 1 for i in range(j))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(nodes_st)
 def test_levelled_order_needs_fewest_barriers(nodes):
     order = reorder(nodes)
