@@ -93,7 +93,7 @@ def apply(dest: Path, edits) -> None:
 def run_tests(dest: Path) -> tuple[int, list[str]]:
     env = dict(os.environ, PYTHONPATH=str(dest), PYTHONDONTWRITEBYTECODE="1",
                XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
-    cmd = [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "--maxfail=5",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider",
            "-o", "addopts=", *TESTS]
     proc = subprocess.run(cmd, cwd=dest, env=env, capture_output=True, text=True, timeout=900)
     failed = re.findall(r"^FAILED (\S+)", proc.stdout, flags=re.M)
@@ -124,8 +124,14 @@ def main(argv: list[str]) -> int:
             if rc == 0:
                 survived.append(name)
                 print(f"{name} ({what}): SURVIVED", flush=True)
-            else:
-                print(f"{name} ({what}): caught by {', '.join(failed) or f'pytest exit {rc}'}", flush=True)
+                continue
+            print(f"{name} ({what}): caught by {len(failed)} test(s)"
+                  + ("" if failed else f" (pytest exit {rc})"), flush=True)
+            for test_file in TESTS:
+                hits = [f.split("::", 1)[1] for f in failed if f.startswith(test_file + "::")]
+                if hits:
+                    more = f" and {len(hits) - 4} more" if len(hits) > 4 else ""
+                    print(f"    {test_file}: {', '.join(hits[:4])}{more}", flush=True)
     return 1 if survived else 0
 
 

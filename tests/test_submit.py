@@ -394,3 +394,19 @@ def test_every_batch_carries_its_gpu_timestamps():
         assert busy["batches"] == 3 and busy["ms"] > 0
         assert dev.gpu_busy() == busy                # nothing new finished
         clean(dev)
+
+
+def test_buffers_of_a_live_graph_cannot_be_destroyed():
+    with device() as dev:
+        n = 256
+        y = dev.buffer(4 * n, name="state")
+        with dev.record() as g:
+            rt.rmw(dev, y, n, 1.0, 1.0)
+        g.run()
+        with pytest.raises(GenspirvError, match="state is bound in a replay graph"):
+            y.destroy()
+        g.destroy()                                  # waits for its run, then frees
+        y.destroy()
+        with pytest.raises(GenspirvError, match="destroyed"):
+            g.run()
+        clean(dev)

@@ -441,6 +441,10 @@ class Device:
     def _free_buffer(self, buf: Buffer) -> None:
         if buf.handle is None:
             return
+        if not self._closed and any(g.command_buffer is not None and buf.uid in g.buffers
+                                    for g in self._graphs):
+            raise GenspirvError(f"{buf.name} is bound in a replay graph; destroy the graph "
+                                f"(g.destroy()) before the buffer")
         if not self._closed and (any(s.state != "idle" and s.serial == buf.last_batch
                                      for s in self._slots) or buf.last_batch < 0):
             # Still referenced by recorded or submitted work (or a replay graph): let it finish.

@@ -78,6 +78,10 @@ class Graph:
         self._device._run_graph(self)
 
     def destroy(self) -> None:
+        """Free the graph (waiting for a run still in flight)."""
+        if self._pool is not None and self.last_seq is not None and not self._device._closed:
+            if self.last_seq > self._device._completed:
+                self._device._wait_for(self._last_slot)
         if self._pool is not None:
             self.descriptors.destroy()
             vk.vkDestroyCommandPool(self._handle, self._pool, None)
