@@ -17,19 +17,44 @@ from pathlib import Path
 
 import pytest
 
+try:
+    import tomllib
+except ImportError:          # Python 3.10
+    import tomli as tomllib
+
 CORPUS = Path(__file__).resolve().parent
 TIMEOUT = 60
 
 
-def tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} not installed")
-    return path
+def _pinned_glslang() -> str:
+    with open(CORPUS.parent.parent / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["tool"]["genspirv"]["glslang"]
 
 
-def _run(argv: list[str]) -> subprocess.CompletedProcess:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT)
+@lru_cache(maxsize=None)
+def tool(name: str):
+    """The ``toolchain.Tool`` genspirv itself would run (the pinned wheels first, then PATH)."""
+    from genspirv.errors import ToolchainError
+    from genspirv.toolchain import Tool, find_glslang, find_tool
+    if name == "spirv-cross":      # Debian's, the oracle: not part of the toolchain
+        path = shutil.which(name)
+        if path is None:
+            pytest.skip("spirv-cross not installed (Debian: apt-get install spirv-cross)")
+        return Tool(name, Path(path))
+    try:
+        if name == "glslangValidator":
+            return find_glslang(_pinned_glslang()).tool        # refuses another version
+        return find_tool(name)
+    except ToolchainError as exc:
+        if "not found" in str(exc):
+            pytest.skip(str(exc))
+        raise
+
+
+def _run(name: str, args: list[str]) -> subprocess.CompletedProcess:
+    t = tool(name)
+    argv = [str(t.path), *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, env=t.env())
     if done.returncode != 0:
         raise AssertionError(f"{' '.join(argv)} failed ({done.returncode}):\n"
                              f"{done.stdout}\n{done.stderr}")
@@ -41,8 +66,8 @@ def compile_glsl(source: Path, target_env: str = "vulkan1.2", flags: tuple[str, 
     """The SPIR-V of a corpus GLSL file, compiled with the pinned glslangValidator."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.spv"
-        _run([tool("glslangValidator"), "-V", "--target-env", target_env, *flags, str(source),
-              "-o", str(out)])
+        _run("glslangValidator", ["-V", "--target-env", target_env, *flags, str(source),
+                                  "-o", str(out)])
         data = out.read_bytes()
     assert data, f"glslangValidator wrote nothing for {source}"
     return data
@@ -62,7 +87,7 @@ def assemble(source: Path, target_env: str | None = None) -> bytes:
     target_env = target_env or target_env_of(source)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.spv"
-        _run([tool("spirv-as"), "--target-env", target_env, str(source), "-o", str(out)])
+        _run("spirv-as", ["--target-env", target_env, str(source), "-o", str(out)])
         return out.read_bytes()
 
 
@@ -83,10 +108,10 @@ def _cross_reflect_text(blob: bytes, entry: str | None) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "in.spv"
         path.write_bytes(blob)
-        argv = [tool("spirv-cross"), str(path), "--reflect"]
+        args = [str(path), "--reflect"]
         if entry is not None:
-            argv += ["--entry", entry, "--stage", "comp"]
-        return _run(argv).stdout
+            args += ["--entry", entry, "--stage", "comp"]
+        return _run("spirv-cross", args).stdout
 
 
 @lru_cache(maxsize=None)
@@ -94,7 +119,7 @@ def disassemble(blob: bytes) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "in.spv"
         path.write_bytes(blob)
-        return _run([tool("spirv-dis"), "--raw-id", "--no-color", str(path)]).stdout
+        return _run("spirv-dis", ["--raw-id", "--no-color", str(path)]).stdout
 
 
 # spirv-cross's GLSL spellings -> genspirv's
