@@ -493,6 +493,8 @@ def run_demo(args: argparse.Namespace) -> dict:
 
     dev = Device(validation=True) if args.validation else Device()
     report = {"device": dev.properties.get("name", "unknown"),
+              "device_type": dev.properties.get("type"),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": _git_commit(),
               "model": {"layers": config.n_layers, "dim": config.dim, "heads": config.n_heads,
                         "kv_heads": config.n_kv_heads, "ffn": config.ffn_dim, "vocab": config.vocab,
                         "weights": "f16" if config.weights_f16 else "f32", "seed": args.seed,
@@ -558,6 +560,17 @@ def run_demo(args: argparse.Namespace) -> dict:
     return report
 
 
+def _git_commit() -> Optional[str]:
+    """The checkout's commit, for the record of a benchmark run; None outside a git checkout."""
+    import subprocess
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
 def _ratios(runs: list[dict]) -> dict:
     """Each configuration's medians over smart's, from the same rounds."""
     base = next((r for r in runs if r["config"] == "smart"), None)
@@ -583,7 +596,8 @@ def print_report(report: dict, out=None) -> None:
     out = out or sys.stdout
     m = report["model"]
     say = lambda line="": print(line, file=out)  # noqa: E731
-    say(f"device: {report['device']}")
+    say(f"device: {report['device']} ({report['device_type']}); {report['date']}, commit "
+        f"{(report['commit'] or 'unknown')[:12]}")
     say(f"model: {m['layers']} layers, dim {m['dim']}, {m['heads']} heads ({m['kv_heads']} kv), "
         f"ffn {m['ffn']}, vocab {m['vocab']}, {m['weights']} weights, seed {m['seed']}; "
         f"prompt {m['prompt']}, {m['tokens']} tokens; median of {report['repeat']}")
