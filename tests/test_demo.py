@@ -63,6 +63,17 @@ def test_demo_token_exact_with_structural_barrier_counts(lavapipe_ok, seed):
     assert other.tokens != tuple(report["reference_tokens"])
 
 
+def test_default_configuration_barriers_per_token(lavapipe_ok):
+    """`genspirv demo` as it runs with no options (replay left out to save time)."""
+    report = demo.run_demo(demo.parse_args(["--no-replay"]))
+    assert report["ok"]
+    got = {r["config"]: (r["dispatches_per_token"], r["barriers_per_token"]) for r in report["runs"]}
+    layers = ref.ModelConfig().n_layers
+    assert got == {"smart": (34, 28), "always": (34, 34), "smart+reorder": (34, 26)}
+    assert got["smart"] == (4 + 15 * layers, 4 + 12 * layers)
+    assert all(r["token_exact"] for r in report["runs"])
+
+
 def test_demo_f16_weights_grouped_query_odd_sizes(lavapipe_ok):
     """f16 weights, multi-query attention, sizes that are not multiples of the workgroup."""
     args = demo.parse_args(["--layers", "1", "--dim", "72", "--heads", "6", "--kv-heads", "1",
