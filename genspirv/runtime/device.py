@@ -163,7 +163,13 @@ class Device:
         self.inflight = inflight if inflight is not None else inflight_from_env(env.get("GENSPIRV_INFLIGHT"))
         if not 1 <= self.inflight <= 4:
             raise GenspirvError(f"inflight must be 1..4, not {self.inflight}")
-        self.batch_size = batch if batch is not None else int(env.get("GENSPIRV_BATCH") or DEFAULT_BATCH)
+        if batch is None:
+            raw = env.get("GENSPIRV_BATCH") or str(DEFAULT_BATCH)
+            try:
+                batch = int(raw)
+            except ValueError:
+                raise GenspirvError(f"GENSPIRV_BATCH must be a whole number of dispatches, not {raw!r}") from None
+        self.batch_size = batch
         if self.batch_size < 1:
             raise GenspirvError(f"batch size must be at least 1, not {self.batch_size}")
         self.upload_mode = upload or env.get("GENSPIRV_UPLOAD") or "staged"
