@@ -321,3 +321,21 @@ def test_destroying_a_buffer_in_use_waits_for_the_work_that_uses_it():
         d.synchronize()
         vk.vkFreeMemory(d.handle, memory, None)
         spare.handle = spare.memory = None
+
+
+@pytest.mark.parametrize("kwargs, env, needle", [
+    ({"manifest": "/nonexistent/shaders.json"}, {}, "/nonexistent/shaders.json: cannot read manifest"),
+    ({"device": "no-such-gpu"}, {}, "matches no device"),
+    ({"device": "97"}, {}, "GENSPIRV_DEVICE=97: no such device"),
+    ({"inflight": 9}, {}, "inflight must be 1..4"),
+    ({"barriers": "sometimes"}, {}, "unknown barrier policy 'sometimes'"),
+    ({}, {"GENSPIRV_BATCH": "lots"}, "GENSPIRV_BATCH must be a whole number"),
+    ({}, {"GENSPIRV_INFLIGHT": "x"}, "GENSPIRV_INFLIGHT must be 1..4"),
+])
+def test_bad_device_settings(monkeypatch, kwargs, env, needle):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(GenspirvError, match=None) as info:
+        with Device(**kwargs) as d:
+            d.kernel("add_f32")
+    assert needle in str(info.value)
