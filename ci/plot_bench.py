@@ -38,10 +38,12 @@ def _series(doc: dict, key: str) -> dict[tuple[str, int], list[tuple[float, floa
 
 
 def _footer(doc: dict) -> str:
-    meta = doc["meta"]
-    commit = (meta.get("genspirv_commit") or "unknown")[:12]
-    return (f"{meta['date'][:16]} UTC · {meta['device']} · {meta['cores']} cores · "
-            f"genspirv {commit} · medians, bars min–max")
+    runs = doc["meta"].get("runs", [doc["meta"]])
+    meta = runs[0]
+    dates = ", ".join(sorted({m["date"][:16].replace("T", " ") for m in runs}))
+    commits = ", ".join(sorted({(m.get("genspirv_commit") or "unknown")[:12] for m in runs}))
+    return (f"{dates} UTC · {meta['device']} · {meta['cores']} cores · "
+            f"genspirv {commits} · medians, bars min–max")
 
 
 def _plot(ax, series, label_of, styles):
@@ -56,6 +58,8 @@ def _plot(ax, series, label_of, styles):
 
 
 def plot_build(doc: dict, out: Path, plt) -> Path:
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
     series = _series(doc, r"variants=(\d+) jobs=(\d+)")
     styles = {"cold": ("tab:blue", "o"), "floor": ("tab:gray", "s"), "check": ("tab:orange", "^"),
               "edit": ("tab:green", "v"), "noop": ("tab:red", "D")}
@@ -72,6 +76,11 @@ def plot_build(doc: dict, out: Path, plt) -> Path:
     for ax in (left, right):
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(sorted({p[0] for pts in series.values() for p in pts}))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("variants in the project")
         ax.set_ylabel("wall time (s)")
         ax.grid(True, which="both", alpha=0.3)
@@ -86,6 +95,8 @@ def plot_build(doc: dict, out: Path, plt) -> Path:
 
 
 def plot_reflect(doc: dict, out: Path, plt) -> Path:
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
     series = _series(doc, r"size ([\d.]+) KiB")
     styles = {"reflect": ("tab:blue", "o"), "spirv-cross": ("tab:gray", "s"), "cli": ("tab:orange", "^")}
     label = {"reflect": "genspirv reflect() in-process", "spirv-cross": "spirv-cross --reflect (process)",
@@ -94,6 +105,8 @@ def plot_reflect(doc: dict, out: Path, plt) -> Path:
     _plot(ax, series, lambda a, g: label.get(a, a), styles)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("blob size (KiB)")
     ax.set_ylabel("time per blob (s)")
     ax.grid(True, which="both", alpha=0.3)
@@ -145,14 +158,26 @@ def main(argv=None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     plotters = {"build": plot_build, "reflect": plot_reflect}
+    by_suite: dict[str, list[dict]] = {}
     for f in args.files:
         doc = json.loads(f.read_text())
-        plotter = plotters.get(doc.get("suite"))
-        if plotter is None:
+        if doc.get("suite") not in plotters:
             print(f"plot_bench: {f}: no plot for suite {doc.get('suite')!r}", file=sys.stderr)
             return 2
-        print(plotter(doc, args.out, plt))
+        by_suite.setdefault(doc["suite"], []).append(doc)
+    for suite, docs in by_suite.items():
+        print(plotters[suite](merge(docs), args.out, plt))
     return 0
+
+
+def merge(docs: list[dict]) -> dict:
+    """Several runs of one suite (e.g. small and big sizes run apart) as one document;
+    their summaries are kept as measured, and the footer names every run."""
+    if len(docs) == 1:
+        return docs[0]
+    merged = dict(docs[0], summary=[s for d in docs for s in d["summary"]])
+    merged["meta"] = dict(docs[0]["meta"], runs=[d["meta"] for d in docs])
+    return merged
 
 
 if __name__ == "__main__":
