@@ -94,3 +94,27 @@ def test_lint_of_the_committed_manifest_runs():
     assert all(isinstance(f, Finding) and f.kind in
                ("never-written", "never-read", "never-accessed", "sparse-bindings")
                for f in findings)
+
+
+def test_cli_lint_exits_1_on_findings_and_0_when_clean(tmp_path):
+    import subprocess
+    import sys
+    from genspirv.manifest import dumps
+    root = Path(__file__).resolve().parent.parent
+    cases = {"dirty": tools.compile_glsl(tools.CORPUS / "usage.comp"),
+             "clean": tools.assemble(tools.CORPUS / "workgroup_builtin.spvasm")}
+    for name, blob in cases.items():
+        project = tmp_path / name
+        project.mkdir()
+        (project / "manifests").mkdir()
+        manifest = _manifest(project, {name: blob})
+        (project / "manifests" / "shaders.json").write_bytes(dumps(manifest))
+        done = subprocess.run([sys.executable, "-m", "genspirv", "lint", "--manifest",
+                               str(project / "manifests" / "shaders.json")],
+                              capture_output=True, text=True, timeout=120, cwd=root)
+        if name == "dirty":
+            assert done.returncode == 1, done.stderr
+            assert "dirty: set 0 binding 1:" in done.stdout and "[never-written]" in done.stdout
+        else:
+            # a uniform buffer and a read-only storage buffer, both read, bindings 0 and 1
+            assert done.returncode == 0, done.stdout + done.stderr
