@@ -10,7 +10,9 @@ build's, with no temp file left.
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,9 @@ from faults import (cli_command, cli_env, committed_files, run_cli, set_salt, st
                     write_project)
 
 WAITING = "another build of this project is running"
+# The first build writes 8 files at 0.5 s per fsync: it holds the lock for 4 s
+# after its first progress line, long enough for a second build to start up.
+SLOW_DISK = Path(__file__).parent / "faults" / "slow_disk.py"
 
 
 @pytest.fixture(scope="module")
@@ -28,16 +33,22 @@ def reference(tmp_path_factory):
     return committed_files(root)
 
 
-def start(root, *args):
-    return subprocess.Popen(cli_command("build", *args, "--root", str(root)), cwd=root, env=cli_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def start(root, *args, fsync_delay=None):
+    """A build; with ``fsync_delay`` it runs on a slow disk and so holds the lock longer."""
+    if fsync_delay is None:
+        command, env = cli_command("build", *args, "--root", str(root)), cli_env()
+    else:
+        command = [sys.executable, str(SLOW_DISK), "build", *args, "--root", str(root)]
+        env = cli_env({"GENSPIRV_TEST_FSYNC_DELAY": str(fsync_delay)})
+    return subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
 
 
 def test_second_build_waits_for_the_first_and_finds_its_work_done(reference, tmp_path):
     root = write_project(tmp_path / "proj", salt="1")
     assert run_cli(["build"], root).returncode == 0
     set_salt(root, "2")
-    first = start(root, "--force")
+    first = start(root, "--force", fsync_delay=0.5)
     # The first progress line comes from inside the lock: the first build holds it now.
     first_line = first.stdout.readline()
     assert first_line.startswith("["), first_line + first.stderr.read()
@@ -61,7 +72,7 @@ def test_three_builds_started_together_equal_one_build(reference, tmp_path):
     root = write_project(tmp_path / "proj", salt="1")
     assert run_cli(["build"], root).returncode == 0
     set_salt(root, "2")
-    procs = [start(root, "--force") for _ in range(3)]
+    procs = [start(root, "--force", fsync_delay=0.05) for _ in range(3)]
     results = [p.communicate(timeout=180) for p in procs]
     for p, (out, err) in zip(procs, results):
         assert p.returncode == 0, err
