@@ -4,7 +4,9 @@ The blobs: everything committed under spirv/ (whatever is there when the tests
 run), and the edge-case corpus in tests/corpus/ (GLSL compiled with the pinned
 glslangValidator, SPIR-V assembly with the pinned spirv-as).  Compared: set,
 binding, descriptor type, access (readonly / writeonly), array size, spec ids,
-types and defaults, workgroup size and its spec ids, for every entry point.
+types and defaults, workgroup size and its spec ids, for every entry point; and
+the push-constant size against one computed from spirv-cross's member offsets,
+array and matrix strides.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def _check_all_entry_points(blob: bytes, what: str) -> None:
                                                if e["mode"] == "comp"], what
     for info in infos:
         tools.assert_agrees(info, cross, info.entry_point, f"{what}:{info.entry_point}")
+        assert info.push_constant_size == tools.cross_push_constant_size(cross), what
     assert reflect(blob) == infos[0]
 
 
@@ -77,3 +80,26 @@ def test_committed_manifest_matches_reflection():
     for entry in manifest.shaders:
         blob = manifest.read_blob(entry)
         assert reflect(blob, entry.info.entry_point) == entry.info, entry.name
+
+
+def test_the_comparison_catches_a_wrong_reflection():
+    # Positive control: each compared field, once wrong, makes the comparison fail.
+    import dataclasses
+    blob = tools.compile_glsl(tools.CORPUS / "spec.comp")
+    cross = tools.cross_reflect(blob)
+    info = reflect(blob)
+    tools.assert_agrees(info, cross)
+    b0 = info.bindings[0]
+    wrong = [
+        dataclasses.replace(info, bindings=(dataclasses.replace(b0, access="read"),)),
+        dataclasses.replace(info, bindings=(dataclasses.replace(b0, count=2),)),
+        dataclasses.replace(info, bindings=(dataclasses.replace(b0, binding=1),)),
+        dataclasses.replace(info, local_size=(1, 3, 1)),
+        dataclasses.replace(info, local_size_spec_ids=(None, None, 12)),
+        dataclasses.replace(info, spec_constants=info.spec_constants[1:]),
+        dataclasses.replace(info, spec_constants=info.spec_constants[:2] + (dataclasses.replace(
+            info.spec_constants[2], default=-8),) + info.spec_constants[3:]),     # I32: -7
+    ]
+    for bad in wrong:
+        with pytest.raises(AssertionError):
+            tools.assert_agrees(bad, cross)

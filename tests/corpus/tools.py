@@ -227,3 +227,43 @@ def dis_spec_defaults(blob: bytes) -> dict[int, str]:
         if len(parts) >= 4 and parts[2] in ("OpSpecConstantTrue", "OpSpecConstantFalse"):
             literal_of[parts[0]] = parts[2] == "OpSpecConstantTrue"
     return {sid: literal_of[var] for var, sid in spec_of.items() if var in literal_of}
+
+
+# -- push-constant size from spirv-cross's view of the types ----------------------
+
+_SCALAR_BYTES = {"bool": 4, "int": 4, "uint": 4, "float": 4, "double": 8, "float16_t": 2,
+                 "int16_t": 2, "uint16_t": 2, "int8_t": 1, "uint8_t": 1, "int64_t": 8,
+                 "uint64_t": 8}
+_VECTOR_BYTES = {"vec": 4, "ivec": 4, "uvec": 4, "bvec": 4, "dvec": 8, "f16vec": 2,
+                 "i16vec": 2, "u16vec": 2, "i8vec": 1, "u8vec": 1, "i64vec": 8, "u64vec": 8}
+
+
+def _cross_member_size(cross: dict, member: dict) -> int:
+    specs_by_var = {s["variable_id"]: s for s in cross.get("specialization_constants", [])}
+    if member.get("array"):
+        count = 1
+        for size, literal in zip(member["array"], member["array_size_is_literal"]):
+            count *= size if literal else specs_by_var[size]["default_value"]
+        return member["array_stride"] * count
+    name = member["type"]
+    if name in cross["types"]:
+        return cross_struct_size(cross, name)
+    if name in _SCALAR_BYTES:
+        return _SCALAR_BYTES[name]
+    if "mat" in name:
+        dims = name.split("mat", 1)[1]
+        columns, rows = (int(dims), int(dims)) if "x" not in dims else map(int, dims.split("x"))
+        return member["matrix_stride"] * (rows if member.get("row_major") else columns)
+    prefix = name.rstrip("0123456789")
+    return _VECTOR_BYTES[prefix] * int(name[len(prefix):])
+
+
+def cross_struct_size(cross: dict, type_name: str) -> int:
+    """max over members of offset + size, from spirv-cross's offsets and strides."""
+    members = cross["types"][type_name]["members"]
+    return max(m["offset"] + _cross_member_size(cross, m) for m in members)
+
+
+def cross_push_constant_size(cross: dict) -> int:
+    return max((cross_struct_size(cross, pc["type"]) for pc in cross.get("push_constants", [])),
+               default=0)
