@@ -650,8 +650,10 @@ def usage(index: Index, entry: int, roots: Mapping[int, bool]) -> Usage:
         if not m:
             continue
         accessed |= m
-        if kind & USE_READ or (kind & USE_LOAD and m & ~opaque):
-            read |= m & ~opaque if kind & USE_LOAD else m
+        if kind & USE_LOAD:
+            read |= m & ~opaque      # loading an image or sampler handle reads no contents
+        elif kind & USE_READ:
+            read |= m
         if kind & USE_WRITE:
             written |= m
 
@@ -664,6 +666,12 @@ def usage(index: Index, entry: int, roots: Mapping[int, bool]) -> Usage:
 # -- workgroup size, spec constants, push constants ---------------------------
 
 
+def _dimension(value: SpecValue, what: str, inst: Instruction) -> int:
+    if _positive_int(value, f"{what} dimension", inst) == 0:
+        raise ReflectError(f"{what} dimension at word {inst.offset} is 0 (at least 1)")
+    return value
+
+
 def workgroup_size(index: Index, ep: EntryPoint) -> tuple[tuple[int, int, int],
                                                           tuple[Optional[int], ...]]:
     """(local_size, local_size_spec_ids); the WorkgroupSize built-in overrides the mode."""
@@ -672,13 +680,13 @@ def workgroup_size(index: Index, ep: EntryPoint) -> tuple[tuple[int, int, int],
     for mode in index.modes.get(ep.function, ()):
         kind = mode.operand(1)
         if kind == sp.EXECUTION_MODE_LOCAL_SIZE:
-            sizes = [mode.operand(2), mode.operand(3), mode.operand(4)]
+            sizes = [_dimension(mode.operand(2 + i), "LocalSize", mode) for i in range(3)]
             spec_ids = [None, None, None]
         elif kind == sp.EXECUTION_MODE_LOCAL_SIZE_ID:
             sizes, spec_ids = [], []
             for i in range(3):
                 value, spec = constant_value(index, mode.operand(2 + i), mode)
-                sizes.append(_positive_int(value, "LocalSizeId dimension", mode))
+                sizes.append(_dimension(value, "LocalSizeId", mode))
                 spec_ids.append(spec)
     for id_, decs in index.decorations.items():
         builtin = decs.get(sp.DECORATION_BUILTIN)
@@ -693,7 +701,7 @@ def workgroup_size(index: Index, ep: EntryPoint) -> tuple[tuple[int, int, int],
         sizes, spec_ids = [], []
         for i in range(3):
             value, spec = constant_value(index, composite.operands[2 + i], composite)
-            sizes.append(_positive_int(value, "WorkgroupSize dimension", composite))
+            sizes.append(_dimension(value, "WorkgroupSize", composite))
             spec_ids.append(spec)
     return (sizes[0], sizes[1], sizes[2]), (spec_ids[0], spec_ids[1], spec_ids[2])
 

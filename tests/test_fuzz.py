@@ -192,3 +192,10 @@ def test_pointer_operand_past_the_bound(tmp_path):
     with pytest.raises(SpirvError, match="outside") as info:
         reflect(bad)
     assert info.value.offset == store.offset
+
+
+def test_workgroup_dimension_zero(tmp_path):
+    blob = _asm(tmp_path, PRELUDE + MAIN)
+    bad = _patch_word(blob, sp.OP_EXECUTION_MODE, 3, 0)       # LocalSize 1 0 1
+    with pytest.raises(ReflectError, match="LocalSize dimension .* is 0"):
+        reflect(bad)
