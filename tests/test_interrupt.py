@@ -44,8 +44,8 @@ KILLS = int(os.environ.get("GENSPIRV_KILLS", "30"))
 SEED = int(os.environ.get("GENSPIRV_KILL_SEED", str(random.SystemRandom().randrange(1 << 30))))
 REPAIR_EVERY = 10
 SLOW_DISK = Path(__file__).parent / "faults" / "slow_disk.py"
-# 3 blobs + manifest + state file at 30 ms per fsync, and a margin past the end.
-WRITE_PHASE_S = 0.2
+# 3 blobs, manifest, header and state file at 30 ms per fsync, and a margin past the end.
+WRITE_PHASE_S = 0.25
 MANIFEST = "manifests/shaders.json"
 SALTS = ("1", "2")
 # Three variants keep each of the many builds short; the writes are what the kills aim at.
@@ -56,8 +56,13 @@ matrix = { TYPE = { f32 = "float", i32 = "int", u32 = "uint" } }
 VARIANTS = ("add_f32", "add_i32", "add_u32")
 
 
+# A generated C header too: it is written after the manifest, and must be whole as well.
+GENERATE = 'generate = [ { target = "c", output = "manifests/shaders" } ]\n'
+
+
 def make_project(root: Path, salt: str) -> Path:
-    return write_project(root, salt=salt, shader_table=SHADER_TABLE, sources={"add.comp": ADD_COMP.format()})
+    return write_project(root, salt=salt, shader_table=SHADER_TABLE, extra_config=GENERATE,
+                         sources={"add.comp": ADD_COMP.format()})
 
 
 def build_reference(root: Path, salt: str) -> tuple[dict[str, bytes], float]:
@@ -68,6 +73,7 @@ def build_reference(root: Path, salt: str) -> tuple[dict[str, bytes], float]:
     assert proc.returncode == 0, proc.stderr
     files = committed_files(root)
     assert MANIFEST in files and all(f"spirv/{v}.spv" in files for v in VARIANTS), sorted(files)
+    assert any(p.startswith("manifests/shaders.") and p != MANIFEST for p in files), sorted(files)
     return files, took
 
 
@@ -79,7 +85,8 @@ def references(tmp_path_factory):
         refs[salt], t = build_reference(tmp_path_factory.mktemp(f"ref{salt}"), salt)
         took.append(t)
     for path in refs[SALTS[0]]:
-        assert refs[SALTS[0]][path] != refs[SALTS[1]].get(path), f"{path} must differ between salts"
+        if path.startswith("spirv/") or path in (MANIFEST, "manifests/shaders.c"):
+            assert refs[SALTS[0]][path] != refs[SALTS[1]].get(path), f"{path} must differ between salts"
     return refs, max(took)
 
 
