@@ -6,8 +6,8 @@ After every kill:
   complete version the build was making, never a prefix or a mix; the only
   other files are temp files of an interrupted atomic write (``.NAME.*.tmp``);
 - the manifest loads (schema, paths) and names every variant;
-- the manifest is written last: if it changed, every blob is its new version
-  and the manifest verifies against them.
+- the manifest is written after every blob: if it changed, every blob is its
+  new version and the manifest verifies against them.
 
 What does *not* hold after a kill: that the manifest's sha256s match the
 blobs. Blobs are written before the manifest, so a kill between the two leaves
@@ -56,7 +56,7 @@ matrix = { TYPE = { f32 = "float", i32 = "int", u32 = "uint" } }
 VARIANTS = ("add_f32", "add_i32", "add_u32")
 
 
-# A generated C header too: it is written after the manifest, and must be whole as well.
+# Generated C code too (shaders.c/.h, written after the manifest): it must be whole as well.
 GENERATE = 'generate = [ { target = "c", output = "manifests/shaders" } ]\n'
 
 
@@ -98,7 +98,7 @@ def classify(before: dict[str, bytes], after: dict[str, bytes], new: dict[str, b
         return "untouched"
     if after == new:
         return "finished"
-    return "mid-write: some blobs new, manifest old"
+    return "mid-write (some files new, some old)"
 
 
 def check_after_kill(root: Path, before: dict[str, bytes], new: dict[str, bytes], label: str) -> None:
@@ -118,7 +118,7 @@ def check_after_kill(root: Path, before: dict[str, bytes], new: dict[str, bytes]
     # The manifest always loads (its blobs may be newer than it: see the module docstring).
     manifest = load_manifest(root / MANIFEST, root=root, verify_blobs=False)
     assert {e.spirv for e in manifest.shaders} == {f"spirv/{v}.spv" for v in VARIANTS}
-    # The manifest is written last: a new manifest means every blob is new.
+    # The manifest is written after every blob: a new manifest means every blob is new.
     if after[MANIFEST] != before[MANIFEST]:
         for entry in manifest.shaders:
             assert after[entry.spirv] == new[entry.spirv], \
