@@ -98,6 +98,18 @@ def test_read_modify_write_chain(dev):
     clean(dev)
 
 
+def test_write_after_read_gets_its_own_barrier(dev):
+    n = 1024
+    x, y = dev.buffer(4 * n), dev.buffer(4 * n)
+    rt.fill(dev, x, n, 1.0)
+    rt.scale(dev, x, y, n, 2.0)          # RAW on x
+    rt.fill(dev, x, n, 5.0)              # WAR on x: the scale must have read it first
+    assert counts(dev, "barriers", "barriers_skipped") == (2, 0)
+    np.testing.assert_array_equal(dev.download(y), np.full(n, 2.0, np.float32))
+    np.testing.assert_array_equal(dev.download(x), np.full(n, 5.0, np.float32))
+    clean(dev)
+
+
 def test_diamond(dev):
     out, ref = rt.diamond(dev, 3000)
     np.testing.assert_array_equal(out, ref)
