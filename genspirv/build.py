@@ -208,24 +208,31 @@ def compile_variants(config: Config, tools: Tools, variants: Sequence[Variant], 
     failures: list[GenspirvError] = []
     with ThreadPoolExecutor(max_workers=min(jobs, len(variants))) as pool:
         futures = {pool.submit(compile_variant, config, tools, v, workdir): v for v in variants}
-        for n, future in enumerate(as_completed(futures), 1):
-            variant = futures[future]
-            if future.cancelled():
-                continue
-            try:
-                done[variant.name] = future.result()
-            except GenspirvError as exc:
-                failures.append(exc)
+        try:
+            for n, future in enumerate(as_completed(futures), 1):
+                variant = futures[future]
+                if future.cancelled():
+                    continue
+                try:
+                    done[variant.name] = future.result()
+                except GenspirvError as exc:
+                    failures.append(exc)
+                    if log:
+                        log(f"[{n}/{len(variants)}] {variant.name} FAILED")
+                    if isinstance(exc, ToolchainError):
+                        # A compiler that hangs or crashes once will do it again: don't wait for
+                        # every queued variant to time out too.
+                        for other in futures:
+                            other.cancel()
+                    continue
                 if log:
-                    log(f"[{n}/{len(variants)}] {variant.name} FAILED")
-                if isinstance(exc, ToolchainError):
-                    # A compiler that hangs or crashes once will do it again: don't wait for
-                    # every queued variant to time out too.
-                    for other in futures:
-                        other.cancel()
-                continue
-            if log:
-                log(f"[{n}/{len(variants)}] {variant.name}")
+                    log(f"[{n}/{len(variants)}] {variant.name}")
+        except BaseException:
+            # Ctrl-C: leave without starting every queued compile first (the
+            # running ones finish; nothing has been written yet).
+            for other in futures:
+                other.cancel()
+            raise
     if failures:
         failures.sort(key=str)
         message = "\n".join(str(f) for f in failures)
