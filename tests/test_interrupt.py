@@ -191,3 +191,27 @@ def test_sigkill_during_build_never_leaves_a_partial_output(references, tmp_path
     repair_and_compare(root, refs, salt, "final")
     check = run_cli(["check"], root)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_ctrl_c_during_compiles_stops_promptly_and_writes_nothing(tmp_path):
+    """SIGINT once the first variant compiled: exit 130, no traceback, no output
+    touched, and the queued compiles are dropped rather than run on the way out."""
+    from faults import logging_glslang
+    table = SHADER_TABLE.replace('i32 = "int", u32 = "uint" }', 'i32 = "int", u32 = "uint" }, K = ["1", "2", "3", "4"]')
+    root = write_project(tmp_path / "proj", salt="1", shader_table=table, sources={"add.comp": ADD_COMP.format()})
+    assert run_cli(["build"], root).returncode == 0
+    set_salt(root, "2")
+    before = committed_files(root)
+    log = tmp_path / "compiles.log"
+    fake = logging_glslang(tmp_path / "bin", log)
+    proc = subprocess.Popen([sys.executable, "-m", "genspirv", "build", "--jobs", "2", "--root", str(root)],
+                            cwd=root, env=cli_env({"GENSPIRV_GLSLANG": str(fake)}), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("[1/12]")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "genspirv: interrupted" in err and "Traceback" not in err, err
+    assert committed_files(root) == before and stray_files(root) == []
+    compiles = [ln for ln in log.read_text().splitlines() if "--version" not in ln]
+    assert len(compiles) <= 6, f"{len(compiles)} of 12 compiles ran after Ctrl-C"

@@ -168,6 +168,18 @@ def fake_glslang(folder: Path, mode: str, version: str = "13.1.1") -> Path:
     return path
 
 
+def logging_glslang(folder: Path, log: Path) -> Path:
+    """A ``glslangValidator`` that appends each command line to ``log``, then runs the real one."""
+    from genspirv.toolchain import find_tool
+    real = find_tool("glslangValidator")
+    lib = f'LD_LIBRARY_PATH="{real.lib_dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" ' if real.lib_dir else ""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "glslangValidator"
+    path.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\n{lib}exec "{real.path}" "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
 # -- running the CLI -----------------------------------------------------------
 
 
