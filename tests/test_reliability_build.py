@@ -398,3 +398,17 @@ def test_manifest_truncated(proj):
     with pytest.raises(ManifestError, match="not valid JSON"):
         load_manifest(path, root=proj)
     assert_refusal(run_cli(["list"], proj), 1, "shaders.json", "not valid JSON")
+
+
+def test_every_test_docs_reliability_names_exists():
+    """docs/RELIABILITY.md backs each row with a test: each name it gives must be a real test."""
+    import re
+    from faults import REPO_ROOT
+    doc = (REPO_ROOT / "docs" / "RELIABILITY.md").read_text()
+    named = set(re.findall(r"`(?:tests/\w+\.py::)?(test_\w+)(?:\[[^\]]*\])?`", doc))
+    named |= set(re.findall(r"`(test_\w+)`", doc))
+    defined = set()
+    for path in (REPO_ROOT / "tests").glob("test_*.py"):
+        defined |= set(re.findall(r"^def (test_\w+)", path.read_text(), re.MULTILINE))
+    assert len(named) >= 40
+    assert sorted(named - defined) == []
