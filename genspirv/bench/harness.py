@@ -70,8 +70,9 @@ class Recorder:
             self.on_checkpoint(self)
 
     def add(self, case: str, arm: str, value: float, unit: str = "s", **info: Any) -> None:
+        # The load average beside each run: on a shared machine it says which runs to doubt.
         self.runs.append({"case": case, "arm": arm, "value": value, "unit": unit,
-                          "seq": len(self.runs), **info})
+                          "seq": len(self.runs), "load1": _load1(), **info})
 
     def ratio(self, case: str, label: str, num: str, den: str) -> None:
         """After the runs: median(num) / median(den), both arms of ``case``."""
@@ -81,6 +82,13 @@ class Recorder:
         """After the runs: median(arm) / divisor, e.g. no-op seconds per variant."""
         self.derived.append({"case": case, "label": label, "kind": "per_unit", "num": arm,
                              "divisor": divisor, "unit": unit})
+
+
+def _load1() -> Optional[float]:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def paired_order(repeat_index: int, arms: Sequence[str]) -> list[str]:
@@ -228,6 +236,7 @@ def metadata(root: Path, device: Optional[str]) -> dict:
         "platform": platform.platform(),
         "cpu": cpu_name(),
         "cores": os.cpu_count(),
+        "load1": _load1(),
         "device": device or cpu_name(),
     }
 
