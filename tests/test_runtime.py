@@ -456,3 +456,21 @@ def test_destroying_a_buffer_in_use_waits_for_its_work(dev):
     z.destroy()                                  # idle: freed at once
     assert dev.stats["submits"] == 1
     clean(dev)
+
+
+def test_bad_arguments_are_clear_errors(dev, monkeypatch):
+    a = dev.buffer(64, name="x")
+    with pytest.raises(DispatchError, match="kernel rt_fill: buffers must be a list in binding order"):
+        dev.dispatch("rt_fill", a, groups=1, push=struct.pack("<If", 1, 0.0))
+    with pytest.raises(DispatchError, match="push data must be bytes or a numpy array"):
+        dev.dispatch("rt_fill", [a], groups=1, push=[1, 2])
+    with pytest.raises(BufferRangeError, match="'nope' is not a numpy dtype"):
+        dev.download(a, dtype="nope")
+    with pytest.raises(BufferRangeError, match="upload takes a numpy array or bytes"):
+        dev.upload(a, [1.0, 2.0])
+    monkeypatch.setenv("GENSPIRV_BATCH", "lots")
+    with pytest.raises(GenspirvError, match="GENSPIRV_BATCH must be a whole number of dispatches, not 'lots'"):
+        Device(manifest=rt.MANIFEST)
+    with pytest.raises(GenspirvError, match="GENSPIRV_INFLIGHT|inflight must be 1..4"):
+        Device(manifest=rt.MANIFEST, inflight=9)
+    clean(dev)

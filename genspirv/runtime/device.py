@@ -466,6 +466,9 @@ class Device:
         self._check_open()
         bound = kernel if isinstance(kernel, BoundKernel) else self.kernel(kernel)
         k = bound.kernel
+        if isinstance(buffers, (Buffer, BufferView)) or not isinstance(buffers, (list, tuple)):
+            raise DispatchError(f"kernel {k.name}: buffers must be a list in binding order, "
+                                f"not {type(buffers).__name__}")
         push_data = _push_bytes(push)
         check_dispatch_args(k.entry, len(buffers), len(push_data))
         groups = self._check_groups(k.name, groups)
@@ -564,7 +567,10 @@ class Device:
         if self._recording is not None:
             raise GenspirvError("download inside dev.record(): nothing captured has run yet")
         view = as_view(src, "download source")
-        dtype = np.dtype(dtype)
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            raise BufferRangeError(f"download of {view.buffer.name}: {dtype!r} is not a numpy dtype") from None
         if view.size % dtype.itemsize:
             raise BufferRangeError(f"download of {view.size} bytes from {view.buffer.name} is not a "
                                    f"whole number of {dtype} items")
