@@ -1,7 +1,9 @@
 """Helpers shared by the runtime tests (lavapipe) and tests/gpu (a real GPU).
 
 The kernels are the test-only ones beside this file (rt_fill, rt_scale,
-rt_add, rt_rmw, rt_spec, rt_ubo); push layouts are in their sources.
+rt_add, rt_rmw, rt_spec, rt_ubo); push layouts are in their sources. The
+folder is a genspirv project of its own: after editing glsl/, run
+``python -m genspirv --root tests/shaders_rt build`` and commit the result.
 """
 
 from __future__ import annotations
