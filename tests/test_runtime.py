@@ -8,7 +8,6 @@ be reported as a read-after-write hazard.
 
 from __future__ import annotations
 
-import json
 import shutil
 import struct
 import sys
