@@ -410,3 +410,35 @@ def test_buffers_of_a_live_graph_cannot_be_destroyed():
         with pytest.raises(GenspirvError, match="destroyed"):
             g.run()
         clean(dev)
+
+
+def test_a_full_descriptor_pool_grows_another(monkeypatch):
+    """Drivers answer a full pool with -1000069000 (VK_ERROR_OUT_OF_POOL_MEMORY; the
+    binding's constant has the wrong sign); lavapipe never runs out, so fake the answer."""
+    from genspirv.runtime import _vk
+    from genspirv.runtime.submit import DescriptorPools
+
+    class FullFirstPool:
+        def __init__(self, real):
+            self.real, self.calls = real, 0
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+        def vkAllocateDescriptorSets(self, device, info, out):
+            self.calls += 1
+            if self.calls == 1:
+                return -1000069000
+            return self.real.vkAllocateDescriptorSets(device, info, out)
+
+    with device() as dev:
+        k = dev.kernel("rt_fill").kernel
+        fake = FullFirstPool(_vk._lib)
+        monkeypatch.setattr(_vk, "_lib", fake)
+        pools = DescriptorPools(dev.handle)
+        try:
+            assert pools.allocate(k.set_layouts[0]) is not None
+            assert len(pools.pools) == 2 and fake.calls == 2
+        finally:
+            monkeypatch.undo()
+            pools.destroy()

@@ -101,7 +101,9 @@ _lib = vk_lib = __import__("vulkan._vulkan", fromlist=["lib"]).lib
 _NULL = ffi.NULL
 _COMPUTE = vk.VK_PIPELINE_BIND_POINT_COMPUTE
 _COMPUTE_STAGE = vk.VK_SHADER_STAGE_COMPUTE_BIT
-_POOL_FULL = (vk.VK_ERROR_OUT_OF_POOL_MEMORY, vk.VK_ERROR_FRAGMENTED_POOL)
+# The binding spells VK_ERROR_OUT_OF_POOL_MEMORY with the wrong sign (+1000069000): the
+# value a driver returns is negative.
+_POOL_FULL = (-abs(vk.VK_ERROR_OUT_OF_POOL_MEMORY), -abs(vk.VK_ERROR_FRAGMENTED_POOL))
 
 
 def _check(result: int, name: str) -> None:

@@ -140,6 +140,19 @@ def test_large_uploads_through_the_transfer_queue():
         assert dev.stats["transfer_queue_copies"] == 3
 
 
+def test_many_distinct_bindings_in_one_batch_grow_the_descriptor_pools():
+    # 1200 dispatches over distinct views: more sets than one pool holds (a real driver
+    # answers VK_ERROR_OUT_OF_POOL_MEMORY, lavapipe never does).
+    count, n = 1200, 64
+    with Device(manifest=rt.MANIFEST, batch=count) as dev:
+        big = dev.buffer(count * 256)
+        for i in range(count):
+            dev.dispatch("rt_fill", [big.view(i * 256, 256)], groups=1,
+                         push=struct.pack("<If", n, float(i)))
+        out = dev.download(big).reshape(count, n)[:, 0]
+        assert _record("descriptor_pool_growth", out, np.arange(count, dtype=np.float32), dev) == 0
+
+
 def teardown_module(module):
     out = os.environ.get("OUT")
     if out and RESULTS:
