@@ -144,8 +144,8 @@ def record_barriers(rec: Recorder, res: dict) -> bool:
             all_raw &= raw
             for i, v in enumerate(values):
                 rec.add(f"{name} gpu time", policy, v, repeat=i, workload=name)
-            rec.add(f"{name} barriers/dispatch", policy, r["barriers_per_dispatch"][policy],
-                    "barriers", workload=name)
+            rec.add(f"{name} barriers", policy, r["barriers_per_dispatch"][policy],
+                    "per dispatch", workload=name)
         rec.ratio(f"{name} gpu time", "always / smart", "always", "smart")
         rec.ratio(f"{name} gpu time", "none / smart", "none", "smart")
     return all_raw
