@@ -17,9 +17,9 @@ at the end, an ordinary incremental build must repair the tree to exactly a
 clean build's bytes with no temp file left, and ``genspirv check`` must pass.
 
 One kill in three falls anywhere in the build; the others fall at a random
-moment after the build reports its last compile, that is among its writes,
-which run on a slow disk (tests/faults/slow_disk.py: every fsync takes 30 ms)
-so that a kill can land between one atomic write and the next. GENSPIRV_KILLS sets the number of kills (30 here; the longer run in
+moment after the build's first fsync, that is among its writes, which run on a
+slow disk (tests/faults/slow_disk.py: every fsync takes 30 ms and is announced
+on stderr) so that a kill can land between one atomic write and the next. GENSPIRV_KILLS sets the number of kills (30 here; the longer run in
 docs/RELIABILITY.md uses 300), GENSPIRV_KILL_SEED the random seed.
 """
 
@@ -44,7 +44,7 @@ KILLS = int(os.environ.get("GENSPIRV_KILLS", "30"))
 SEED = int(os.environ.get("GENSPIRV_KILL_SEED", str(random.SystemRandom().randrange(1 << 30))))
 REPAIR_EVERY = 10
 SLOW_DISK = Path(__file__).parent / "faults" / "slow_disk.py"
-# 3 blobs, manifest, header and state file at 30 ms per fsync, and a margin past the end.
+# From the first fsync on: 3 blobs, manifest, .c, .h and state file at 30 ms each, and a margin.
 WRITE_PHASE_S = 0.25
 MANIFEST = "manifests/shaders.json"
 SALTS = ("1", "2")
@@ -135,7 +135,7 @@ def repair_and_compare(root: Path, refs, salt: str, label: str) -> None:
 
 
 def start_build(root: Path) -> subprocess.Popen:
-    """`genspirv build --force` on a slow disk (each fsync 30 ms), stdout as a pipe."""
+    """`genspirv build --force` on a slow disk (each fsync 30 ms), stdout and stderr as pipes."""
     return subprocess.Popen([sys.executable, str(SLOW_DISK), "build", "--force", "--root", str(root)],
                             cwd=root, env=cli_env({"GENSPIRV_TEST_FSYNC_DELAY": "0.03"}),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -147,10 +147,9 @@ def kill_at_random(proc: subprocess.Popen, rng: random.Random, build_s: float, m
         time.sleep(rng.uniform(0.0, build_s))
         aim = "anywhere"
     else:
-        # The last progress line means every variant compiled: the writes come next.
-        last = f"[{len(VARIANTS)}/{len(VARIANTS)}]"
-        for line in proc.stdout:
-            if line.decode().startswith(last):
+        # The slow disk announces each fsync: wait for the first, then kill among the writes.
+        for line in proc.stderr:
+            if line.startswith(b"slow-disk: fsync"):
                 break
         delay = rng.uniform(0.0, WRITE_PHASE_S)
         time.sleep(delay)

@@ -3,8 +3,8 @@
     python tests/faults/slow_disk.py build --force --root DIR
 
 The interrupt test uses it to widen the window in which a build writes its
-outputs, so that SIGKILLs land between one atomic write and the next. Nothing
-else changes: the files, their order and the renames are the build's own.
+outputs, so that SIGKILLs land between one atomic write and the next; it prints
+"slow-disk: fsync" on stderr before each one. Nothing else changes: the files, their order and the renames are the build's own.
 """
 
 import os
@@ -19,6 +19,9 @@ _real_fsync = os.fsync
 
 
 def slow_fsync(fd: int) -> None:
+    # The marker tells a watching test that the writes have begun.
+    sys.stderr.write("slow-disk: fsync\n")
+    sys.stderr.flush()
     time.sleep(DELAY)
     _real_fsync(fd)
 
