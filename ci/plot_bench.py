@@ -127,11 +127,15 @@ def markdown(doc: dict) -> str:
              f"({doc['suite_seconds']:.0f} s)  ",
              f"Date: {meta['date']} · device: {meta['device']} · {meta['cores']} cores · "
              f"Python {meta['python']} · genspirv {meta.get('genspirv_commit') or 'unknown'}",
-             "", "| case | arm | runs | median | min – max |", "| --- | --- | --- | --- | --- |"]
+             ""]
+    with_cpu = any("cpu_median" in s for s in doc["summary"])
+    lines += ["| case | arm | runs | median | min – max |" + (" CPU median |" if with_cpu else ""),
+              "| --- | --- | --- | --- | --- |" + (" --- |" if with_cpu else "")]
     for s in doc["summary"]:
         u = s["unit"]
+        cpu = (f" {format_value(s['cpu_median'], 's')} |" if "cpu_median" in s else " |") if with_cpu else ""
         lines.append(f"| {s['case']} | {s['arm']} | {s['n']} | {format_value(s['median'], u)} | "
-                     f"{format_range(s)} |")
+                     f"{format_range(s)} |{cpu}")
     if doc["derived"]:
         lines += ["", "| case | figure (from the medians above) | value |", "| --- | --- | --- |"]
         lines += [f"| {d['case']} | {d['label']} | {format_value(d['value'], d['unit'])} |"

@@ -47,6 +47,21 @@ def test_summary_medians_ranges_and_derived():
     assert "slow / fast" in table and "2.67x" in table and "missing arm" not in table
 
 
+def test_cpu_time_medians_and_ratios():
+    rec = Recorder("t")
+    for wall, cpu in ((5.0, 1.0), (9.0, 3.0), (7.0, 2.0)):
+        rec.add("c", "a", wall, cpu_s=cpu)
+    rec.add("c", "b", 1.0, cpu_s=0.5)
+    rec.add("c", "no_cpu", 1.0)
+    rec.ratio("c", "a / b, CPU", "a", "b", of="cpu_median")
+    rec.ratio("c", "no cpu", "no_cpu", "b", of="cpu_median")
+    summary = harness.summarize(rec.runs)
+    assert [s.get("cpu_median") for s in summary] == [2.0, 0.5, None]
+    derived = harness.resolve_derived(summary, rec.derived)
+    assert [(d["label"], d["value"]) for d in derived] == [("a / b, CPU", 4.0)]
+    assert "CPU median" in harness.render_table(rec)
+
+
 def test_format_value_units():
     assert harness.format_value(2.5, "s") == "2.5 s"
     assert harness.format_value(0.0123, "s") == "12.3 ms"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import synth
 from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
-                      paired_order, require, run_command, snapshot_package, timed)
+                      paired_order, require, run_command, snapshot_package, timed_cpu)
 
 BUILD_SIZES = (50, 200, 800, 1600)
 BUILD_JOBS = (1, 2)
@@ -128,6 +128,8 @@ def bench_build(opts: BenchOptions, rec: Recorder) -> None:
             _run_case(case, projects[case.variants], tool, scratch, rec, progress, code, keep=opts.keep)
             rec.ratio(case.name, "cold / floor", "cold", "floor")
             rec.ratio(case.name, "check / floor", "check", "floor")
+            rec.ratio(case.name, "cold / floor, CPU time", "cold", "floor", of="cpu_median")
+            rec.ratio(case.name, "check / floor, CPU time", "check", "floor", of="cpu_median")
             rec.per_unit(case.name, "noop per variant", "noop", case.variants, "s")
             rec.per_unit(case.name, "cold per variant", "cold", case.variants, "s")
             deps = projects[case.variants].header_dependents
@@ -158,30 +160,30 @@ def _run_case(case: BuildCase, pristine, tool: FloorTool, scratch: Path, rec: Re
             progress.step(f"{label} {arm}")
             if arm == "cold":
                 work = _fresh_copy(pristine, scratch / f"work-{case.variants}-{jobs}-{r}")
-                t, _ = timed(lambda: genspirv(work, "build", what="cold build"))
+                t, cpu, _ = timed_cpu(lambda: genspirv(work, "build", what="cold build"))
                 _expect_blobs(work, f"{case.name} cold build")
             else:
                 out = scratch / f"floor-{case.variants}-{jobs}-{r}"
-                t, _ = timed(lambda: glslang_floor(tool, pristine, case.jobs, out))
+                t, cpu, _ = timed_cpu(lambda: glslang_floor(tool, pristine, case.jobs, out))
                 shutil.rmtree(out, ignore_errors=True)
-            rec.add(case.name, arm, t, repeat=r, **info)
+            rec.add(case.name, arm, t, repeat=r, cpu_s=cpu, **info)
 
         progress.step(f"{label} noop")
         before = output_digests(work)
-        t, _ = timed(lambda: genspirv(work, "build", what="no-op build"))
+        t, cpu, _ = timed_cpu(lambda: genspirv(work, "build", what="no-op build"))
         if output_digests(work) != before:
             raise BenchError(f"bench build {case.name}: the no-op build rewrote outputs")
-        rec.add(case.name, "noop", t, repeat=r, **info)
+        rec.add(case.name, "noop", t, repeat=r, cpu_s=cpu, **info)
 
         progress.step(f"{label} edit")
         synth.edit_header(work)
-        t, _ = timed(lambda: genspirv(work, "build", what="header-edit rebuild"))
+        t, cpu, _ = timed_cpu(lambda: genspirv(work, "build", what="header-edit rebuild"))
         _expect_changed(before, output_digests(work), work, case.name)
-        rec.add(case.name, "edit", t, repeat=r, rebuilt=work.header_dependents, **info)
+        rec.add(case.name, "edit", t, repeat=r, rebuilt=work.header_dependents, cpu_s=cpu, **info)
 
         progress.step(f"{label} check")
-        t, _ = timed(lambda: genspirv(work, "check", what="check"))
-        rec.add(case.name, "check", t, repeat=r, **info)
+        t, cpu, _ = timed_cpu(lambda: genspirv(work, "check", what="check"))
+        rec.add(case.name, "check", t, repeat=r, cpu_s=cpu, **info)
         if keep is None:
             shutil.rmtree(work.root, ignore_errors=True)
 

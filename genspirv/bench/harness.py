@@ -74,9 +74,11 @@ class Recorder:
         self.runs.append({"case": case, "arm": arm, "value": value, "unit": unit,
                           "seq": len(self.runs), "load1": _load1(), **info})
 
-    def ratio(self, case: str, label: str, num: str, den: str) -> None:
-        """After the runs: median(num) / median(den), both arms of ``case``."""
-        self.derived.append({"case": case, "label": label, "kind": "ratio", "num": num, "den": den})
+    def ratio(self, case: str, label: str, num: str, den: str, of: str = "median") -> None:
+        """After the runs: median(num) / median(den), both arms of ``case``
+        (``of="cpu_median"``: of their CPU times)."""
+        self.derived.append({"case": case, "label": label, "kind": "ratio", "num": num, "den": den,
+                             "of": of})
 
     def per_unit(self, case: str, label: str, arm: str, divisor: float, unit: str) -> None:
         """After the runs: median(arm) / divisor, e.g. no-op seconds per variant."""
@@ -106,8 +108,11 @@ def summarize(runs: Iterable[dict]) -> list[dict]:
     for case, arms in groups.items():
         for arm, rs in arms.items():
             values = [r["value"] for r in rs]
-            out.append({"case": case, "arm": arm, "unit": rs[0]["unit"], "n": len(values),
-                        "median": statistics.median(values), "min": min(values), "max": max(values)})
+            row = {"case": case, "arm": arm, "unit": rs[0]["unit"], "n": len(values),
+                   "median": statistics.median(values), "min": min(values), "max": max(values)}
+            if all("cpu_s" in r for r in rs):
+                row["cpu_median"] = statistics.median(r["cpu_s"] for r in rs)
+            out.append(row)
     return out
 
 
@@ -119,10 +124,11 @@ def resolve_derived(summary: Sequence[dict], derived: Sequence[dict]) -> list[di
         if num is None:
             continue
         if d["kind"] == "ratio":
+            of = d.get("of", "median")
             den = medians.get((d["case"], d["den"]))
-            if den is None or den["median"] == 0:
+            if den is None or not den.get(of) or of not in num:
                 continue
-            value, unit = num["median"] / den["median"], "x"
+            value, unit = num[of] / den[of], "x"
         else:
             value, unit = num["median"] / d["divisor"], d["unit"]
         out.append({"case": d["case"], "label": d["label"], "value": value, "unit": unit})
@@ -177,10 +183,13 @@ def format_range(s: dict) -> str:
 def render_table(rec: Recorder) -> str:
     summary = summarize(rec.runs)
     lines = [f"genspirv bench {rec.suite}" + (f" — {rec.device}" if rec.device else "")]
-    rows = [("case", "arm", "n", "median", "min–max")]
+    with_cpu = any("cpu_median" in s for s in summary)
+    rows = [("case", "arm", "n", "median", "min–max") + (("CPU median",) if with_cpu else ())]
     for s in summary:
-        rng = format_range(s)
-        rows.append((s["case"], s["arm"], str(s["n"]), format_value(s["median"], s["unit"]), rng))
+        row = (s["case"], s["arm"], str(s["n"]), format_value(s["median"], s["unit"]), format_range(s))
+        if with_cpu:
+            row += (format_value(s["cpu_median"], "s") if "cpu_median" in s else "",)
+        rows.append(row)
     lines += _columns(rows)
     derived = resolve_derived(summary, rec.derived)
     if derived:
@@ -279,6 +288,22 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     result = fn()
     return time.perf_counter() - t0, result
+
+
+def cpu_seconds() -> float:
+    """User + system CPU of this process and of every child it has waited for."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed_cpu(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall seconds, CPU seconds (this process and its children) and the result of ``fn``.
+    On a shared machine wall time grows with the others' load; CPU time much less so."""
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t0, cpu_seconds() - c0, result
 
 
 def genspirv_command(*args: str) -> list[str]:
