@@ -18,6 +18,11 @@ import os
 import re
 import shutil
 import subprocess
+
+try:
+    import resource
+except ImportError:     # not on Windows
+    resource = None
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -41,6 +46,9 @@ def env_override_name(tool: str) -> str:
     if tool == "glslangValidator":
         return "GENSPIRV_GLSLANG"
     return "GENSPIRV_" + tool.upper().replace("-", "_")
+
+
+DEFAULT_MEMORY_MB = 2048
 
 
 def compiler_timeout() -> float:
@@ -72,17 +80,57 @@ class Tool:
 
     def run(self, args: Sequence[str], *, what: str, cwd: Optional[Path] = None,
             timeout: Optional[float] = None, stdin: Optional[bytes] = None) -> subprocess.CompletedProcess:
-        """Run the tool; a hang or a missing binary is a ToolchainError naming ``what``."""
+        """Run the tool; a hang or a missing binary is a ToolchainError naming ``what``.
+
+        The child's address space is capped (``compiler_memory_limit``): a tool
+        stuck in a loop that allocates (glslang on an unguarded include cycle
+        grows by ~55 MB/s) dies at the cap instead of taking the machine's memory.
+        """
         timeout = compiler_timeout() if timeout is None else timeout
+        command = [str(self.path), *args]
         try:
-            return subprocess.run([str(self.path), *args], cwd=cwd, env=self.env(), input=stdin,
-                                  stdin=None if stdin is not None else subprocess.DEVNULL,
-                                  capture_output=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise ToolchainError(f"{what}: {self.name} did not finish within {timeout:g} s "
-                                 "(raise GENSPIRV_COMPILER_TIMEOUT if the shader is just slow)") from None
+            proc = subprocess.Popen(command, cwd=cwd, env=self.env(),
+                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError as exc:
             raise ToolchainError(f"{what}: cannot run {self.name} ({self.path}): {exc.strerror}") from None
+        _cap_memory(proc.pid, compiler_memory_limit())
+        try:
+            out, err = proc.communicate(input=stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise ToolchainError(f"{what}: {self.name} did not finish within {timeout:g} s "
+                                 "(raise GENSPIRV_COMPILER_TIMEOUT if the shader is just slow)") from None
+        except BaseException:       # Ctrl-C: take the child down with us
+            proc.kill()
+            proc.wait()
+            raise
+        return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
+def compiler_memory_limit() -> int:
+    """Bytes of address space a tool may take (GENSPIRV_COMPILER_MEMORY_MB, default 2048)."""
+    raw = os.environ.get("GENSPIRV_COMPILER_MEMORY_MB", str(DEFAULT_MEMORY_MB))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value <= 0:
+        raise ToolchainError(f"GENSPIRV_COMPILER_MEMORY_MB={raw!r}: expected a positive number of MiB")
+    return value << 20
+
+
+def _cap_memory(pid: int, limit: int) -> None:
+    # Set from the parent right after the start (prlimit) rather than in a
+    # preexec_fn, which is unsafe with the build's compile threads.
+    prlimit = getattr(resource, "prlimit", None) if resource is not None else None
+    if prlimit is None:
+        return
+    try:
+        prlimit(pid, resource.RLIMIT_AS, (limit, limit))
+    except (OSError, ValueError):
+        pass    # the child already exited, or the platform refuses: the timeout still applies
 
 
 def _from_wheel(tool: str) -> Optional[Tool]:
@@ -268,6 +316,12 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
     messages = _clean_glslang_output(proc.stdout.decode("utf-8", "replace") + "\n" +
                                      proc.stderr.decode("utf-8", "replace"), source)
     if proc.returncode < 0:
+        cycle = find_include_cycle(cwd / source, [cwd / d for d in include_dirs])
+        if cycle is not None:
+            chain = " -> ".join(os.path.relpath(p, cwd) for p in cycle)
+            raise ToolchainError(f"{what}: glslangValidator died (signal {-proc.returncode}) on the "
+                                 f"include cycle {chain}: glslang loops forever on one; guard each "
+                                 "header with #ifndef/#define (glslang ignores #pragma once)")
         raise ToolchainError(f"{what}: glslangValidator crashed (signal {-proc.returncode}) on {source}"
                              + (f":\n{messages}" if messages else ""))
     if proc.returncode != 0:

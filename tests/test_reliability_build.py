@@ -143,6 +143,20 @@ def test_include_cycle_is_stopped_and_named(proj):
     assert time.monotonic() - start < 30, stderr
 
 
+def test_runaway_compiler_memory_is_capped(proj):
+    # The same cycle with a long timeout: the address-space cap, not the clock,
+    # stops glslang, and the message still names the cycle.
+    inc = proj / "glsl" / "include"
+    (inc / "ping.glsl").write_text('#include "pong.glsl"\n')
+    (inc / "pong.glsl").write_text('#include "ping.glsl"\n')
+    text = ADD_COMP.format().replace('#include "common.glsl"', '#include "common.glsl"\n#include "ping.glsl"')
+    (proj / "glsl" / "add.comp").write_text(text)
+    stderr = refuse_build(proj, 2, "add_f32", "died", "include cycle", "ping.glsl",
+                          env={"GENSPIRV_COMPILER_TIMEOUT": "300", "GENSPIRV_COMPILER_MEMORY_MB": "200"},
+                          timeout=120)
+    assert "did not finish" not in stderr
+
+
 # -- the compiler --------------------------------------------------------------
 
 
