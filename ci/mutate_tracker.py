@@ -32,18 +32,18 @@ MUTATIONS = {
     ]),
     "war": ("drop the write-after-read check", [
         ("genspirv/runtime/hazards.py",
-         'if "WAR" not in kinds and _hit(self._reads, w):',
+         'if not war and _hit(self._reads, w):',
          'if False and _hit(self._reads, w):'),
     ]),
     "views": ("treat overlapping views of one buffer as disjoint", [
         ("genspirv/runtime/hazards.py",
          "s = sets.get(r.memory)", "s = sets.get((r.memory, r.offset, r.size))"),
         ("genspirv/runtime/hazards.py",
-         "self._reads.setdefault(r.memory, _RangeSet())",
-         "self._reads.setdefault((r.memory, r.offset, r.size), _RangeSet())"),
+         "_ranges_of(self._reads, r.memory)",
+         "_ranges_of(self._reads, (r.memory, r.offset, r.size))"),
         ("genspirv/runtime/hazards.py",
-         "self._writes.setdefault(w.memory, _RangeSet())",
-         "self._writes.setdefault((w.memory, w.offset, w.size), _RangeSet())"),
+         "_ranges_of(self._writes, w.memory)",
+         "_ranges_of(self._writes, (w.memory, w.offset, w.size))"),
     ]),
     "flush": ("clear the pending sets at each flush or submit", [
         ("genspirv/runtime/device.py",

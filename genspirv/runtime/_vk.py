@@ -113,11 +113,19 @@ def _check(result: int, name: str) -> None:
         raise VulkanError(f"{name} failed: VkResult {result}")
 
 
+# Recording copies the barrier struct, so one struct per distinct Barrier serves
+# every command buffer; the runtime meets a handful of distinct ones.
+_BARRIER_STRUCTS: dict[Barrier, tuple] = {}
+
+
 def cmd_barrier(cb, b: Barrier) -> None:
-    src_stage, dst_stage, src_access, dst_access = barrier_masks(b)
-    mb = ffi.new("VkMemoryBarrier*", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                                      "srcAccessMask": src_access, "dstAccessMask": dst_access})
-    _lib.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, mb, 0, _NULL, 0, _NULL)
+    made = _BARRIER_STRUCTS.get(b)
+    if made is None:
+        src_stage, dst_stage, src_access, dst_access = barrier_masks(b)
+        mb = ffi.new("VkMemoryBarrier*", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                          "srcAccessMask": src_access, "dstAccessMask": dst_access})
+        made = _BARRIER_STRUCTS[b] = (src_stage, dst_stage, mb)
+    _lib.vkCmdPipelineBarrier(cb, made[0], made[1], 0, 1, made[2], 0, _NULL, 0, _NULL)
 
 
 def cmd_copy(cb, src, dst, src_offset: int, dst_offset: int, size: int) -> None:
@@ -133,6 +141,17 @@ def cmd_dispatch(cb, pipeline, bind_pipeline: bool, layout, sets, push: bytes, g
     if push:
         _lib.vkCmdPushConstants(cb, layout, _COMPUTE_STAGE, 0, len(push), ffi.from_buffer(push))
     _lib.vkCmdDispatch(cb, groups[0], groups[1], groups[2])
+
+
+def query_results(device, pool, first: int, count: int, data) -> bool:
+    """64-bit results of ``count`` queries into ``data`` without waiting; False if
+    any is not available yet."""
+    result = _lib.vkGetQueryPoolResults(device, pool, first, count, 8 * count, data, 8,
+                                        vk.VK_QUERY_RESULT_64_BIT)
+    if result == vk.VK_NOT_READY:
+        return False
+    _check(result, "vkGetQueryPoolResults")
+    return True
 
 
 def allocate_descriptor_set(device, pool, layout):

@@ -50,10 +50,12 @@ from .submit import (
 
 COUNTERS = ("dispatches", "barriers", "barriers_skipped", "submits", "fence_waits",
             "staged_uploads", "blocking_uploads", "flushes", "drains", "replays",
-            "transfer_queue_copies")
+            "transfer_queue_copies", "descriptor_updates")
 
 DEFAULT_BATCH = 64
 TIMER_QUERIES = 256
+# Dispatch plans kept (kernel x bound buffers); past this the cache starts afresh.
+MAX_PLANS = 4096
 # Uploads smaller than this never consider the transfer queue (nor trigger its measurement).
 TRANSFER_CANDIDATE_MIN = 64 << 10
 CROSSOVER_PROBE_BYTES = 16 << 20
@@ -70,6 +72,16 @@ _DEVICE_TYPE_NAME = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",
                      vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual",
                      vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "cpu"}
 _ALL_DEVICE_STAGES = frozenset({"compute", "transfer"})
+
+
+@dataclass(frozen=True)
+class DispatchPlan:
+    """A kernel's bound buffers, checked: what every dispatch over them reuses."""
+
+    views: tuple[BufferView, ...]
+    access: Access                  # the dispatch's reads and writes, for the tracker
+    descriptor_key: tuple           # (kernel, (buffer uid, offset, size) per binding)
+    buffers: tuple[Buffer, ...]     # the distinct buffers bound
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,8 @@ def choose_physical_device(candidates: Sequence[tuple[str, int]], wanted: Option
 
 
 def _push_bytes(push) -> bytes:
+    if type(push) is bytes:
+        return push
     if push is None:
         return b""
     if isinstance(push, (bytes, bytearray, memoryview)):
@@ -214,6 +228,8 @@ class Device:
         self._last_submitted: Optional[Slot] = None
         self._kernels: dict[str, Kernel] = {}
         self._bound: dict[tuple, BoundKernel] = {}
+        self._by_name: dict[str, BoundKernel] = {}     # dev.kernel(name) without spec values
+        self._plans: dict[tuple, DispatchPlan] = {}
         self._buffers: dict[int, Buffer] = {}
         self._graphs: list = []
         self._recording = None        # the replay Graph being captured, if any
@@ -423,6 +439,10 @@ class Device:
 
     def kernel(self, name: str, spec: Optional[dict] = None) -> BoundKernel:
         self._check_open()
+        if not spec:
+            bound = self._by_name.get(name)
+            if bound is not None:
+                return bound
         kernel = self._kernels.get(name)
         if kernel is None:
             manifest = self.manifest
@@ -434,6 +454,8 @@ class Device:
         bound = self._bound.get(key)
         if bound is None:
             bound = self._bound[key] = BoundKernel(kernel, data)
+        if not data.key:
+            self._by_name[name] = bound
         return bound
 
     def buffer(self, nbytes: int, name: str = "") -> Buffer:
@@ -456,6 +478,7 @@ class Device:
             # Still referenced by recorded or submitted work (or a replay graph): let it finish.
             self.synchronize()
         self._buffers.pop(buf.uid, None)
+        self._plans.clear()       # a plan is a promise its buffers are alive
         buf.destroy()
 
     # -- public: work ---------------------------------------------------------
@@ -463,25 +486,38 @@ class Device:
     def dispatch(self, kernel, buffers: Sequence, groups, push=None) -> None:
         """Record one dispatch of ``kernel`` over ``buffers`` (in binding order)."""
         t0 = self._profile.start()
-        self._check_open()
+        if self._closed:
+            self._check_open()
         bound = kernel if isinstance(kernel, BoundKernel) else self.kernel(kernel)
         k = bound.kernel
         if isinstance(buffers, (Buffer, BufferView)) or not isinstance(buffers, (list, tuple)):
             raise DispatchError(f"kernel {k.name}: buffers must be a list in binding order, "
                                 f"not {type(buffers).__name__}")
         push_data = _push_bytes(push)
-        check_dispatch_args(k.entry, len(buffers), len(push_data))
-        groups = self._check_groups(k.name, groups)
-        views = [as_view(b, f"kernel {k.name}, binding {k.bindings[i].name}") for i, b in enumerate(buffers)]
-        for i, v in enumerate(views):
-            self._check_binding_range(k, i, v)
-        reads = tuple(v.range for i, v in enumerate(views) if k.readable_mask >> i & 1)
-        writes = tuple(v.range for i, v in enumerate(views) if k.writable_mask >> i & 1)
+        # The checks of the bound buffers depend on nothing but the kernel and the
+        # buffers: made once per combination, the plan is looked up after that.
+        try:
+            key = (k, *buffers)
+            plan = self._plans.get(key)
+        except TypeError:          # an unhashable item: the plan's checks name it
+            key = plan = None
+        if plan is None:
+            check_dispatch_args(k.entry, len(buffers), len(push_data))
+            groups = self._check_groups(k.name, groups)
+            plan = self._plan(k, buffers)
+            if key is not None:
+                if len(self._plans) >= MAX_PLANS:
+                    self._plans.clear()
+                self._plans[key] = plan
+        else:
+            if len(push_data) != k.push_constant_size:
+                check_dispatch_args(k.entry, len(buffers), len(push_data))
+            groups = self._check_groups(k.name, groups)
         rec = self._recorder()
         t0 = self._profile.stop("bookkeeping", t0)
-        self._track(rec, Access("compute", reads, writes))
+        self._track(rec, plan.access)
         t0 = self._profile.stop("record", t0)
-        sets = self._write_descriptors(rec, k, views)
+        sets = self._descriptor_sets(rec, k, plan)
         t0 = self._profile.stop("descriptors", t0)
         bind = rec.bound_pipeline is not bound.pipeline
         rec.bound_pipeline = bound.pipeline
@@ -490,10 +526,11 @@ class Device:
         rec.dispatches += 1
         rec.commands += 1
         self._stats["dispatches"] += 1
-        for v in views:
-            v.buffer.last_batch = rec.serial
+        serial = rec.serial
+        for b in plan.buffers:
+            b.last_batch = serial
         if rec is self._recording:
-            rec.buffers.update((v.buffer.uid, v.buffer) for v in views)
+            rec.buffers.update((b.uid, b) for b in plan.buffers)
         t0 = self._profile.stop("record", t0)
         if rec is not self._recording and rec.dispatches >= self.batch_size:
             self.flush()
@@ -730,7 +767,10 @@ class Device:
             self._wait_for(slot)
             slot.wait()     # returns at once; vkResetFences needs the fence itself signalled
         self._completed = max(self._completed, slot.seq)
-        self._gpu_busy_ns += self._query_ns(slot.query_base)
+        # The fence has signalled, so the batch's timestamps are written: read them
+        # without the wait flag, which lavapipe implements as waiting for the whole
+        # queue (every later batch too, 2.3 ms a retire in a 128-dispatch step).
+        self._gpu_busy_ns += self._query_ns(slot.query_base, wait=False)
         self._gpu_batches += 1
         slot.retire(self._guard)
 
@@ -782,13 +822,29 @@ class Device:
         rec.commands += 1
         self._stats["barriers"] += 1
 
-    def _write_descriptors(self, rec, k: Kernel, views: list[BufferView]):
-        """Descriptor sets for this dispatch (a cdata array), or None without bindings."""
-        if not views:
+    def _plan(self, k: Kernel, buffers: Sequence) -> "DispatchPlan":
+        """Check ``buffers`` against ``k``'s bindings and the device's limits."""
+        views = tuple(as_view(b, f"kernel {k.name}, binding {k.bindings[i].name}")
+                      for i, b in enumerate(buffers))
+        for i, v in enumerate(views):
+            self._check_binding_range(k, i, v)
+        reads = tuple(v.range for i, v in enumerate(views) if k.readable_mask >> i & 1)
+        writes = tuple(v.range for i, v in enumerate(views) if k.writable_mask >> i & 1)
+        distinct = tuple({v.buffer.uid: v.buffer for v in views}.values())
+        return DispatchPlan(views=views, access=Access("compute", reads, writes),
+                            descriptor_key=(id(k), tuple((v.buffer.uid, v.offset, v.size) for v in views)),
+                            buffers=distinct)
+
+    def _descriptor_sets(self, rec, k: Kernel, plan: "DispatchPlan"):
+        """Descriptor sets for this dispatch (a cdata array), or None without bindings.
+
+        A set is written once, when it is allocated, and then only bound: the
+        owner (slot or replay graph) keeps it, keyed by kernel and bound ranges,
+        until it resets its pools, which a slot does only after its fence."""
+        if not plan.views:
             return None
         pools = rec.descriptors
-        key = (id(k), tuple((v.buffer.uid, v.offset, v.size) for v in views))
-        sets = pools.cache.get(key)
+        sets = pools.cache.get(plan.descriptor_key)
         if sets is not None:
             return sets
         sets = ffi.new("VkDescriptorSet[]", len(k.set_layouts))
@@ -797,15 +853,20 @@ class Device:
         if rec is not self._recording:
             for pid in pools.used_ids:
                 self._guard.use_pool(pid, rec.index)
-        _vk.write_buffer_descriptors(self.handle, sets, k.bindings, k.descriptor_types, views)
-        pools.cache[key] = sets
+        _vk.write_buffer_descriptors(self.handle, sets, k.bindings, k.descriptor_types, plan.views)
+        self._stats["descriptor_updates"] += 1
+        pools.cache[plan.descriptor_key] = sets
         return sets
 
     def _check_groups(self, name: str, groups) -> tuple[int, int, int]:
         limit = self._limits["max_compute_work_group_count"]
-        if type(groups) is tuple and len(groups) == 3 and all(
-                type(x) is int and 0 < x <= m for x, m in zip(groups, limit)):
-            return groups     # the common case, checked in one pass
+        if type(groups) is int and 0 < groups <= limit[0]:
+            return (groups, 1, 1)
+        if type(groups) is tuple and len(groups) == 3:
+            x, y, z = groups
+            if (type(x) is int and type(y) is int and type(z) is int
+                    and 0 < x <= limit[0] and 0 < y <= limit[1] and 0 < z <= limit[2]):
+                return groups     # the common case, checked in one pass
         if isinstance(groups, int) and not isinstance(groups, bool):
             groups = (groups, 1, 1)
         try:
@@ -1027,10 +1088,11 @@ class Device:
         return {"overhead_us": overhead * 1e6, "h2d_gb_per_s": bandwidth / 1e9,
                 "crossover_bytes": crossover_bytes(overhead, bandwidth), "source": "measured"}
 
-    def _query_ns(self, first_query: int) -> float:
+    def _query_ns(self, first_query: int, wait: bool = True) -> float:
         data = ffi.new("uint64_t[2]")
-        call(vk.vkGetQueryPoolResults, self.handle, self._query_pool, first_query, 2, 16, data, 8,
-             vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+        if wait or not _vk.query_results(self.handle, self._query_pool, first_query, 2, data):
+            call(vk.vkGetQueryPoolResults, self.handle, self._query_pool, first_query, 2, 16, data, 8,
+                 vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
         mask = (1 << self._timestamp_bits) - 1 if self._timestamp_bits < 64 else (1 << 64) - 1
         return ((int(data[1]) - int(data[0])) & mask) * self._limits["timestamp_period_ns"]
 

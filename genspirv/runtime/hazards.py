@@ -74,6 +74,11 @@ class Barrier:
 
 
 DEVICE_STAGES = frozenset({"compute", "transfer"})
+_NO_KINDS: frozenset[str] = frozenset()
+# hazards() answers with one of these eight, indexed by (raw, waw, war).
+_KINDS = {(raw, waw, war): frozenset(k for k, on in (("RAW", raw), ("WAW", waw), ("WAR", war)) if on)
+          for raw in (False, True) for waw in (False, True) for war in (False, True)}
+_BARRIERS: dict[tuple, Barrier] = {}
 
 
 class _RangeSet:
@@ -94,13 +99,15 @@ class _RangeSet:
     def add(self, lo: int, hi: int) -> None:
         # Ends are sorted too (disjoint intervals): [i, j) are the intervals that
         # overlap or touch [lo, hi), replaced by their union.
-        i = bisect.bisect_left(self.ends, lo)
-        j = bisect.bisect_right(self.starts, hi)
-        if i < j:
-            lo = min(lo, self.starts[i])
-            hi = max(hi, self.ends[j - 1])
-        self.starts[i:j] = [lo]
-        self.ends[i:j] = [hi]
+        starts, ends = self.starts, self.ends
+        i = bisect.bisect_left(ends, lo)
+        j = bisect.bisect_right(starts, hi)
+        if i == j:
+            starts.insert(i, lo)
+            ends.insert(i, hi)
+            return
+        starts[i:j] = [min(lo, starts[i])]
+        ends[i:j] = [max(hi, ends[j - 1])]
 
     def __bool__(self) -> bool:
         return bool(self.starts)
@@ -124,19 +131,19 @@ class HazardTracker:
 
     def hazards(self, access: Access) -> frozenset[str]:
         """The hazard kinds ``access`` has against what is pending."""
-        kinds = set()
+        raw = waw = war = False
         for r in access.reads:
             if r.size > 0 and _hit(self._writes, r):
-                kinds.add("RAW")
+                raw = True
                 break
         for w in access.writes:
             if w.size <= 0:
                 continue
-            if "WAW" not in kinds and _hit(self._writes, w):
-                kinds.add("WAW")
-            if "WAR" not in kinds and _hit(self._reads, w):
-                kinds.add("WAR")
-        return frozenset(kinds)
+            if not waw and _hit(self._writes, w):
+                waw = True
+            if not war and _hit(self._reads, w):
+                war = True
+        return _KINDS[raw, waw, war]
 
     # -- the one entry point the device uses ----------------------------------
 
@@ -150,9 +157,9 @@ class HazardTracker:
         """
         barrier = None
         skipped = False
-        if self.pending:
+        if self._read_stages or self._write_stages:
             if self.policy == "always":
-                barrier = self._barrier_for(access, frozenset())
+                barrier = self._barrier_for(access, _NO_KINDS)
             elif self.policy == "smart" or access.stage == "host":
                 # Host reads of mapped memory are never left unsynchronised,
                 # even under "none": that policy exists to test device hazards.
@@ -192,25 +199,38 @@ class HazardTracker:
     # -- internals ------------------------------------------------------------
 
     def _barrier_for(self, access: Access, kinds: frozenset[str]) -> Barrier:
-        dst = DEVICE_STAGES | {access.stage}
-        return Barrier(src_stages=frozenset(self._read_stages | self._write_stages),
-                       src_writes=frozenset(self._write_stages), dst_stages=frozenset(dst),
-                       dst_reads=frozenset(dst), dst_writes=DEVICE_STAGES, kinds=kinds)
+        # A barrier is a function of these four small sets: each distinct one is
+        # built once, and the device can keep its Vulkan form beside it.
+        key = (frozenset(self._read_stages), frozenset(self._write_stages), access.stage, kinds)
+        b = _BARRIERS.get(key)
+        if b is None:
+            dst = DEVICE_STAGES | {access.stage}
+            b = _BARRIERS[key] = Barrier(src_stages=key[0] | key[1], src_writes=key[1],
+                                         dst_stages=dst, dst_reads=dst, dst_writes=DEVICE_STAGES,
+                                         kinds=kinds)
+        return b
 
     def _record(self, access: Access) -> None:
         for r in access.reads:
             if r.size > 0:
-                self._reads.setdefault(r.memory, _RangeSet()).add(r.offset, r.end)
+                _ranges_of(self._reads, r.memory).add(r.offset, r.offset + r.size)
                 self._read_stages.add(access.stage)
         for w in access.writes:
             if w.size > 0:
-                self._writes.setdefault(w.memory, _RangeSet()).add(w.offset, w.end)
+                _ranges_of(self._writes, w.memory).add(w.offset, w.offset + w.size)
                 self._write_stages.add(access.stage)
+
+
+def _ranges_of(sets: dict[object, _RangeSet], memory) -> _RangeSet:
+    s = sets.get(memory)
+    if s is None:
+        s = sets[memory] = _RangeSet()
+    return s
 
 
 def _hit(sets: dict[object, _RangeSet], r: Range) -> bool:
     s = sets.get(r.memory)
-    return s is not None and s.overlaps(r.offset, r.end)
+    return s is not None and s.overlaps(r.offset, r.offset + r.size)
 
 
 def check_policy(policy: str) -> str:

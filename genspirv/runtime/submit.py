@@ -26,6 +26,10 @@ from .memory import StagingChunk
 
 STAGING_CHUNK = 4 << 20
 DESCRIPTOR_SETS_PER_POOL = 256
+# A slot keeps its descriptor sets from batch to batch (a decode step binds the
+# same buffers every token) until it holds this many; then it resets its pools
+# when it next retires.
+CACHED_DESCRIPTOR_SETS = 4096
 STAGING_ALIGN = 256     # covers optimalBufferCopyOffsetAlignment on common devices
 
 
@@ -112,8 +116,10 @@ class DescriptorPools:
         self._device = device
         self.pools: list = []
         self._current = 0
-        # Sets already written this generation, by (kernel, bound ranges): a step that
-        # binds the same buffers again reuses them instead of writing new ones.
+        self.allocated = 0          # sets allocated since the last reset
+        # Sets already written, by (kernel, bound ranges): a dispatch that binds the
+        # same buffers again reuses them instead of writing new ones. A set is
+        # written once, right after its allocation, and never rewritten.
         self.cache: dict = {}
 
     def _new_pool(self):
@@ -131,6 +137,7 @@ class DescriptorPools:
                 self.pools.append(self._new_pool())
             ds = allocate_descriptor_set(self._device, self.pools[self._current], layout)
             if ds is not None:
+                self.allocated += 1
                 return ds
             self._current += 1
 
@@ -142,6 +149,7 @@ class DescriptorPools:
         for p in self.pools[:self._current + 1]:
             call(vk.vkResetDescriptorPool, self._device, p, 0)
         self._current = 0
+        self.allocated = 0
         self.cache.clear()
 
     def destroy(self) -> None:
@@ -269,9 +277,10 @@ class Slot:
         fences = [self.fence]
         call(vk.vkResetFences, self._device, 1, fences)
         guard.retire(self.index)
-        for pid in self.descriptors.used_ids:
-            guard.reset_pool(pid, self.index)
-        self.descriptors.reset()
+        if self.descriptors.allocated >= CACHED_DESCRIPTOR_SETS:
+            for pid in self.descriptors.used_ids:
+                guard.reset_pool(pid, self.index)
+            self.descriptors.reset()
         self.staging.reset()
         self.keep_alive.clear()
         if self.transfer is not None:
