@@ -13,6 +13,8 @@ call returns; ``VK_WHOLE_SIZE`` overflows, so ``WHOLE_SIZE`` is spelled out.
 
 from __future__ import annotations
 
+import atexit
+
 import vulkan as vk
 
 from ..errors import AllocationError, VulkanError
@@ -36,6 +38,38 @@ def _register_promoted_error_codes() -> None:
 
 
 _register_promoted_error_codes()
+
+
+_driver_keeper = None
+
+
+def keep_drivers_loaded() -> None:
+    """Hold one bare instance for the life of the process.
+
+    The loader loads the driver libraries at each vkCreateInstance and unloads
+    them at the last vkDestroyInstance. NVIDIA's driver takes a static-TLS block
+    each time it is loaded and never gives it back, so the 31st Device of a
+    process failed with VK_ERROR_INCOMPATIBLE_DRIVER ("cannot allocate memory in
+    static TLS block"). One instance that outlives the Devices keeps the
+    libraries loaded; it has no layers and owns nothing.
+    """
+    global _driver_keeper
+    if _driver_keeper is not None:
+        return
+    app = vk.VkApplicationInfo(pApplicationName="genspirv", apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))
+    info = vk.VkInstanceCreateInfo(pApplicationInfo=app)
+    try:
+        _driver_keeper = vk.vkCreateInstance(info, None)
+    except vk.VkError:
+        return      # no driver at all: the Device's own vkCreateInstance says so
+    atexit.register(_release_driver_keeper)
+
+
+def _release_driver_keeper() -> None:
+    global _driver_keeper
+    if _driver_keeper is not None:
+        vk.vkDestroyInstance(_driver_keeper, None)
+        _driver_keeper = None
 
 
 def call(fn, *args):

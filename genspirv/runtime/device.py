@@ -239,6 +239,7 @@ class Device:
     # -- construction ---------------------------------------------------------
 
     def _create_instance(self) -> None:
+        _vk.keep_drivers_loaded()
         app = vk.VkApplicationInfo(pApplicationName="genspirv", applicationVersion=1,
                                    pEngineName="genspirv", engineVersion=1,
                                    apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))

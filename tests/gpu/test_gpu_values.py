@@ -160,3 +160,11 @@ def teardown_module(module):
     if out and RESULTS:
         Path(out).mkdir(parents=True, exist_ok=True)
         (Path(out) / "gpu_values.json").write_text(json.dumps(RESULTS, indent=2, sort_keys=True))
+
+
+def test_many_devices_in_one_process():
+    # NVIDIA's driver took a static-TLS block at every load and the 31st
+    # vkCreateInstance of a process failed; the runtime now keeps it loaded.
+    for i in range(40):
+        with Device(manifest=rt.MANIFEST, validation=(i % 2 == 1)) as dev:
+            dev.buffer(1 << 20)
