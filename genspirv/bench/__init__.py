@@ -114,8 +114,10 @@ def run_from_args(args: argparse.Namespace) -> int:
     suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
     rec = Recorder(args.suite)
     t0 = time.monotonic()
+    # Taken at the start: the date and commit of the code the suite measures (timed steps run
+    # a snapshot of the package taken then), whatever lands in the tree while it runs.
+    started = metadata(root, None)
     if args.json is not None:
-        started = metadata(root, None)
 
         def checkpoint(r: Recorder) -> None:
             write_json(args.json, r, opts, dict(started, device=r.device or started["device"]),
@@ -128,7 +130,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         seconds = time.monotonic() - t0
     finally:
         signal.signal(signal.SIGTERM, previous)
-    meta = metadata(root, rec.device)
+    meta = dict(started, device=rec.device or started["device"])
     print(render_table(rec))
     print(f"({args.suite} suite: {seconds:.1f} s on {meta['device']}, {meta['date']}, "
           f"genspirv {meta['genspirv_commit'] or 'commit unknown'})")
