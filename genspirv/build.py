@@ -266,8 +266,8 @@ def state_path(config: Config) -> Path:
     return config.root / STATE_DIR / STATE_FILE
 
 
-def load_state(config: Config) -> dict[str, dict]:
-    """The last build's {variant: {key, deps, sha256}}; an unreadable state is just a cold cache."""
+def load_state_file(config: Config) -> dict:
+    """The last build's state document; an unreadable state is just a cold cache."""
     try:
         data = json.loads(state_path(config).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -275,7 +275,36 @@ def load_state(config: Config) -> dict[str, dict]:
     if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA or \
             not isinstance(data.get("variants"), dict):
         return {}
-    return data["variants"]
+    return data
+
+
+def load_state(config: Config) -> dict[str, dict]:
+    """The last build's {variant: {key, deps, sha256}}."""
+    return load_state_file(config).get("variants", {})
+
+
+def outputs_key(config: Config, compiler_version: str, variant_keys: Mapping[str, str]) -> str:
+    """What the manifest and generated files are a function of, besides the blobs' keys."""
+    doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys[v.name]]
+                        for v in config.variants],
+           "manifest": str(config.manifest), "generate": [list(map(str, (g.target, g.output)))
+                                                      for g in config.generate],
+           "toolchain": [compiler_version, config.target_env, list(config.flags)]}
+    return sha256_hex(json.dumps(doc, sort_keys=True).encode())
+
+
+def _outputs_current(config: Config, recorded: object, key: str) -> bool:
+    """The last build wrote these outputs from the same inputs, and nobody touched them since."""
+    if not isinstance(recorded, dict) or recorded.get("key") != key or \
+            not isinstance(recorded.get("files"), dict) or not recorded["files"]:
+        return False
+    for rel, digest in recorded["files"].items():
+        try:
+            if sha256_hex(config.path(rel).read_bytes()) != digest:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _is_up_to_date(config: Config, compiler_version: str, variant: Variant, record: object) -> bool:
@@ -380,10 +409,16 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     tools = find_tools(config)
     with project_lock(config.root, log=log):
         remove_stale_temp_files(config, log)
-        state = {} if force else load_state(config)
+        state_doc = {} if force else load_state_file(config)
+        state = state_doc.get("variants", {})
         stale = [v for v in config.variants
                  if not _is_up_to_date(config, tools.compiler.version, v, state.get(v.name))]
         fresh = [v for v in config.variants if v not in stale]
+        variant_keys = {v.name: state[v.name]["key"] for v in fresh}
+        # Nothing changed (ninja-style): no compile, no reflection, no rendering, no write.
+        if not stale and not orphan_blobs(config) and _outputs_current(
+                config, state_doc.get("outputs"), outputs_key(config, tools.compiler.version, variant_keys)):
+            return BuildReport(compiled=(), up_to_date=tuple(v.name for v in fresh), removed=(), written=())
         work = config.root / STATE_DIR
         with tempfile.TemporaryDirectory(prefix="compile-", dir=work) as tmp:
             compiled = {c.variant.name: c for c in
@@ -414,6 +449,9 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             c.variant.name: {"key": content_key(config, tools.compiler.version, c.variant, c.deps),
                              "deps": list(c.deps), "sha256": sha256_hex(c.blob)}
             for c in ordered}}
+        keys = {name: record["key"] for name, record in new_state["variants"].items()}
+        new_state["outputs"] = {"key": outputs_key(config, tools.compiler.version, keys),
+                                "files": {rel: sha256_hex(data) for rel, data in sorted(outputs.items())}}
         write_if_changed(state_path(config), (json.dumps(new_state, indent=1, sort_keys=True) + "\n").encode())
     return BuildReport(compiled=tuple(v.name for v in stale), up_to_date=tuple(v.name for v in fresh),
                        removed=tuple(removed), written=tuple(written))

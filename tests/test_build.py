@@ -49,6 +49,23 @@ def test_noop_rebuild_compiles_and_writes_nothing(tiny_project, snapshot):
     assert snapshot(config.root) == before          # bytes and mtimes: not even the manifest rewritten
 
 
+def test_noop_build_skips_reflection_but_repairs_a_touched_output(built_tiny, monkeypatch):
+    from genspirv import build as build_mod
+    config = load_config(built_tiny)
+    good = (built_tiny / "manifests/shaders.json").read_bytes()
+    calls = []
+    real = build_mod.reflect_blob
+    monkeypatch.setattr(build_mod, "reflect_blob", lambda *a: calls.append(a[0]) or real(*a))
+    assert build(config).written == () and calls == []      # nothing changed: nothing re-read
+    (built_tiny / "manifests/shaders.json").write_text("{}\n")  # edited by hand
+    report = build(config)
+    assert report.compiled == () and report.written == ("manifests/shaders.json",)
+    assert (built_tiny / "manifests/shaders.json").read_bytes() == good
+    assert sorted(calls) == list(VARIANTS)                    # the slow path ran
+    calls.clear()
+    assert build(config).written == () and calls == []
+
+
 def test_editing_a_header_rebuilds_exactly_its_includers(built_tiny):
     config = load_config(built_tiny)
     header = config.root / "glsl/include/common.glsl"
