@@ -433,6 +433,12 @@ def test_gpu_timer_measures_something(dev):
 def test_committed_test_kernels_match_their_sources():
     """tests/shaders_rt is a genspirv project of its own: its blobs and manifest are current."""
     import subprocess
+    from genspirv.errors import ToolchainError
+    from genspirv.toolchain import find_tool
+    try:
+        find_tool("glslangValidator")
+    except ToolchainError as exc:      # a GPU machine that only runs kernels
+        pytest.skip(f"no compiler here: {exc}")
     root = rt.MANIFEST.parent.parent
     proc = subprocess.run([sys.executable, "-m", "genspirv", "--root", str(root), "check"],
                           capture_output=True, text=True, timeout=300)
