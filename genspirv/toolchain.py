@@ -51,17 +51,28 @@ def env_override_name(tool: str) -> str:
 DEFAULT_MEMORY_MB = 2048
 
 
-def compiler_timeout() -> float:
-    raw = os.environ.get("GENSPIRV_COMPILER_TIMEOUT")
+def _positive_setting(name: str, default, parse, unit: str):
+    """A positive number from the environment variable ``name``, else ``default``."""
+    raw = os.environ.get(name)
     if raw is None:
-        return DEFAULT_TIMEOUT_S
+        return default
     try:
-        value = float(raw)
+        value = parse(raw)
     except ValueError:
-        value = -1.0
+        value = -1
     if value <= 0:
-        raise ToolchainError(f"GENSPIRV_COMPILER_TIMEOUT={raw!r}: expected a positive number of seconds")
+        raise ToolchainError(f"{name}={raw!r}: expected a positive number of {unit}")
     return value
+
+
+def compiler_timeout() -> float:
+    """Seconds a tool may run (GENSPIRV_COMPILER_TIMEOUT)."""
+    return _positive_setting("GENSPIRV_COMPILER_TIMEOUT", DEFAULT_TIMEOUT_S, float, "seconds")
+
+
+def compiler_memory_limit() -> int:
+    """Bytes of address space a tool may take (GENSPIRV_COMPILER_MEMORY_MB, default 2048)."""
+    return _positive_setting("GENSPIRV_COMPILER_MEMORY_MB", DEFAULT_MEMORY_MB, int, "MiB") << 20
 
 
 @dataclass(frozen=True)
@@ -107,18 +118,6 @@ class Tool:
             proc.wait()
             raise
         return subprocess.CompletedProcess(command, proc.returncode, out, err)
-
-
-def compiler_memory_limit() -> int:
-    """Bytes of address space a tool may take (GENSPIRV_COMPILER_MEMORY_MB, default 2048)."""
-    raw = os.environ.get("GENSPIRV_COMPILER_MEMORY_MB", str(DEFAULT_MEMORY_MB))
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value <= 0:
-        raise ToolchainError(f"GENSPIRV_COMPILER_MEMORY_MB={raw!r}: expected a positive number of MiB")
-    return value << 20
 
 
 def _cap_memory(pid: int, limit: int) -> None:

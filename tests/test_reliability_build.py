@@ -129,14 +129,18 @@ def test_missing_include_names_the_include(proj):
     refuse_build(proj, 1, "glsl/add.comp", "nowhere.glsl")
 
 
-def test_include_cycle_is_stopped_and_named(proj):
-    # glslang 13 never returns from an include cycle without guards (it allocates
-    # without bound), so only the compile timeout stops it: keep it short here.
+def _include_cycle(proj):
     inc = proj / "glsl" / "include"
     (inc / "ping.glsl").write_text('#include "pong.glsl"\n')
     (inc / "pong.glsl").write_text('#include "ping.glsl"\n')
     text = ADD_COMP.format().replace('#include "common.glsl"', '#include "common.glsl"\n#include "ping.glsl"')
     (proj / "glsl" / "add.comp").write_text(text)
+
+
+def test_include_cycle_is_stopped_and_named(proj):
+    # glslang 13 never returns from an include cycle without guards (it allocates
+    # without bound), so only the compile timeout stops it: keep it short here.
+    _include_cycle(proj)
     start = time.monotonic()
     stderr = refuse_build(proj, 2, "add_f32", "did not finish", "include cycle", "ping.glsl",
                           env={"GENSPIRV_COMPILER_TIMEOUT": "2"}, timeout=60)
@@ -146,11 +150,7 @@ def test_include_cycle_is_stopped_and_named(proj):
 def test_runaway_compiler_memory_is_capped(proj):
     # The same cycle with a long timeout: the address-space cap, not the clock,
     # stops glslang, and the message still names the cycle.
-    inc = proj / "glsl" / "include"
-    (inc / "ping.glsl").write_text('#include "pong.glsl"\n')
-    (inc / "pong.glsl").write_text('#include "ping.glsl"\n')
-    text = ADD_COMP.format().replace('#include "common.glsl"', '#include "common.glsl"\n#include "ping.glsl"')
-    (proj / "glsl" / "add.comp").write_text(text)
+    _include_cycle(proj)
     stderr = refuse_build(proj, 2, "add_f32", "died", "include cycle", "ping.glsl",
                           env={"GENSPIRV_COMPILER_TIMEOUT": "300", "GENSPIRV_COMPILER_MEMORY_MB": "200"},
                           timeout=120)
