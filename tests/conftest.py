@@ -147,3 +147,17 @@ def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
         if path.is_file() and not rel.startswith(".genspirv/"):
             files[rel] = (path.read_bytes(), os.stat(path).st_mtime_ns)
     return files
+
+
+@pytest.fixture(scope="module")
+def dev():
+    """A Device with the kernel library genspirv ships (skips where no Vulkan device opens).
+
+    Test files that need another device (validation, a test manifest) define their own."""
+    runtime = pytest.importorskip("genspirv.runtime")
+    try:
+        d = runtime.Device()
+    except Exception as exc:  # no Vulkan device on this machine
+        pytest.skip(f"no Vulkan device: {exc}")
+    yield d
+    d.close()

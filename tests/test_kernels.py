@@ -19,16 +19,7 @@ from genspirv.errors import DeviceFeatureError
 runtime = pytest.importorskip("genspirv.runtime")
 
 
-@pytest.fixture(scope="module")
-def dev():
-    try:
-        d = runtime.Device()
-    except Exception as exc:  # no Vulkan device on this machine
-        pytest.skip(f"no Vulkan device: {exc}")
-    yield d
-    close = getattr(d, "close", None)
-    if close:
-        close()
+# `dev`: the library device, from tests/conftest.py
 
 
 def _buf(dev, array):

@@ -37,15 +37,7 @@ from genspirv.runtime.device import choose_physical_device, default_manifest_pat
 from genspirv.runtime.kernel import missing_features, pack_spec  # noqa: E402
 
 
-def _vulkan_device_present() -> bool:
-    try:
-        with Device(manifest=rt.MANIFEST):
-            return True
-    except Exception:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _vulkan_device_present(), reason="no Vulkan device")
+pytestmark = pytest.mark.skipif(not rt.device_present(), reason="no Vulkan device")
 
 
 @pytest.fixture

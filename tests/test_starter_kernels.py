@@ -23,16 +23,7 @@ TYPES = {"f32": np.float32, "f16": np.float16}
 rng = np.random.default_rng(20261202)
 
 
-@pytest.fixture(scope="module")
-def dev():
-    try:
-        d = runtime.Device()
-    except Exception as exc:  # no Vulkan device on this machine
-        pytest.skip(f"no Vulkan device: {exc}")
-    yield d
-    close = getattr(d, "close", None)
-    if close:
-        close()
+# `dev`: the library device, from tests/conftest.py
 
 
 def upload(dev, array):

@@ -22,15 +22,7 @@ from genspirv.runtime import Device  # noqa: E402
 from genspirv.runtime.submit import InFlightGuard, inflight_from_env  # noqa: E402
 
 
-def _vulkan_device_present() -> bool:
-    try:
-        with Device(manifest=rt.MANIFEST):
-            return True
-    except Exception:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _vulkan_device_present(), reason="no Vulkan device")
+pytestmark = pytest.mark.skipif(not rt.device_present(), reason="no Vulkan device")
 
 
 def device(**kw) -> Device:
