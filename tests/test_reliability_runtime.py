@@ -15,7 +15,6 @@ Runs on whatever Vulkan device is present (lavapipe here); skipped without one.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from faults import REPO_ROOT, cli_env
+from faults import REPO_ROOT, cli_env, vulkan_present
 from genspirv import GenspirvError
 from genspirv.errors import (AllocationError, BindingCountError, BlobIntegrityError,
                              BufferRangeError, DispatchError, ManifestError,
@@ -37,15 +36,7 @@ from genspirv.runtime import Device  # noqa: E402
 N = 1024
 
 
-def _vulkan_present() -> bool:
-    try:
-        with Device() as dev:
-            return dev.properties is not None
-    except Exception:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _vulkan_present(), reason="no Vulkan device")
+pytestmark = pytest.mark.skipif(not vulkan_present(), reason="no Vulkan device")
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 import pytest
+from faults import vulkan_present
 
 from faults import REPO_ROOT
 
@@ -27,15 +28,7 @@ sys.modules.setdefault("soak", soak)     # dataclasses look their module up ther
 spec.loader.exec_module(soak)
 
 
-def _vulkan_present() -> bool:
-    try:
-        with Device() as dev:
-            return dev.properties is not None
-    except Exception:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _vulkan_present(), reason="no Vulkan device")
+pytestmark = pytest.mark.skipif(not vulkan_present(), reason="no Vulkan device")
 
 
 @pytest.fixture(scope="module")

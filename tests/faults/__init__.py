@@ -251,3 +251,13 @@ def stray_files(root: Path) -> list[str]:
             continue
         stray.append(rel)
     return stray
+
+
+def vulkan_present() -> bool:
+    """A Vulkan device opens here (runtime tests skip, rather than fail, without one)."""
+    from genspirv.runtime import Device
+    try:
+        with Device() as dev:
+            return dev.properties is not None
+    except Exception:
+        return False
