@@ -35,7 +35,7 @@ from ..errors import (
 from ..manifest import Manifest, load_manifest
 from . import _vk
 from ._vk import call, cmd_barrier, ffi
-from .hazards import Access, Barrier, HazardTracker, Range, check_policy
+from .hazards import Access, Barrier, HazardTracker, Range, access_of, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
 from .memory import Buffer, BufferView, StagingChunk, as_view
 from .profile import HostProfile
@@ -829,10 +829,8 @@ class Device:
                       for i, b in enumerate(buffers))
         for i, v in enumerate(views):
             self._check_binding_range(k, i, v)
-        reads = tuple(v.range for i, v in enumerate(views) if k.readable_mask >> i & 1)
-        writes = tuple(v.range for i, v in enumerate(views) if k.writable_mask >> i & 1)
         distinct = tuple({v.buffer.uid: v.buffer for v in views}.values())
-        return DispatchPlan(views=views, access=Access("compute", reads, writes),
+        return DispatchPlan(views=views, access=access_of(k, [v.range for v in views]),
                             descriptor_key=(id(k), tuple((v.buffer.uid, v.offset, v.size) for v in views)),
                             buffers=distinct)
 

@@ -73,6 +73,19 @@ class Barrier:
     kinds: frozenset[str]           # subset of {"RAW", "WAW", "WAR"}; empty for policy "always"
 
 
+def access_of(entry, ranges, stage: str = "compute") -> Access:
+    """The access a dispatch makes: binding *i* reads ``ranges[i]`` if bit *i* of
+    ``entry.readable_mask`` is set, writes it if bit *i* of ``writable_mask`` is.
+
+    ``entry`` is anything with the manifest's two masks (a manifest entry, a
+    ``ShaderInfo``, a loaded kernel); ``ranges`` the bound ranges in binding
+    order. The one place the manifest's masks become an ``Access``.
+    """
+    reads = tuple(r for i, r in enumerate(ranges) if entry.readable_mask >> i & 1)
+    writes = tuple(r for i, r in enumerate(ranges) if entry.writable_mask >> i & 1)
+    return Access(stage, reads, writes)
+
+
 DEVICE_STAGES = frozenset({"compute", "transfer"})
 _NO_KINDS: frozenset[str] = frozenset()
 # hazards() answers with one of these eight, indexed by (raw, waw, war).
