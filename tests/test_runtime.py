@@ -211,7 +211,7 @@ def test_policy_always_and_switching_in_one_process(dev):
     rt.fill(dev, y.view(0, 4 * n), n, 1.0)
     rt.fill(dev, y.view(4 * n, 4 * n), n, 1.0)
     assert counts(dev, "barriers", "barriers_skipped") == (1, 0)   # nothing pending before the first
-    dev.set_barrier_policy("smart")
+    dev.barrier_policy = "smart"
     rt.fill(dev, y.view(0, 4 * n), n, 1.0)             # only the second fill is pending: skipped
     rt.fill(dev, y.view(4 * n, 4 * n), n, 1.0)         # WAW with the second fill
     assert counts(dev, "barriers", "barriers_skipped") == (2, 1)

@@ -19,7 +19,8 @@ from genspirv.errors import GenspirvError, InFlightError  # noqa: E402
 
 runtime = pytest.importorskip("genspirv.runtime")
 from genspirv.runtime import Device  # noqa: E402
-from genspirv.runtime.submit import InFlightGuard, inflight_from_env  # noqa: E402
+from genspirv.runtime.submit import InFlightGuard  # noqa: E402
+from genspirv.settings import get as setting  # noqa: E402
 
 
 pytestmark = pytest.mark.skipif(not rt.device_present(), reason="no Vulkan device")
@@ -52,7 +53,8 @@ def test_slot_rotation_and_in_flight_depth():
         assert (dev.stats["submits"], dev.in_flight()) == (2, 2)   # both slots in flight, no wait
         fills(dev, y, 256, 1)                    # the next batch retires slot 0 first
         assert dev.in_flight() == 1
-        assert dev._slots[0].state == "recording" and dev._slots[1].state == "submitted"
+        slots = dev.debug.slots
+        assert slots[0].state == "recording" and slots[1].state == "submitted"
         dev.synchronize()
         assert dev.stats["submits"] == 3
         clean(dev)
@@ -139,8 +141,8 @@ def test_nothing_a_submitted_batch_references_is_rewritten():
         for i, (b, o) in enumerate(zip(bufs, outs)):
             dev.upload(b, np.full(n, float(i), np.float32))
             rt.scale(dev, b, o, n, 2.0)          # batch=1: every dispatch is its own submit
-        chunks = [{c.uid for c in s.staging.chunks} for s in dev._slots]
-        pools = [{id(p) for p in s.descriptors.pools} for s in dev._slots]
+        chunks = [s.staging_chunks for s in dev.debug.slots]
+        pools = [s.descriptor_pools for s in dev.debug.slots]
         assert not chunks[0] & chunks[1] and not pools[0] & pools[1]
         for i, o in enumerate(outs):
             np.testing.assert_array_equal(dev.download(o), np.full(n, 2.0 * i, np.float32))
@@ -162,17 +164,17 @@ def test_in_flight_guard_refuses_reuse_by_another_slot():
 
 
 def test_inflight_setting():
-    assert inflight_from_env(None) == 2 and inflight_from_env("3") == 3
+    assert setting("GENSPIRV_INFLIGHT", {}) == 2 and setting("GENSPIRV_INFLIGHT", {"GENSPIRV_INFLIGHT": "3"}) == 3
     for bad in ("0", "5", "two"):
         with pytest.raises(GenspirvError, match="GENSPIRV_INFLIGHT must be 1..4"):
-            inflight_from_env(bad)
+            setting("GENSPIRV_INFLIGHT", {"GENSPIRV_INFLIGHT": bad})
 
 
 def test_inflight_and_batch_from_environment(monkeypatch):
     monkeypatch.setenv("GENSPIRV_INFLIGHT", "3")
     monkeypatch.setenv("GENSPIRV_BATCH", "2")
     with Device(manifest=rt.MANIFEST) as dev:
-        assert len(dev._slots) == 3 and dev.batch_size == 2
+        assert len(dev.debug.slots) == 3 and dev.batch_size == 2
         y = dev.buffer(1024)
         fills(dev, y, 256, 6)
         assert dev.stats["submits"] == 3
@@ -226,7 +228,7 @@ def test_download_drains_only_what_it_must():
         s = dev.stats
         assert s["drains"] == before["drains"]        # the open batch stayed open...
         assert s["submits"] == before["submits"] + 1  # ...and only the copy went out
-        assert dev._slots[dev._current].state == "recording"
+        assert dev.debug.slots[dev.debug.open_slot].state == "recording"
         np.testing.assert_array_equal(dev.download(b), np.full(n, 6.0, np.float32))
         assert dev.stats["drains"] == before["drains"] + 1   # b was in the open batch
         # A write after the side download must still wait for its read (WAR).
@@ -317,7 +319,7 @@ def test_host_profile_off_by_default(monkeypatch):
 def test_host_profile_from_environment(monkeypatch):
     monkeypatch.setenv("GENSPIRV_HOST_PROFILE", "1")
     with Device(manifest=rt.MANIFEST) as dev:
-        assert dev._profile.enabled
+        assert dev.debug.host_profile
 
 
 # -- transfer queue -------------------------------------------------------------
@@ -474,20 +476,21 @@ def test_a_cached_descriptor_set_is_never_rewritten_while_its_batch_is_in_flight
 
     with device(inflight=2, batch=3) as dev:
         def in_flight_sets():
-            return {h for s in dev._slots if s.state == "submitted" and not s.signalled()
-                    for sets in s.descriptors.cache.values() for h in _set_handles(sets)}
+            return {h for s in dev.debug.slots if s.state == "submitted" and not s.signalled
+                    for sets in s.descriptor_sets for h in _set_handles(sets)}
 
         def write(device_, sets, bindings, types, views):
             handles = _set_handles(sets)
-            owner = next(s for s in dev._slots if any(v is sets for v in s.descriptors.cache.values())
+            owner = next(s for s in dev.debug.slots if any(v is sets for v in s.descriptor_sets)
                          or s.state == "recording")
             writes.append((handles, owner.state, bool(set(handles) & in_flight_sets())))
             real_write(device_, sets, bindings, types, views)
 
         def reset(pools):
             # Called from the slot's retire, after its fence signalled and was reset.
-            slot = next(s for s in dev._slots if s.descriptors is pools)
-            resets.append(slot.seq <= dev._completed)
+            view = dev.debug
+            slot = next(s for s in view.slots if s.descriptor_pools == {id(p) for p in pools.pools})
+            resets.append(slot.seq <= view.completed)
             real_reset(pools)
 
         monkeypatch.setattr(_vk, "write_buffer_descriptors", write)
@@ -515,9 +518,9 @@ def test_the_layer_reports_a_set_rewritten_in_flight():
         n = 256
         y, z = dev.buffer(4 * n), dev.buffer(4 * n)
         rt.fill(dev, y, n, 1.0)
-        slot = dev._slots[dev._current]
+        slot = dev.debug.open_slot
         dev.flush()                                # submitted; its fence not yet waited on
-        (sets,) = slot.descriptors.cache.values()
+        (sets,) = dev.debug.slots[slot].descriptor_sets
         k = dev.kernel("rt_fill").kernel
         _vk.write_buffer_descriptors(dev.handle, sets, k.bindings, k.descriptor_types, (z,))
         dev.synchronize()
@@ -552,6 +555,6 @@ def test_dispatch_plans_are_bounded(monkeypatch):
         big = dev.buffer(4 * n * 10)
         for i in range(10):
             rt.fill(dev, big.view(4 * n * i, 4 * n), n, float(i))
-            assert len(dev._plans) <= 4
+            assert dev.debug.plans <= 4
         np.testing.assert_array_equal(dev.download(big), np.repeat(np.arange(10, dtype=np.float32), n))
         clean(dev)

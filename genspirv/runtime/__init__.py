@@ -1,16 +1,39 @@
 """genspirv.runtime: a small Vulkan compute runtime driven by the manifest.
 
-``Device`` (device.py) is the entry point; kernels come from manifest entries
-(kernel.py), buffers and staging from memory.py, barriers from the pure
-``HazardTracker`` (hazards.py), submission through in-flight slots
-(submit.py), capture and replay from replay.py, host timing from profile.py.
+``Device`` (device.py) is the entry point; the Vulkan instance and device come
+from context.py, kernels from manifest entries (kernel.py), buffers and
+staging from memory.py, barriers from the pure ``HazardTracker``
+(hazards.py), every queue submission from submission.py (slots in
+submit.py), uploads and downloads from transfers.py, capture and replay from
+replay.py, host timing from profile.py.
+
+The public names load on first use, so ``import genspirv.runtime.hazards``
+(pure Python) loads neither Vulkan nor numpy.
 """
 
-from .device import COUNTERS, Device, GpuTimer, ValidationMessage, default_manifest_path
-from .hazards import Access, Barrier, HazardTracker, Range
-from .kernel import BoundKernel, pack_spec
-from .memory import Buffer, BufferView
+from __future__ import annotations
 
-__all__ = ["Device", "Buffer", "BufferView", "BoundKernel", "GpuTimer", "ValidationMessage",
-           "HazardTracker", "Access", "Barrier", "Range", "COUNTERS", "pack_spec",
-           "default_manifest_path"]
+import importlib
+
+_PUBLIC = {
+    "Device": "device", "GpuTimer": "device", "ValidationMessage": "context",
+    "COUNTERS": "device", "default_manifest_path": "device",
+    "HazardTracker": "hazards", "Access": "hazards", "Barrier": "hazards", "Range": "hazards",
+    "BoundKernel": "kernel", "pack_spec": "kernel",
+    "Buffer": "memory", "BufferView": "memory",
+}
+
+__all__ = list(_PUBLIC)
+
+
+def __getattr__(name: str):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -8,7 +8,7 @@ through here.
 
 Binding pitfalls (DESIGN.md): nested structs and arrays passed inline are
 freed before the call reads them, so callers keep them in locals until the
-call returns; ``VK_WHOLE_SIZE`` overflows, so ``WHOLE_SIZE`` is spelled out.
+call returns. Other modules take the binding as ``from ._vk import vk``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from ..errors import AllocationError, VulkanError
 from .hazards import Barrier
 
 ffi = vk.ffi
-WHOLE_SIZE = 0xFFFFFFFFFFFFFFFF
 NO_TIMEOUT = 0xFFFFFFFFFFFFFFFF
 
 _OUT_OF_MEMORY = (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory)
@@ -131,7 +130,7 @@ def barrier_masks(b: Barrier) -> tuple[int, int, int, int]:
 # costs tens of microseconds per call; dispatch and copy recording go straight
 # to the loader's entry points with structs made here.
 
-_lib = vk_lib = __import__("vulkan._vulkan", fromlist=["lib"]).lib
+_lib = __import__("vulkan._vulkan", fromlist=["lib"]).lib
 _NULL = ffi.NULL
 _COMPUTE = vk.VK_PIPELINE_BIND_POINT_COMPUTE
 _COMPUTE_STAGE = vk.VK_SHADER_STAGE_COMPUTE_BIT

@@ -25,7 +25,6 @@ import bisect
 from dataclasses import dataclass
 from typing import Optional
 
-STAGES = ("compute", "transfer", "host")
 POLICIES = ("smart", "always", "none")
 
 

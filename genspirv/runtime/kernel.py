@@ -18,8 +18,6 @@ import struct
 from dataclasses import dataclass
 from typing import Mapping
 
-import vulkan as vk
-
 from ..errors import (
     BindingCountError,
     DeviceFeatureError,
@@ -28,7 +26,7 @@ from ..errors import (
     SpecConstantError,
 )
 from ..manifest import ManifestEntry, check_blob
-from ._vk import call, ffi
+from ._vk import call, ffi, vk
 
 _SPEC_FORMATS = {
     "bool": "I", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
@@ -155,7 +153,6 @@ class Kernel:
         self.push_constant_size = info.push_constant_size
         self.set_numbers = sorted({b.set for b in info.bindings})
         self.set_layouts = []
-        self._own_layouts = []
         for set_no in range(max(self.set_numbers, default=-1) + 1):
             layout_bindings = [
                 vk.VkDescriptorSetLayoutBinding(binding=b.binding, descriptorType=_DESCRIPTOR_TYPES[b.type],

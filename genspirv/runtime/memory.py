@@ -16,10 +16,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Optional
 
-import vulkan as vk
-
 from ..errors import AllocationError, BufferRangeError
-from ._vk import call, ffi
+from ._vk import call, ffi, vk
 from .hazards import Range
 
 _uids = itertools.count(1)

@@ -47,7 +47,3 @@ class HostProfile:
                          f"{r['mean_us']:>9.2f} {100 * r['total_us'] / total:>5.1f}%")
         return "\n".join(lines)
 
-    def reset(self) -> None:
-        for p in PHASES:
-            self._ns[p] = 0
-            self._count[p] = 0

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-import vulkan as vk
-
 from ..errors import GenspirvError
-from ._vk import call, cmd_barrier
+from ._vk import call, vk
 from .hazards import Access, Barrier, HazardTracker
 from .submit import DescriptorPools
 
@@ -79,9 +77,8 @@ class Graph:
 
     def destroy(self) -> None:
         """Free the graph (waiting for a run still in flight)."""
-        if self._pool is not None and self.last_seq is not None and not self._device._closed:
-            if self.last_seq > self._device._completed:
-                self._device._wait_for(self._last_slot)
+        if self._pool is not None and not self._device._closed:
+            self._device._wait_for_graph(self)
         if self._pool is not None:
             self.descriptors.destroy()
             vk.vkDestroyCommandPool(self._handle, self._pool, None)
@@ -99,4 +96,4 @@ def entry_barrier(tracker: HazardTracker, graph: Graph) -> tuple[Optional[Barrie
     return None, True
 
 
-__all__ = ["Graph", "entry_barrier", "cmd_barrier"]
+__all__ = ["Graph", "entry_barrier"]

@@ -1,7 +1,7 @@
 """In-flight submission slots.
 
-Takes the device handle, the compute queue family and a slot count (default
-2, ``GENSPIRV_INFLIGHT`` 1..4); gives a ring of ``Slot`` objects. Each slot
+Takes the device handle, the compute queue family and the memory settings;
+gives a ring of ``Slot`` objects. Each slot
 owns what one batch of recorded work references until its fence signals: a
 command pool and command buffer, a fence, descriptor pools, and staging
 memory. A batch is recorded into one slot and submitted with that slot's
@@ -18,10 +18,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-import vulkan as vk
-
 from ..errors import InFlightError
-from ._vk import NO_TIMEOUT, allocate_descriptor_set, call, fence_signalled
+from ._vk import NO_TIMEOUT, allocate_descriptor_set, call, fence_signalled, vk
 from .memory import StagingChunk
 
 STAGING_CHUNK = 4 << 20
@@ -295,15 +293,3 @@ class Slot:
         vk.vkDestroyFence(self._device, self.fence, None)
         vk.vkDestroyCommandPool(self._device, self.command_pool, None)
 
-
-def inflight_from_env(value: Optional[str]) -> int:
-    from ..errors import GenspirvError
-    if value is None or value == "":
-        return 2
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= 4:
-        raise GenspirvError(f"GENSPIRV_INFLIGHT must be 1..4, not {value!r}")
-    return n

@@ -1,0 +1,97 @@
+"""Dispatch plans: the checks of a dispatch's arguments against the device's limits.
+
+Takes a kernel, the buffers or views bound to it, a group count and the
+device's limits (``Context.limits``); gives a frozen ``DispatchPlan`` (the
+checked views, the dispatch's ``Access`` from ``access_of``, the descriptor
+cache key, the distinct buffers) or a ``DispatchError`` / ``BufferRangeError``
+naming the kernel, the binding and the numbers. No Vulkan calls of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import BufferRangeError, DispatchError
+from .hazards import Access, access_of
+from .memory import Buffer, BufferView, as_view
+
+
+@dataclass(frozen=True)
+class DispatchPlan:
+    """A kernel's bound buffers, checked: what every dispatch over them reuses."""
+
+    views: tuple[BufferView, ...]
+    access: Access                  # the dispatch's reads and writes, for the tracker
+    descriptor_key: tuple           # (kernel, (buffer uid, offset, size) per binding)
+    buffers: tuple[Buffer, ...]     # the distinct buffers bound
+
+
+def push_bytes(push) -> bytes:
+    if type(push) is bytes:
+        return push
+    if push is None:
+        return b""
+    if isinstance(push, (bytes, bytearray, memoryview)):
+        return bytes(push)
+    if isinstance(push, np.ndarray):
+        return np.ascontiguousarray(push).tobytes()
+    raise DispatchError(f"push data must be bytes or a numpy array, not {type(push).__name__}")
+
+
+def make_plan(k, buffers, limits: dict) -> DispatchPlan:
+    """Check ``buffers`` against ``k``'s bindings and the device's limits."""
+    views = tuple(as_view(b, f"kernel {k.name}, binding {k.bindings[i].name}")
+                  for i, b in enumerate(buffers))
+    for i, v in enumerate(views):
+        check_binding_range(k, i, v, limits)
+    distinct = tuple({v.buffer.uid: v.buffer for v in views}.values())
+    return DispatchPlan(views=views, access=access_of(k, [v.range for v in views]),
+                        descriptor_key=(id(k), tuple((v.buffer.uid, v.offset, v.size) for v in views)),
+                        buffers=distinct)
+
+
+def check_groups(name: str, groups, limit: tuple[int, int, int]) -> tuple[int, int, int]:
+    """``groups`` as (x, y, z), each within 1..the device's ``maxComputeWorkGroupCount``."""
+    if type(groups) is int and 0 < groups <= limit[0]:
+        return (groups, 1, 1)
+    if type(groups) is tuple and len(groups) == 3:
+        x, y, z = groups
+        if (type(x) is int and type(y) is int and type(z) is int
+                and 0 < x <= limit[0] and 0 < y <= limit[1] and 0 < z <= limit[2]):
+            return groups     # the common case, checked in one pass
+    if isinstance(groups, int) and not isinstance(groups, bool):
+        groups = (groups, 1, 1)
+    try:
+        g = tuple(groups)
+    except TypeError:
+        raise DispatchError(f"kernel {name}: groups must be an int or (x, y, z), not {groups!r}") from None
+    g = g + (1,) * (3 - len(g))
+    if len(g) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in g):
+        raise DispatchError(f"kernel {name}: groups must be up to three integers, not {groups!r}")
+    for axis, (x, m) in enumerate(zip(g, limit)):
+        if x < 1:
+            raise DispatchError(f"kernel {name}: {x} groups along {'xyz'[axis]}; a dispatch "
+                                f"needs at least 1")
+        if x > m:
+            raise DispatchError(f"kernel {name}: {x} groups along {'xyz'[axis]}, the device "
+                                f"allows at most {m}")
+    return g
+
+
+def check_binding_range(k, i: int, v: BufferView, limits: dict) -> None:
+    b = k.bindings[i]
+    if b.type == "uniform_buffer":
+        align, max_range = (limits["min_uniform_buffer_offset_alignment"],
+                            limits["max_uniform_buffer_range"])
+    else:
+        align, max_range = (limits["min_storage_buffer_offset_alignment"],
+                            limits["max_storage_buffer_range"])
+    if v.offset % align:
+        raise BufferRangeError(f"kernel {k.name}, binding {b.name}: view offset {v.offset} of "
+                               f"{v.buffer.name} is not a multiple of the device's {align}-byte "
+                               f"{b.type} offset alignment")
+    if v.size > max_range:
+        raise BufferRangeError(f"kernel {k.name}, binding {b.name}: view of {v.size} bytes, the "
+                               f"device binds at most {max_range} bytes as a {b.type}")

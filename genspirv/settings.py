@@ -1,0 +1,132 @@
+"""The settings table: every ``GENSPIRV_*`` environment variable genspirv reads.
+
+Takes the process environment; gives ``get(name)``, the parsed and checked
+value of one variable (its default when unset or empty), and ``SETTINGS``, one
+``Setting`` row per variable (name, parser, allowed values, default, one doc
+line). A value outside what a row allows raises ``SettingError`` naming the
+variable, the value and what is allowed. The table in docs/GUIDE.md
+("Environment") is ``markdown_table()``; a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional
+
+from .errors import GenspirvError
+
+
+class SettingError(GenspirvError):
+    """A ``GENSPIRV_*`` environment variable holds a value outside what it allows."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    parse: Callable[[str], object]    # raises ValueError on a value it does not allow
+    allowed: str                      # what the parser accepts, in words
+    default: object                   # used when the variable is unset or empty
+    doc: str
+    bounds: str = ""                  # the range, where ``allowed`` does not already say it
+
+
+def _number(kind, lo, hi=None, lo_open=False) -> Callable[[str], object]:
+    def parse(raw: str):
+        value = kind(raw)
+        if value != value or (value <= lo if lo_open else value < lo) or (hi is not None and value > hi):
+            raise ValueError(raw)
+        return value
+    return parse
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if raw not in choices:
+            raise ValueError(raw)
+        return raw
+    return parse
+
+
+def _flag(raw: str) -> bool:
+    if raw not in ("0", "1"):
+        raise ValueError(raw)
+    return raw == "1"
+
+
+def _text(raw: str) -> str:
+    return raw
+
+
+def _tool(name: str, tool: str) -> Setting:
+    return Setting(name, _text, "a path", None,
+                   f"`{tool}` to run instead of the wheel's or the one on PATH")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # -- runtime -------------------------------------------------------------------
+    Setting("GENSPIRV_DEVICE", _text, "an index or a name substring", None,
+            "the Vulkan device to open; unset, a discrete GPU is preferred"),
+    Setting("GENSPIRV_BARRIERS", _choice("smart", "always", "none"), "smart, always or none", "smart",
+            "barrier policy: only on a proven hazard, before every command, or never (tests only)"),
+    Setting("GENSPIRV_INFLIGHT", _number(int, 1, 4), "1..4", 2,
+            "batches in flight at once (in-flight slots)"),
+    Setting("GENSPIRV_BATCH", _number(int, 1), "a whole number of dispatches", 64,
+            "dispatches recorded into one batch before it is submitted", bounds="1 or more"),
+    Setting("GENSPIRV_UPLOAD", _choice("staged", "blocking"), "staged or blocking", "staged",
+            "uploads recorded into the open batch, or each submitted and waited for"),
+    Setting("GENSPIRV_HOST_PROFILE", _flag, "0 or 1", False,
+            "1: time the host's phases of dispatch and flush, printed at close"),
+    Setting("GENSPIRV_COMPUTE_STREAM_COPY_MAX", _number(int, 0), "a byte count, 0 or more", None,
+            "uploads above this many bytes go to the transfer queue; unset, measured on first use"),
+    # -- build -----------------------------------------------------------------------
+    Setting("GENSPIRV_COMPILER_TIMEOUT", _number(float, 0, lo_open=True), "a positive number of seconds",
+            120.0, "seconds a compiler or tool may run before it is killed"),
+    Setting("GENSPIRV_COMPILER_MEMORY_MB", _number(int, 0, lo_open=True), "a positive number of MiB",
+            2048, "address space a compiler or tool may take, in MiB"),
+    Setting("GENSPIRV_LOCK_TIMEOUT", _number(float, 0), "a number of seconds, 0 or more", 600.0,
+            "seconds a build waits for another build of the project to release `.genspirv/lock`"),
+    _tool("GENSPIRV_GLSLANG", "glslangValidator"),
+    _tool("GENSPIRV_SPIRV_VAL", "spirv-val"),
+    _tool("GENSPIRV_SPIRV_DIS", "spirv-dis"),
+    _tool("GENSPIRV_SPIRV_OPT", "spirv-opt"),
+    _tool("GENSPIRV_SPIRV_AS", "spirv-as"),
+    # -- benchmarks ------------------------------------------------------------------
+    Setting("GENSPIRV_COMMIT", _text, "a commit hash", None,
+            "the commit a benchmark report names when the tree has no `.git`"),
+)
+
+_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+def get(name: str, environ: Optional[Mapping[str, str]] = None):
+    """The value of ``name`` from ``environ`` (default: the process environment)."""
+    row = _BY_NAME[name]
+    raw = (os.environ if environ is None else environ).get(name, "")
+    if raw == "":
+        return row.default
+    try:
+        return row.parse(raw.strip() if row.parse is not _text else raw)
+    except (ValueError, OverflowError):
+        bounds = f" (allowed: {row.bounds})" if row.bounds else ""
+        raise SettingError(f"{name} must be {row.allowed}, not {raw!r}{bounds}") from None
+
+
+def markdown_table() -> str:
+    """The table docs/GUIDE.md shows under "Environment"."""
+    lines = ["| variable | allowed | default | what it sets |", "| --- | --- | --- | --- |"]
+    for s in SETTINGS:
+        default = "—" if s.default is None else f"`{_shown(s.default)}`"
+        allowed = f"{s.allowed}, {s.bounds}" if s.bounds else s.allowed
+        lines.append(f"| `{s.name}` | {allowed} | {default} | {s.doc} |")
+    return "\n".join(lines)
+
+
+def _shown(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
