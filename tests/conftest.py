@@ -14,6 +14,7 @@ import contextlib
 import io
 import os
 import shutil
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,18 @@ from pathlib import Path
 import pytest
 
 from genspirv.cli import main
+
+try:
+    from hypothesis import settings as _hypothesis_settings
+    from hypothesis.configuration import set_hypothesis_home_dir
+except ImportError:         # the property tests skip themselves without it
+    pass
+else:
+    # Hypothesis writes .hypothesis/ (its example database and caches) into the
+    # current folder, the checkout: keep no database, and the caches in a temp folder.
+    set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "genspirv-hypothesis"))
+    _hypothesis_settings.register_profile("genspirv", database=None)
+    _hypothesis_settings.load_profile("genspirv")
 
 TINY_PYPROJECT = """\
 [project]

@@ -1,0 +1,53 @@
+"""The pure cores import alone: no Vulkan binding, no Device, no numpy for the tracker."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+_PROBE = """
+import json, sys
+sys.modules["vulkan"] = None          # "import vulkan" now raises ImportError
+import genspirv.spirv, genspirv.reflect, genspirv.manifest, genspirv.runtime.hazards
+import genspirv.runtime
+print(json.dumps(sorted(m for m, mod in sys.modules.items() if mod is not None)))
+"""
+
+
+def _loaded(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return set(json.loads(out.stdout))
+
+
+def test_pure_cores_import_without_vulkan():
+    loaded = _loaded(_PROBE)
+    assert {"genspirv.spirv", "genspirv.reflect", "genspirv.manifest",
+            "genspirv.runtime.hazards"} <= loaded
+    assert "vulkan" not in loaded and "genspirv.runtime.device" not in loaded
+    assert "genspirv.runtime._vk" not in loaded and "numpy" not in loaded
+
+
+def test_the_probe_sees_an_eager_import():
+    """Negative control: touching a public runtime name loads the device module, and
+    with the binding blocked that import fails, so the probe above would notice one."""
+    code = _PROBE.replace("print(", "genspirv.runtime.Device\nprint(")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "vulkan" in out.stderr
+
+
+def test_public_names_still_import():
+    loaded = _loaded("import json, sys\nfrom genspirv.runtime import Device, HazardTracker, Buffer\n"
+                     "print(json.dumps(sorted(sys.modules)))")
+    assert "genspirv.runtime.device" in loaded and "vulkan" in loaded
+
+
+def test_only_vk_imports_the_binding():
+    from pathlib import Path
+    import genspirv
+    runtime = Path(genspirv.__file__).parent / "runtime"
+    importers = sorted(p.name for p in runtime.glob("*.py")
+                       if p.name != "bench.py" and ("import vulkan" in p.read_text()
+                                                    or "from vulkan" in p.read_text()))
+    assert importers == ["_vk.py"]
