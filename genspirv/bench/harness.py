@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from .. import settings
 from ..errors import GenspirvError
 
 SCHEMA = "genspirv-bench/1"
@@ -240,7 +241,7 @@ def metadata(root: Path, device: Optional[str]) -> dict:
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         # A copy without .git (e.g. a tree shipped to another machine) may name its commit.
         "genspirv_commit": (git_commit(Path(__file__).resolve().parent) or git_commit(root)
-                            or os.environ.get("GENSPIRV_COMMIT")),
+                            or settings.get("GENSPIRV_COMMIT")),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu": cpu_name(),
