@@ -463,6 +463,6 @@ def test_bad_arguments_are_clear_errors(dev, monkeypatch):
     monkeypatch.setenv("GENSPIRV_BATCH", "lots")
     with pytest.raises(GenspirvError, match="GENSPIRV_BATCH must be a whole number of dispatches, not 'lots'"):
         Device(manifest=rt.MANIFEST)
-    with pytest.raises(GenspirvError, match="GENSPIRV_INFLIGHT|inflight must be 1..4"):
+    with pytest.raises(GenspirvError, match="inflight must be 1..4, not 9"):
         Device(manifest=rt.MANIFEST, inflight=9)
     clean(dev)

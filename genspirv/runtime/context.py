@@ -87,7 +87,7 @@ class Context:
         layers, extensions = [], []
         next_chain = None
         if self.validation:
-            available = {p.layerName for p in vk.vkEnumerateInstanceLayerProperties()}
+            available = {p.layerName for p in call(vk.vkEnumerateInstanceLayerProperties)}
             if "VK_LAYER_KHRONOS_validation" not in available:
                 raise GenspirvError("validation=True but VK_LAYER_KHRONOS_validation is not installed")
             layers = ["VK_LAYER_KHRONOS_validation"]
@@ -109,7 +109,7 @@ class Context:
                      | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT)
             minfo = vk.VkDebugUtilsMessengerCreateInfoEXT(messageSeverity=severities, messageType=types,
                                                           pfnUserCallback=self._debug_callback)
-            create = vk.vkGetInstanceProcAddr(self.instance, "vkCreateDebugUtilsMessengerEXT")
+            create = call(vk.vkGetInstanceProcAddr, self.instance, "vkCreateDebugUtilsMessengerEXT")
             self._messenger = call(create, self.instance, minfo, None)
 
     def _on_validation_message(self, severity, types, data, user_data):
@@ -237,7 +237,7 @@ class Context:
     # -- teardown -------------------------------------------------------------------
 
     def wait_idle(self) -> None:
-        vk.vkDeviceWaitIdle(self.handle)
+        call(vk.vkDeviceWaitIdle, self.handle)
 
     def destroy(self) -> None:
         """Free the logical device and the instance (everything made on them first)."""
