@@ -138,8 +138,12 @@ class Device(Transfers):
         self.queue_family, self.transfer_family = ctx.queue_family, ctx.transfer_family
         self.properties, self.features, self._limits = ctx.properties, ctx.features, ctx.limits
         self._instance = ctx.instance
+        try:
+            self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
+        except BaseException:
+            ctx.destroy()
+            raise
         self._closed = False
-        self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
         self._kernels: dict[str, Kernel] = {}
         self._bound: dict[tuple, BoundKernel] = {}
         self._by_name: dict[str, BoundKernel] = {}     # dev.kernel(name) without spec values
