@@ -31,7 +31,6 @@ from genspirv.errors import (  # noqa: E402
     SpecConstantError,
 )
 
-runtime = pytest.importorskip("genspirv.runtime")
 from genspirv.runtime import Device  # noqa: E402
 from genspirv.runtime.device import choose_physical_device, default_manifest_path  # noqa: E402
 from genspirv.runtime.kernel import missing_features, pack_spec  # noqa: E402

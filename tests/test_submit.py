@@ -17,7 +17,6 @@ import rt  # noqa: E402
 
 from genspirv.errors import GenspirvError, InFlightError  # noqa: E402
 
-runtime = pytest.importorskip("genspirv.runtime")
 from genspirv.runtime import Device  # noqa: E402
 from genspirv.runtime.submit import InFlightGuard  # noqa: E402
 from genspirv.settings import get as setting  # noqa: E402
