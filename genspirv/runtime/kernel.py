@@ -129,11 +129,13 @@ def blob_capabilities(blob: bytes):
 class Kernel:
     """One manifest entry turned into a pipeline layout and cached pipelines."""
 
-    def __init__(self, device, entry: ManifestEntry, blob: bytes, features: Mapping[str, bool]):
+    def __init__(self, device, entry: ManifestEntry, blob: bytes, features: Mapping[str, bool],
+                 owner=None):
         check_blob(entry, blob)   # before vkCreateShaderModule: a corrupt blob never reaches the driver
         self.entry = entry
         self.name = entry.name
         self._device = device
+        self.device = owner       # the genspirv Device that loaded it (_device is the VkDevice)
         info = entry.info
         for b in info.bindings:
             if b.type not in _DESCRIPTOR_TYPES:
@@ -220,6 +222,7 @@ class BoundKernel:
         self.spec = spec
         self.name = kernel.name
         self.entry = kernel.entry
+        self.device = kernel.device
         self.pipeline = kernel.pipeline(spec)
 
     def __repr__(self) -> str:
