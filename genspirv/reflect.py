@@ -36,8 +36,10 @@ from typing import Optional
 from . import spirv as sp
 from .errors import ReflectError, SpirvError
 from .reflect_index import MAX_TYPE_DEPTH, EntryPoint, Function, Index, index_module
-from .reflect_types import (SPEC_TYPES, SpecValue, array_length, constant_value, member_count,
-                            non_negative_int, scalar_type_name, struct_size, type_size)
+from .reflect_shared import workgroup_memory_bytes
+from .reflect_types import (SPEC_TYPES, SpecValue, SpecValues, array_length, constant_value,
+                            member_count, non_negative_int, scalar_type_name, struct_size,
+                            type_size)
 from .reflect_usage import Usage, reachable_functions, usage
 from .spirv import Instruction
 
@@ -46,7 +48,8 @@ __all__ = [
     "EntryPoint", "Function", "Index", "ShaderInfo", "SpecConstant", "SpecValue", "Usage",
     "array_length", "binding_usage", "constant_value", "descriptors", "index_module",
     "push_constant_size", "reachable_functions", "reflect", "reflect_module",
-    "scalar_type_name", "spec_constants", "struct_size", "type_size", "usage", "workgroup_size",
+    "scalar_type_name", "shared_memory_bytes", "spec_constants", "struct_size", "type_size",
+    "usage", "workgroup_size",
 ]
 
 # Descriptor kinds, as spelled in the manifest.
@@ -75,6 +78,8 @@ class Binding:
     access: str        # one of ACCESS_KINDS, from the declarations
     accessed: bool     # statically reachable load/store/atomic from the entry point
     written: bool      # statically reachable store/atomic/image write
+    min_size: int = 0      # bytes of the block without its trailing runtime array (0: no block)
+    array_stride: int = 0  # bytes per element of the block's trailing runtime array (0: none)
 
     @property
     def readable(self) -> bool:
@@ -99,8 +104,9 @@ class ShaderInfo:
     local_size: tuple[int, int, int]
     local_size_spec_ids: tuple[Optional[int], Optional[int], Optional[int]]
     bindings: tuple[Binding, ...]            # sorted by (set, binding)
-    spec_constants: tuple[SpecConstant, ...]  # sorted by id
+    spec_constants: tuple[SpecConstant, ...]  # sorted by (id, name); several may share an id
     push_constant_size: int
+    shared_memory: int = 0    # bytes of Workgroup memory at the spec constants' defaults
 
     @property
     def binding_count(self) -> int:
@@ -128,6 +134,8 @@ class Descriptor:
     type: str
     count: int
     access: str
+    min_size: int = 0
+    array_stride: int = 0
 
 
 def _strip_arrays(index: Index, type_id: int, user: Instruction) -> tuple[Instruction, int]:
@@ -211,7 +219,24 @@ def describe_variable(index: Index, var: Instruction) -> Descriptor:
     name = index.names.get(var.result, "")
     if not name:
         name = index.names.get(element.result, "")
-    return Descriptor(var.result, dset[0] if dset else 0, binding[0], name, kind, count, access)
+    min_size, array_stride = _block_sizes(index, block, where) if block is not None else (0, 0)
+    return Descriptor(var.result, dset[0] if dset else 0, binding[0], name, kind, count, access,
+                      min_size, array_stride)
+
+
+def _block_sizes(index: Index, block: Instruction, where: str) -> tuple[int, int]:
+    """(min_size, array_stride): the block's bytes with its trailing runtime array empty,
+    and the bytes per element of that array (0 when the block has none)."""
+    stride = 0
+    if member_count(block):
+        last = index.define(block.operands[-1], block)
+        if last.opcode == sp.OP_TYPE_RUNTIME_ARRAY:
+            decorated = index.decoration(last.result, sp.DECORATION_ARRAY_STRIDE)
+            if not decorated:
+                raise ReflectError(f"{where}: the block's runtime array %{last.result} "
+                                   "has no ArrayStride")
+            stride = decorated[0]
+    return struct_size(index, block), stride
 
 
 def descriptors(index: Index) -> tuple[Descriptor, ...]:
@@ -264,8 +289,10 @@ def workgroup_size(index: Index, ep: EntryPoint) -> tuple[tuple[int, int, int],
 
 
 def spec_constants(index: Index) -> tuple[SpecConstant, ...]:
-    """One per SpecId, sorted by id; duplicates keep the first type and default, any name."""
-    found: dict[int, SpecConstant] = {}
+    """One per constant decorated with SpecId, sorted by (id, name), declaration order
+    among equals.  Constants sharing an id are all listed: ``local_size_x_id = 0`` beside
+    ``constant_id = 0`` gives an unnamed one (the workgroup size) and the named one."""
+    found: list[SpecConstant] = []
     for inst in index.module.instructions:
         if inst.opcode not in (sp.OP_SPEC_CONSTANT, sp.OP_SPEC_CONSTANT_TRUE,
                                sp.OP_SPEC_CONSTANT_FALSE):
@@ -274,14 +301,9 @@ def spec_constants(index: Index) -> tuple[SpecConstant, ...]:
         if not spec:
             continue
         value, _ = constant_value(index, inst.result, inst)
-        sc = SpecConstant(spec[0], index.names.get(inst.result, ""),
-                          scalar_type_name(index, inst.result_type, inst), value)
-        first = found.get(sc.id)
-        if first is None:
-            found[sc.id] = sc
-        elif not first.name and sc.name:
-            found[sc.id] = SpecConstant(first.id, sc.name, first.type, first.default)
-    return tuple(found[k] for k in sorted(found))
+        found.append(SpecConstant(spec[0], index.names.get(inst.result, ""),
+                                  scalar_type_name(index, inst.result_type, inst), value))
+    return tuple(sorted(found, key=lambda s: (s.id, s.name)))
 
 
 def push_constant_size(index: Index) -> int:
@@ -309,7 +331,8 @@ def _merge(a: Binding, b: Binding) -> Binding:
     writable = a.writable or b.writable
     access = "read_write" if readable and writable else ("read" if readable else "write")
     return Binding(a.set, a.binding, a.name or b.name, a.type, max(a.count, b.count), access,
-                   a.accessed or b.accessed, a.written or b.written)
+                   a.accessed or b.accessed, a.written or b.written,
+                   max(a.min_size, b.min_size), a.array_stride or b.array_stride)
 
 
 def _info(index: Index, ep: EntryPoint, descs: tuple[Descriptor, ...],
@@ -319,13 +342,15 @@ def _info(index: Index, ep: EntryPoint, descs: tuple[Descriptor, ...],
     merged: dict[tuple[int, int], Binding] = {}
     for d in descs:
         b = Binding(d.set, d.binding, d.name, d.type, d.count, d.access,
-                    d.variable in use.accessed, d.variable in use.written)
+                    d.variable in use.accessed, d.variable in use.written,
+                    d.min_size, d.array_stride)
         key = (d.set, d.binding)
         merged[key] = _merge(merged[key], b) if key in merged else b
     local_size, spec_ids = workgroup_size(index, ep)
     return ShaderInfo(entry_point=ep.name, local_size=local_size, local_size_spec_ids=spec_ids,
                       bindings=tuple(merged[k] for k in sorted(merged)),
-                      spec_constants=specs, push_constant_size=push_size)
+                      spec_constants=specs, push_constant_size=push_size,
+                      shared_memory=workgroup_memory_bytes(index, ep))
 
 
 def _compute_entry_points(index: Index) -> list[EntryPoint]:
@@ -408,3 +433,13 @@ def binding_usage(blob: bytes, entry_point: Optional[str] = None
                                 prev.written or d.variable in use.written)
     return out
 
+
+
+def shared_memory_bytes(blob: bytes, spec_values: Optional[SpecValues] = None,
+                        entry_point: Optional[str] = None) -> int:
+    """Workgroup memory the entry point declares once specialised with ``spec_values``
+    (spec id -> value; ids left out keep each constant's default).  Pure: the runtime
+    checks the result against ``maxComputeSharedMemorySize``."""
+    with sp.without_gc():
+        index = index_module(sp.parse(blob))
+        return workgroup_memory_bytes(index, _select_entry_point(index, entry_point), spec_values)
