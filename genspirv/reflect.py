@@ -2,9 +2,16 @@
 
 ``reflect(blob, entry_point=None) -> ShaderInfo`` reads the module with
 ``genspirv.spirv`` and derives what the runtime and the manifest need:
-bindings (set, binding, type, count, access, accessed, written), the
-workgroup size and its spec ids, spec constants, the push-constant size.
+bindings (set, binding, type, count, access, accessed, written, min_size,
+array_stride), the workgroup size and its spec ids, spec constants, the
+push-constant size and the workgroup (shared) memory.
 No Vulkan, no subprocess: pure functions over the parsed module.
+
+The steps live in their own modules: ``reflect_index`` (the id index),
+``reflect_types`` (sizes, constants, spec-constant expressions),
+``reflect_usage`` (static access analysis), ``reflect_shared`` (workgroup
+memory) and ``reflect_verify`` (a manifest entry proven against its blob);
+this module puts them together, and its names are the public ones.
 
 The rules are the ones in DESIGN.md ("Reflection rules").  Where DESIGN.md
 leaves a choice, this module decides:
@@ -22,6 +29,10 @@ leaves a choice, this module decides:
 - ``push_constant_size`` is the largest PushConstant block of the module.
 - Only GLCompute entry points are reflected; other stages are skipped.
 - A binding declared both NonWritable and NonReadable is ``read``.
+- Every constant decorated with SpecId is listed, sorted by (id, name): ids
+  may repeat (``local_size_x_id`` beside ``constant_id``), names may be empty.
+- ``min_size`` is spirv-cross's ``block_size``: the largest member offset plus
+  that member's size, a trailing runtime array counting 0.
 
 ``reflect_module`` gives every compute entry point; ``binding_usage`` the
 per-binding read flag the manifest does not keep (lint uses it); the index,

@@ -6,7 +6,8 @@ entry's bindings, the push-constant range from ``push_constant_size``, and
 one pipeline per distinct set of specialisation values (cached by name and
 values). ``pack_spec`` (pure) turns ``{name: value}`` into the map entries and
 bytes of a ``VkSpecializationInfo``: bool is a 4-byte VkBool32, 64-bit types
-take 8 bytes.
+take 8 bytes; every constant of one spec id gets one value (the caller's, else
+the named constant's default), and ``SpecData.values`` says which, per id.
 
 The hard checks of a dispatch that only need the entry (buffer count, push
 size) live here too, so their messages name the kernel and both numbers.
