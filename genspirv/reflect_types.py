@@ -216,6 +216,7 @@ _SPEC_OPS = {
     179: (2, _S, lambda a, b: a <= b),         # OpSLessThanEqual
 }
 _OP_SELECT = 169
+_SHIFTS = (194, 195, 196)
 
 
 def _int_width(index: Index, type_id: int, user: Instruction) -> Optional[int]:
@@ -234,9 +235,21 @@ def _as(value: SpecValue, width: Optional[int], how: str) -> int:
 
 
 def evaluate_constant(index: Index, id_: int, user: Instruction,
-                      values: Optional[SpecValues] = None, depth: int = 0) -> SpecValue:
+                      values: Optional[SpecValues] = None, depth: int = 0,
+                      memo: Optional[dict] = None) -> SpecValue:
     """The value of a scalar constant id: a spec constant takes ``values[spec_id]`` where
-    given, else its default; OpSpecConstantOp on integers and bools is evaluated."""
+    given, else its default; OpSpecConstantOp on integers and bools is evaluated
+    (each id once: a module reusing an operand many times stays linear)."""
+    if memo is None:
+        memo = {}
+    if id_ in memo:
+        return memo[id_]
+    memo[id_] = value = _evaluate(index, id_, user, values, depth, memo)
+    return value
+
+
+def _evaluate(index: Index, id_: int, user: Instruction, values: Optional[SpecValues],
+              depth: int, memo: dict) -> SpecValue:
     if depth > MAX_TYPE_DEPTH:
         raise ReflectError(f"constant %{id_} nests deeper than {MAX_TYPE_DEPTH} levels "
                            f"(cyclic module?), reached from word {user.offset}")
@@ -248,7 +261,10 @@ def evaluate_constant(index: Index, id_: int, user: Instruction,
         return value
     opcode = c.operand(2)
     if opcode == _OP_SELECT:
-        cond, a, b = (evaluate_constant(index, x, c, values, depth + 1) for x in c.operands[3:6])
+        if len(c.operands) < 6:
+            raise SpirvError("OpSpecConstantOp Select needs 3 operands", c.offset)
+        cond, a, b = (evaluate_constant(index, x, c, values, depth + 1, memo)
+                      for x in c.operands[3:6])
         return a if cond else b
     if opcode not in _SPEC_OPS:
         raise ReflectError(f"OpSpecConstantOp %{id_} at word {c.offset} uses opcode {opcode}, "
@@ -261,13 +277,16 @@ def evaluate_constant(index: Index, id_: int, user: Instruction,
     operands = []
     for arg in args:
         width = _int_width(index, index.define(arg, c).result_type, c)
-        operands.append(_as(evaluate_constant(index, arg, c, values, depth + 1), width, how))
+        operands.append(_as(evaluate_constant(index, arg, c, values, depth + 1, memo), width, how))
+    type_name = scalar_type_name(index, c.result_type, c)
+    width = 1 if type_name == "bool" else int("".join(ch for ch in type_name if ch.isdigit()))
+    if opcode in _SHIFTS and not 0 <= operands[1] < width:
+        raise ReflectError(f"OpSpecConstantOp %{id_} at word {c.offset} shifts a {width}-bit "
+                           f"value by {operands[1]}")
     try:
         result = fn(*operands)
     except ZeroDivisionError:
         raise ReflectError(f"OpSpecConstantOp %{id_} at word {c.offset} divides by zero") from None
-    if isinstance(result, bool):
-        return result
-    type_name = scalar_type_name(index, c.result_type, c)
-    width = int("".join(ch for ch in type_name if ch.isdigit()))
+    if isinstance(result, bool) or type_name == "bool":
+        return bool(result)
     return _as(result, width, _S if type_name.startswith("int") else _U)

@@ -414,3 +414,41 @@ def test_attention_shared_memory_follows_max_ctx():
 
 def test_no_workgroup_memory():
     assert _info("push.comp").shared_memory == 0
+
+
+def _workgroup_array_module(tmp_path, lines: list[str], length: str) -> bytes:
+    """A module whose one Workgroup variable is a uint array of ``length`` (an id)."""
+    path = tmp_path / f"k{len(list(tmp_path.glob('*.spvasm')))}.spvasm"   # assemble() caches by path
+    path.write_text("\n".join([
+        "OpCapability Shader", "OpMemoryModel Logical GLSL450",
+        'OpEntryPoint GLCompute %main "main"', "OpExecutionMode %main LocalSize 1 1 1",
+        "OpDecorate %n SpecId 0",
+        "%void = OpTypeVoid", "%fn = OpTypeFunction %void", "%uint = OpTypeInt 32 0",
+        "%n = OpSpecConstant %uint 1", "%u1 = OpConstant %uint 1", "%u40 = OpConstant %uint 40",
+        *lines,
+        f"%arr = OpTypeArray %uint {length}", "%ptr = OpTypePointer Workgroup %arr",
+        "%w = OpVariable %ptr Workgroup",
+        "%main = OpFunction %void None %fn", "%entry = OpLabel", "OpReturn", "OpFunctionEnd", ""]))
+    return tools.assemble(path, "spv1.0")
+
+
+def test_spec_expression_reused_many_times_stays_linear(tmp_path):
+    # %d60 = 2^60 * n through 60 IAdds of an id with itself: 2^60 paths, 60 evaluations.
+    # Wrapped to 32 bits it is 0; "+ 1" makes it an array of one.
+    lines = ["%d0 = OpSpecConstantOp %uint IAdd %n %n"]
+    lines += [f"%d{i} = OpSpecConstantOp %uint IAdd %d{i - 1} %d{i - 1}" for i in range(1, 60)]
+    lines += ["%len = OpSpecConstantOp %uint IAdd %d59 %u1"]
+    blob = _workgroup_array_module(tmp_path, lines, "%len")
+    assert reflect(blob).shared_memory == 4
+    assert shared_memory_bytes(blob, {0: 3}) == 4
+
+
+def test_spec_expression_errors_are_named(tmp_path):
+    shift = _workgroup_array_module(tmp_path, ["%len = OpSpecConstantOp %uint ShiftLeftLogical %n %u40"],
+                                    "%len")
+    with pytest.raises(ReflectError, match="shifts a 32-bit value by 40"):
+        reflect(shift)
+    div = _workgroup_array_module(tmp_path, ["%len = OpSpecConstantOp %uint UDiv %u40 %n"], "%len")
+    assert reflect(div).shared_memory == 40 * 4
+    with pytest.raises(ReflectError, match="divides by zero"):
+        shared_memory_bytes(div, {0: 0})
