@@ -1,7 +1,7 @@
 """genspirv's reflection agrees with ``spirv-cross --reflect`` on every blob.
 
-The blobs: everything committed under spirv/ (whatever is there when the tests
-run), and the edge-case corpus in tests/corpus/ (GLSL compiled with the pinned
+The blobs: everything committed under spirv/ and tests/shaders_rt/spirv/
+(whatever is there when the tests run), and the edge-case corpus in tests/corpus/ (GLSL compiled with the pinned
 glslangValidator, SPIR-V assembly with the pinned spirv-as).  Compared: set,
 binding, descriptor type, access (readonly / writeonly), array size, min_size
 (spirv-cross's ``block_size``) and array_stride (the ``array_stride`` of a last
@@ -21,7 +21,7 @@ from corpus import tools
 from genspirv.reflect import reflect, reflect_module
 
 REPO = Path(__file__).resolve().parent.parent
-COMMITTED = sorted((REPO / "spirv").glob("*.spv"))
+COMMITTED = sorted((REPO / "spirv").glob("*.spv")) + sorted((REPO / "tests" / "shaders_rt" / "spirv").glob("*.spv"))
 
 
 def _check_all_entry_points(blob: bytes, what: str) -> None:
