@@ -118,3 +118,15 @@ def test_without_the_fix_up_vulkan_runs_one_wide_workgroups(rt_dev):
     expected = np.zeros(GROUPS * WIDTH, np.uint32)
     expected[np.arange(GROUPS) * WIDTH] = 1
     np.testing.assert_array_equal(got, expected)
+
+
+def test_constants_of_one_id_in_different_sizes_cannot_share_a_value():
+    from dataclasses import replace
+    from genspirv.reflect import SpecConstant
+    base = load_manifest(rt.MANIFEST).entry("rt_shared_id")
+    info = replace(base.info, spec_constants=(SpecConstant(0, "", "uint64", 1),
+                                              SpecConstant(0, "BLOCK_SIZE", "uint32", 64)))
+    e = replace(base, info=info)
+    with pytest.raises(SpecConstantError, match=r"kernel rt_shared_id: the constants of spec id 0 "
+                                                r"differ in size \(\[4, 8\] bytes\)"):
+        pack_spec(e, {"BLOCK_SIZE": 8})
