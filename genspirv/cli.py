@@ -114,13 +114,14 @@ def _describe_info(info) -> list[str]:
     size = "x".join(str(n) for n in info.local_size)
     spec = [f"{'xyz'[i]}=spec {s}" for i, s in enumerate(info.local_size_spec_ids) if s is not None]
     lines = [f"entry point {info.entry_point}: local size {size}" + (f" ({', '.join(spec)})" if spec else ""),
-             f"  push constants: {info.push_constant_size} bytes"]
+             f"  push constants: {info.push_constant_size} bytes",
+             f"  shared memory: {info.shared_memory} bytes"]
     for b in info.bindings:
         use = "written" if b.written else "accessed" if b.accessed else "unused"
         count = "" if b.count == 1 else f"[{b.count or ''}]"
         lines.append(f"  set {b.set} binding {b.binding}: {b.name}{count} {b.type} {b.access} ({use})")
     for s in info.spec_constants:
-        lines.append(f"  spec constant {s.id}: {s.name} {s.type} = {s.default!r}")
+        lines.append(f"  spec constant {s.id}: {s.name or '(unnamed)'} {s.type} = {s.default!r}")
     return lines
 
 
