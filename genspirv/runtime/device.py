@@ -88,6 +88,7 @@ class DeviceDebug:
     physical_device: str
     memory_heap_bytes: tuple[int, ...]
     limits: dict
+    robust_buffer_access: bool = False  # enabled on the device (Device(robust=True))
 
 
 class GpuTimer:
@@ -113,7 +114,8 @@ class Device(Transfers):
     def __init__(self, manifest=None, *, validation: bool = False, device: Optional[str] = None,
                  inflight: Optional[int] = None, batch: Optional[int] = None,
                  barriers: Optional[str] = None, upload: Optional[str] = None,
-                 host_profile: Optional[bool] = None, transfer_queue: str = "auto"):
+                 host_profile: Optional[bool] = None, transfer_queue: str = "auto",
+                 robust: bool = False):
         self._closed = True   # until construction completes, close() has nothing to do
         self._lock = threading.RLock()   # every public method holds it: see sharing.py
         self._manifest_arg = manifest
@@ -140,7 +142,8 @@ class Device(Transfers):
         # semaphore path runs on a device without a transfer-only family.
         self._ctx = ctx = Context(validation=validation,
                                   wanted=device if device is not None else settings.get("GENSPIRV_DEVICE"),
-                                  transfer_mode=transfer_queue, on_message=self.validation_messages.append)
+                                  transfer_mode=transfer_queue, on_message=self.validation_messages.append,
+                                  robust=robust)
         self.handle, self.queue, self.transfer_queue = ctx.handle, ctx.queue, ctx.transfer_queue
         self.queue_family, self.transfer_family = ctx.queue_family, ctx.transfer_family
         self.properties, self.features, self._limits = ctx.properties, ctx.features, ctx.limits
@@ -206,7 +209,8 @@ class Device(Transfers):
         return DeviceDebug(slots=slots, open_slot=sub.current, completed=sub.completed,
                            plans=len(self._plans), max_plans=MAX_PLANS, host_profile=self._profile.enabled,
                            physical_device=self.properties["name"],
-                           memory_heap_bytes=self._ctx.memory_heap_bytes, limits=dict(self._limits))
+                           memory_heap_bytes=self._ctx.memory_heap_bytes, limits=dict(self._limits),
+                           robust_buffer_access=self._ctx.robust)
 
     @serialised
     def gpu_busy(self) -> dict[str, float]:
@@ -250,7 +254,7 @@ class Device(Transfers):
         key = (name, data.key)
         bound = self._bound.get(key)
         if bound is None:
-            bound = self._bound[key] = BoundKernel(kernel, data)
+            bound = self._bound[key] = BoundKernel(kernel, data, self._limits)
         if not data.key:
             self._by_name[name] = bound
         return bound

@@ -28,6 +28,7 @@ from ..errors import (
 )
 from ..manifest import ManifestEntry, check_blob
 from ._vk import call, ffi, vk
+from .trust import check_specialised, verify_kernel
 
 _SPEC_FORMATS = {
     "bool": "I", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
@@ -175,10 +176,12 @@ class Kernel:
     def __init__(self, device, entry: ManifestEntry, blob: bytes, features: Mapping[str, bool],
                  owner=None):
         check_blob(entry, blob)   # before vkCreateShaderModule: a corrupt blob never reaches the driver
+        verify_kernel(entry, blob)   # and the manifest's reflection is the blob's own
         self.entry = entry
         self.name = entry.name
         self._device = device
         self.device = owner       # the genspirv Device that loaded it (_device is the VkDevice)
+        self.blob = blob
         info = entry.info
         for b in info.bindings:
             if b.type not in _DESCRIPTOR_TYPES:
@@ -260,7 +263,10 @@ class Kernel:
 class BoundKernel:
     """A kernel with fixed spec values: what ``dev.kernel(name, spec=...)`` returns."""
 
-    def __init__(self, kernel: Kernel, spec: SpecData):
+    def __init__(self, kernel: Kernel, spec: SpecData, limits=None):
+        if limits is not None:
+            check_specialised(kernel.entry, kernel.blob, specialised_local_size(kernel.entry, spec),
+                              dict(spec.values), limits)
         self.kernel = kernel
         self.spec = spec
         self.name = kernel.name
