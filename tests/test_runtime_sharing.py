@@ -117,6 +117,7 @@ def test_kernel_and_buffer_of_a_closed_device_are_refused():
                 call=lambda: b.dispatch(b.kernel("rt_fill"), [x], groups=4, push=push))
         refused(b, "upload destination", "buffer x", "closed", call=lambda: b.upload(x, b"\0" * 16))
         refused(b, "download source", "buffer x", "closed", call=lambda: b.download(x))
+        refused(b, "copy source", "buffer x", "closed", call=lambda: b.copy(x, y))
         # The closed Device itself refuses everything too.
         with pytest.raises(GenspirvError, match="closed"):
             a.dispatch(k, [x], groups=4, push=push)
