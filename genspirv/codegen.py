@@ -77,21 +77,22 @@ def word_lines(words: tuple[int, ...]) -> list[str]:
 
 
 def c_escape(text: str) -> str:
-    """``text`` made safe inside both a C string literal and a ``/* */`` comment.
+    """``text`` made safe inside a C string literal, a ``/* */`` and a ``//`` comment.
 
-    UTF-8 bytes outside printable ASCII become 3-digit octal escapes (so no
-    newline can end a line comment or splice lines), quotes, backslashes and
-    '?' (trigraphs) are backslash-escaped, and the '/' of a ``*/`` becomes
-    ``\\057`` so a comment cannot end early. The result, quoted, is a literal
-    whose value is ``text``'s UTF-8 bytes.
+    UTF-8 bytes outside printable ASCII become 3-digit octal escapes (no
+    newline can end a line comment), a backslash becomes ``\\134`` (none can
+    end a line and splice the next one in), quotes and '?' (trigraphs) are
+    backslash-escaped, and the second character of ``*/`` or ``/*`` becomes an
+    octal escape (no comment ends early, none nests). Quoted, the result is a
+    literal whose value is ``text``'s UTF-8 bytes.
     """
     out = []
     previous = ""
     for byte in text.encode("utf-8"):
         ch = chr(byte)
-        if ch in '"\\?':
+        if ch in '"?':
             out.append("\\" + ch)
-        elif 0x20 <= byte < 0x7F and not (ch == "/" and previous == "*"):
+        elif 0x20 <= byte < 0x7F and ch != "\\" and previous + ch not in ("*/", "/*"):
             out.append(ch)
         else:
             out.append(f"\\{byte:03o}")

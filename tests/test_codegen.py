@@ -291,7 +291,8 @@ def test_too_many_bindings_for_the_masks_is_refused(project):
 
 
 def test_c_string_escapes():
-    assert codegen.c_string('a"b\\c') == r'"a\"b\\c"'
+    assert codegen.c_string('a"b\\c') == r'"a\"b\134c"'
+    assert codegen.c_escape("glsl/a*/b/*c") == r"glsl/a*\057b/\052c"
     assert codegen.c_string("??/") == r'"\?\?/"'
     assert codegen.c_string("é\n") == r'"\303\251\012"'
 
@@ -305,3 +306,176 @@ def test_repo_manifest_renders_and_compiles(tmp_path):
     result = build_and_run(codegen.render("c", manifest, "gen/shaders"), tmp_path, cplusplus_main=True)
     assert_table_matches_manifest(result, manifest)
 
+
+
+# -- the table's reflection: bindings, spec constants, spec'd local size ------
+
+TABLE_PROGRAM = r"""
+#include "shaders.h"
+#include <stdio.h>
+
+static void hex(const char *s) {
+    printf("\"");
+    for (; s != NULL && *s; s++) printf("%02x", (unsigned)(unsigned char)*s);
+    printf("\"");
+}
+
+int main(void) {
+    size_t i, j;
+    printf("{\"modules\": [");
+    for (i = 0; i < genspirv_module_count; i++) {
+        const genspirv_module *m = &genspirv_modules[i];
+        printf("%s{\"name\": ", i ? ", " : "");
+        hex(m->name);
+        printf(", \"local_size_spec_ids\": [%d, %d, %d], \"bindings\": [",
+               (int)m->local_size_spec_ids[0], (int)m->local_size_spec_ids[1], (int)m->local_size_spec_ids[2]);
+        for (j = 0; j < m->binding_count; j++) {
+            const genspirv_binding *b = &m->bindings[j];
+            printf("%s[%u, %u, ", j ? ", " : "", (unsigned)b->set, (unsigned)b->binding);
+            hex(b->name);
+            printf(", %d, %u, %d", (int)b->type, (unsigned)b->count, (int)b->access);
+#ifdef GENSPIRV_HAS_MIN_SIZE
+            printf(", %llu", (unsigned long long)b->min_size);
+#endif
+            printf("]");
+        }
+        printf("], \"spec_constants\": [");
+        for (j = 0; j < m->spec_count; j++) {
+            const genspirv_spec_constant *s = &m->spec_constants[j];
+            printf("%s[%u, ", j ? ", " : "", (unsigned)s->id);
+            hex(s->name);
+            printf(", %d, %u, %llu]", (int)s->type, (unsigned)s->size, (unsigned long long)s->default_bits);
+        }
+        printf("]}");
+    }
+    printf("], \"unavailable\": [");
+    for (i = 0; i < genspirv_unavailable_count; i++) {
+        const genspirv_unavailable *u = &genspirv_unavailable_modules[i];
+        printf("%s[", i ? ", " : "");
+        hex(u->name); printf(", "); hex(u->source); printf(", "); hex(u->missing);
+        printf("]");
+    }
+    printf("], \"sentinel\": %d}\n", genspirv_unavailable_modules[genspirv_unavailable_count].name == NULL);
+    return 0;
+}
+"""
+
+
+def run_table_program(files: dict[str, bytes], tmp: Path, cxx: bool = False) -> dict:
+    write_outputs(files, tmp)
+    gen = tmp / "gen"
+    (tmp / "table.c").write_text(TABLE_PROGRAM)
+    if cxx:
+        run_cc(CXX, "-std=c++17", *WARNINGS, "-x", "c++", "-I", gen, tmp / "table.c", "-x", "c++",
+               gen / "shaders.c", "-o", tmp / "table")
+    else:
+        run_cc(CC, "-std=c99", *WARNINGS, "-I", gen, tmp / "table.c", gen / "shaders.c", "-o", tmp / "table")
+    proc = subprocess.run([tmp / "table"], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(proc.stdout)
+
+
+def unhex(s: str) -> str:
+    return bytes.fromhex(s).decode("utf-8")
+
+
+def expected_rows(manifest_dict: dict, with_min_size: bool) -> list:
+    from genspirv.reflect import DESCRIPTOR_TYPES, SPEC_TYPES
+    rows = []
+    for e in sorted(manifest_dict["shaders"], key=lambda e: e["name"].encode()):
+        bindings = [[b["set"], b["binding"], b["name"], DESCRIPTOR_TYPES.index(b["type"]), b["count"],
+                     {"read": 1, "write": 2, "read_write": 3}[b["access"]]]
+                    + ([b["min_size"]] if with_min_size else []) for b in e["bindings"]]
+        specs = [[s["id"], s["name"], SPEC_TYPES.index(s["type"]), codegen.SPEC_LAYOUT[s["type"]][0],
+                  codegen.spec_default_bits(s["type"], s["default"], "x")] for s in e["spec_constants"]]
+        rows.append({"name": e["name"], "bindings": bindings, "spec_constants": specs,
+                     "local_size_spec_ids": [-1 if i is None else i for i in e["local_size_spec_ids"]]})
+    return rows
+
+
+def decoded(result: dict) -> list:
+    return [{"name": unhex(m["name"]), "local_size_spec_ids": m["local_size_spec_ids"],
+             "bindings": [[b[0], b[1], unhex(b[2]), *b[3:]] for b in m["bindings"]],
+             "spec_constants": [[s[0], unhex(s[1]), *s[2:]] for s in m["spec_constants"]]}
+            for m in result["modules"]]
+
+
+@needs_cc
+@pytest.mark.parametrize("cxx", [False, True], ids=["c", "cxx"])
+def test_table_holds_bindings_spec_constants_and_spec_local_size(project, tmp_path, cxx):
+    result = run_table_program(codegen.render("c", project, "gen/shaders"), tmp_path, cxx)
+    assert decoded(result) == expected_rows(json.loads(dumps(project)), with_min_size=False)
+    fill = next(m for m in decoded(result) if m["name"] == "fill")
+    assert fill["local_size_spec_ids"] == [0, -1, -1]
+    assert fill["spec_constants"][1][4] == struct.unpack("<I", struct.pack("<f", 0.5))[0]
+    assert result["unavailable"] == [] and result["sentinel"] == 1
+
+
+@needs_cc
+def test_min_size_and_unavailable_render_when_the_manifest_has_them(project, tmp_path, monkeypatch):
+    """Newer manifests carry per-binding ``min_size`` and a top-level ``unavailable``: both reach C."""
+    from genspirv import manifest as manifest_mod
+    original = manifest_mod.manifest_to_dict
+
+    def newer(m):
+        d = original(m)
+        for e in d["shaders"]:
+            for i, b in enumerate(e["bindings"]):
+                b["min_size"] = 16 * (i + 1)
+        d["unavailable"] = [{"name": "mm_f16_cm2", "source": "glsl/mm.comp",
+                             "missing": ["GL_NV_cooperative_matrix2"]}]
+        return d
+    monkeypatch.setattr(codegen, "manifest_to_dict", newer)
+    files = codegen.render("c", project, "gen/shaders")
+    assert b"#define GENSPIRV_HAS_MIN_SIZE 1" in files["gen/shaders.h"]
+    result = run_table_program(files, tmp_path)
+    assert decoded(result) == expected_rows(newer(project), with_min_size=True)
+    assert [[unhex(x) for x in u] for u in result["unavailable"]] == [
+        ["mm_f16_cm2", "glsl/mm.comp", "GL_NV_cooperative_matrix2"]]
+
+
+# -- escaping: no path or name breaks the C ------------------------------------
+
+NASTY = ["a*/b", "*/ int broken; /*", 'q"uote', "back\\slash", "line\nbreak\r", "trailing\\",
+         "??/ trigraph", "é ü 漢字", "\t\x01\x7f", "*", "/", "**//", "// c++ comment", "", "x*\\\n/"]
+
+
+@needs_cc
+@pytest.mark.parametrize("compiler", ["cc", "c++"])
+def test_c_escape_is_safe_in_comments_and_literals(tmp_path, compiler):
+    import random
+    rng = random.Random(16)
+    alphabet = "*/\\\"'?\n\r\t #aé漢\x00\x01"
+    texts = NASTY + ["".join(rng.choice(alphabet) for _ in range(rng.randrange(12))) for _ in range(300)]
+    texts = [t for t in texts if "\x00" not in t] + ["nul is refused by C strings only"]
+    lines = ["#include <stdio.h>", "static const char *const texts[] = {"]
+    for t in texts:
+        lines.append(f"    /* {codegen.c_escape(t)} */ {codegen.c_string(t)},  // {codegen.c_escape(t)}")
+    lines += ["};", "int main(void) {", "    size_t i; const char *p;",
+              "    for (i = 0; i < sizeof texts / sizeof texts[0]; i++) {",
+              "        for (p = texts[i]; *p; p++) printf(\"%02x\", (unsigned)(unsigned char)*p);",
+              "        printf(\"\\n\");", "    }", "    return 0;", "}"]
+    src = tmp_path / ("t.c" if compiler == "cc" else "t.cpp")
+    src.write_text("\n".join(lines) + "\n")
+    std = ["-std=c99"] if compiler == "cc" else ["-std=c++17"]
+    run_cc(shutil.which(compiler), *std, "-Wall", "-Wextra", "-Werror", "-trigraphs",
+           src, "-o", tmp_path / "t")
+    out = subprocess.run([tmp_path / "t"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert [bytes.fromhex(h).decode("utf-8") for h in out.splitlines()] == texts
+
+
+@needs_cc
+def test_paths_and_names_with_comment_enders_compile(project, tmp_path):
+    """A source folder called 'a*' used to end the words' comment early."""
+    e = project.entry("scale")
+    odd = ManifestEntry('we*/ird "name"\\é', 'glsl/a*/b */ c\n"d".comp', e.defines, e.spirv, e.sha256,
+                        e.size, e.info)
+    m = Manifest(project.toolchain, (odd,), root=project.root)
+    result = run_table_program(codegen.render("c", m, "gen/shaders"), tmp_path, cxx=False)
+    assert unhex(result["modules"][0]["name"]) == odd.name
+    run_cc(CXX, "-std=c++17", *WARNINGS, "-x", "c++", "-c", tmp_path / "gen" / "shaders.c", "-o", tmp_path / "x.o")
+
+
+@pytest.mark.parametrize("output", ['gen/sha"ders', "gen/sha'ders", "gen/a\nb"])
+def test_header_name_that_cannot_be_included_is_refused(project, output):
+    with pytest.raises(CodegenError, match="header name"):
+        codegen.render("c", project, output)
