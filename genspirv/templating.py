@@ -65,9 +65,10 @@ class _OneFileLoader(jinja2.BaseLoader):
 
     def get_source(self, environment, template):
         if template != self.name:
-            raise CodegenError(f"{self.name}: includes {template!r}; a genspirv template is one file "
-                               "(its bytes are what the build tracks)")
-        return self.source, None, lambda: True
+            raise jinja2.TemplateNotFound(template, f"{template!r} is not available: a genspirv template "
+                                                    "is one file (its bytes are what the build tracks)")
+        # The file name is the template's path, so a render error's frames name it.
+        return self.source, self.name, lambda: True
 
 
 def _environment(name: str, source: str) -> jinja2.sandbox.SandboxedEnvironment:
@@ -117,7 +118,7 @@ def render_template(manifest: Manifest, template: str, output: str, blobs: Mappi
         raise CodegenError(f"{template}:{exc.lineno}: template syntax error: {exc.message}") from None
     try:
         text = compiled.render(context(manifest, template, output, blobs))
-    except CodegenError as exc:
+    except CodegenError as exc:   # from a filter, e.g. c_string of a bad value
         raise CodegenError(f"{_template_line(exc, template)}: {exc}") from None
     except jinja2.TemplateError as exc:
         # UndefinedError, SecurityError and friends: name the line, keep jinja's words.

@@ -479,3 +479,141 @@ def test_paths_and_names_with_comment_enders_compile(project, tmp_path):
 def test_header_name_that_cannot_be_included_is_refused(project, output):
     with pytest.raises(CodegenError, match="header name"):
         codegen.render("c", project, output)
+
+
+# -- a project's own templates -------------------------------------------------
+
+# The table in llama.cpp's shape: one byte array and one length per variant.
+LLAMA_TEMPLATE = """\
+// {{ banner }} (from {{ template }})
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+{% for s in shaders %}
+// {{ s.name | c_escape }}: {{ s.source | c_escape }}
+static const unsigned char {{ s.ident }}_data[{{ s.blob | length }}] = {
+    {{ s.blob | hex_bytes | join(",\\n    ") }}
+};
+static const uint64_t {{ s.ident }}_len = {{ s.blob | length }};
+
+{% endfor %}
+"""
+
+LLAMA_READER = r"""
+#include <cstdio>
+#include "kernels.hpp"
+
+static int dump(const char *dir, const char *name, const unsigned char *data, uint64_t len) {
+    char path[4096];
+    std::snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    std::FILE *f = std::fopen(path, "wb");
+    if (f == nullptr) return 1;
+    size_t n = std::fwrite(data, 1, (size_t)len, f);
+    std::fclose(f);
+    return n == len ? 0 : 1;
+}
+
+int main(int, char **argv) {
+    int bad = 0;
+@CALLS@
+    return bad;
+}
+"""
+
+
+def write_template(root: Path, rel: str, text: str) -> str:
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text)
+    return rel
+
+
+@needs_cc
+def test_llama_shaped_template_renders_arrays_equal_to_the_blobs(project, tmp_path):
+    rel = write_template(project.root, "tools/llama.hpp.j2", LLAMA_TEMPLATE)
+    files = codegen.render("template", project, "gen/kernels.hpp", template=rel)
+    assert list(files) == ["gen/kernels.hpp"]
+    write_outputs(files, tmp_path)
+    calls = "\n".join(f'    bad |= dump(argv[1], "{e.name}", {e.name}_data, {e.name}_len);' for e in project.shaders)
+    (tmp_path / "reader.cpp").write_text(LLAMA_READER.replace("@CALLS@", calls))
+    run_cc(CXX, "-std=c++17", *WARNINGS, "-I", tmp_path / "gen", tmp_path / "reader.cpp", "-o", tmp_path / "reader")
+    (tmp_path / "out").mkdir()
+    subprocess.run([tmp_path / "reader", tmp_path / "out"], check=True, timeout=60)
+    for e in project.shaders:
+        assert (tmp_path / "out" / f"{e.name}.bin").read_bytes() == project.read_blob(e), e.name
+    text = files["gen/kernels.hpp"].decode()
+    assert "(from tools/llama.hpp.j2)" in text and "static const uint64_t scale_len = " in text
+
+
+@pytest.mark.parametrize("text,line,match", [
+    ("a\nb\n{{ shaders[0].nmae }}\n", 3, "UndefinedError.*nmae"),
+    ("{% for s in shaders %}\n{{ s.name }\n{% endfor %}\n", 2, "syntax error"),
+    ("ok\n{% include 'other.j2' %}\n", 2, "one file"),
+    ("\n{{ shaders.__class__.__mro__ }}\n", 2, "__class__"),
+    ("{{ shaders[0].blob | no_such_filter }}\n", 1, "no_such_filter"),
+])
+def test_template_error_names_the_template_and_line(project, text, line, match):
+    rel = write_template(project.root, "tools/bad.j2", text)
+    with pytest.raises(CodegenError, match=rf"^tools/bad\.j2:{line}: .*{match}"):
+        codegen.render("template", project, "gen/x.hpp", template=rel)
+
+
+def test_missing_template_is_an_error_naming_it(project):
+    with pytest.raises(CodegenError, match="tools/absent.j2: no such file"):
+        codegen.render("template", project, "gen/x.hpp", template="tools/absent.j2")
+
+
+def test_template_variables_documented_are_the_ones_given(project):
+    from genspirv.templating import context
+    blobs = {e.name: project.read_blob(e) for e in project.shaders}
+    ctx = context(project, "t.j2", "o.hpp", blobs)
+    assert set(ctx) == {"manifest", "shaders", "unavailable", "toolchain", "banner", "output", "template"}
+    first = ctx["shaders"][0]
+    assert [s["name"] for s in ctx["shaders"]] == sorted(e.name for e in project.shaders)
+    assert first["blob"] == blobs[first["name"]] and first["ident"] == first["name"]
+    assert first["words"][0] == 0x07230203
+    guide = (REPO / "docs" / "GUIDE.md").read_text(encoding="utf-8")
+    for name in [*ctx, "blob", "words", "ident", "c_string", "c_escape", "c_ident", "hex_bytes", "hex_words"]:
+        assert f"`{name}`" in guide, f"GUIDE does not document template variable/filter {name!r}"
+
+
+@pytest.mark.skipif(GLSLANG is None, reason="needs glslangValidator")
+def test_build_renders_template_and_check_verifies_it(tmp_path, capsys):
+    from genspirv.cli import main
+    (tmp_path / "glsl").mkdir()
+    (tmp_path / "glsl" / "scale.comp").write_text(SHADERS["scale"])
+    write_template(tmp_path, "tools/llama.hpp.j2", LLAMA_TEMPLATE)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.genspirv]\nglsl_dir = "glsl"\nspirv_dir = "spirv"\nmanifest = "manifests/shaders.json"\n'
+        'generate = [ { template = "tools/llama.hpp.j2", output = "src/kernels.hpp" } ]\n')
+    root = ["--root", str(tmp_path)]
+    assert main([*root, "build", "-q"]) == 0
+    out = tmp_path / "src" / "kernels.hpp"
+    assert b"scale_data[" in out.read_bytes()
+    assert main([*root, "check", "-q"]) == 0
+
+    out.write_bytes(out.read_bytes().replace(b"0x03, 0x02", b"0x03, 0x03", 1))
+    assert main([*root, "check"]) == 1
+    assert "src/kernels.hpp: differs" in capsys.readouterr().err
+
+    # Editing the template alone re-renders (the build's output key holds its bytes).
+    assert main([*root, "build", "-q"]) == 0
+    write_template(tmp_path, "tools/llama.hpp.j2", LLAMA_TEMPLATE.replace("#pragma once", "#pragma once // v2"))
+    assert main([*root, "build", "-q"]) == 0
+    assert b"#pragma once // v2" in out.read_bytes()
+    assert main([*root, "check", "-q"]) == 0
+
+
+@pytest.mark.parametrize("entry,match", [
+    ('{ output = "src/x.hpp" }', "either target"),
+    ('{ target = "c", template = "t.j2", output = "x" }', "either target"),
+    ('{ template = "nope.j2", output = "src/x.hpp" }', "no such file nope.j2"),
+    ('{ template = "../t.j2", output = "src/x.hpp" }', "relative posix path"),
+])
+def test_generate_template_entries_are_checked(tmp_path, entry, match):
+    from genspirv.config import load_config
+    from genspirv.errors import ConfigError
+    (tmp_path / "glsl").mkdir()
+    (tmp_path / "pyproject.toml").write_text(f'[tool.genspirv]\ngenerate = [ {entry} ]\n')
+    with pytest.raises(ConfigError, match=match):
+        load_config(tmp_path)
