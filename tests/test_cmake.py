@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from genspirv import cmake_support
 from genspirv.cmake_support import cmake_dir
 
 REPO = Path(__file__).resolve().parent.parent
 CMAKE = shutil.which("cmake")
-pytestmark = pytest.mark.skipif(CMAKE is None or shutil.which("c++") is None,
-                                reason="needs cmake and a C++ compiler (apt-get install cmake ninja-build)")
+needs_cmake = pytest.mark.skipif(CMAKE is None or shutil.which("c++") is None,
+                                 reason="needs cmake and a C++ compiler (apt-get install cmake ninja-build)")
 
 PYPROJECT = """\
 [tool.genspirv]
@@ -141,6 +142,7 @@ def test_package_version_is_the_python_package_version():
     assert f'set(PACKAGE_VERSION "{genspirv.__version__}")' in text
 
 
+@needs_cmake
 @pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja (apt-get install ninja-build)")
 def test_ninja_consumer_builds_rebuilds_on_include_edit_and_checks(tmp_path):
     src = make_consumer(tmp_path)
@@ -176,6 +178,7 @@ def test_ninja_consumer_builds_rebuilds_on_include_edit_and_checks(tmp_path):
     assert "kernels_genspirv_check" in failed.stdout and "differs" in failed.stdout
 
 
+@needs_cmake
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_makefiles_consumer_builds_in_source_and_noop_rebuilds(tmp_path):
     src = make_consumer(tmp_path)
@@ -190,6 +193,7 @@ def test_makefiles_consumer_builds_in_source_and_noop_rebuilds(tmp_path):
     assert program_words(src) == blob_words(src)
 
 
+@needs_cmake
 def test_configure_fails_clearly_when_python_lacks_genspirv(tmp_path):
     src = make_consumer(tmp_path)
     fake = tmp_path / "python-without-genspirv"
@@ -199,3 +203,68 @@ def test_configure_fails_clearly_when_python_lacks_genspirv(tmp_path):
                            f"-DPython3_EXECUTABLE={fake}"], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "cannot import genspirv" in proc.stderr and str(fake) in proc.stderr
+
+
+def test_wheel_ships_the_cmake_package_and_the_header():
+    try:
+        import tomllib
+    except ModuleNotFoundError:   # Python 3.10
+        import tomli as tomllib
+    from fnmatch import fnmatch
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["genspirv"]
+    package = REPO / "genspirv"
+    files = [*cmake_dir().glob("*.cmake"), cmake_support.include_dir() / "genspirv" / "hazards.h"]
+    assert len(files) == 3
+    for f in files:
+        assert any(fnmatch(f.relative_to(package).as_posix(), p) for p in patterns), f
+
+
+# -- the depfile ----------------------------------------------------------------
+
+
+def test_make_escape():
+    assert cmake_support.make_escape("/a b/c#d$e") == "/a\\ b/c\\#d$$e"
+    for bad in ("/a\nb", "/a\\b"):
+        with pytest.raises(cmake_support.OutputError, match="depfile"):
+            cmake_support.make_escape(bad)
+
+
+def depfile_project(tmp: Path, generate: str = "", extra: str = "") -> Path:
+    (tmp / "glsl" / "include").mkdir(parents=True)
+    (tmp / "glsl" / "include" / "common.glsl").write_text(COMMON)
+    (tmp / "glsl" / "scale.comp").write_text(SCALE)
+    (tmp / "glsl" / "notes.txt").write_text("not a shader\n")
+    (tmp / "pyproject.toml").write_text('[tool.genspirv]\nglsl_dir = "glsl"\n' + generate + extra)
+    return tmp
+
+
+def test_depfile_lists_sources_includes_folders_config_and_templates(tmp_path):
+    from genspirv.config import load_config
+    root = depfile_project(tmp_path, 'generate = [ { template = "t/x.j2", output = "x.h" } ]\n')
+    (root / "t").mkdir()
+    (root / "t" / "x.j2").write_text("{{ banner }}\n")
+    config = load_config(root)
+    # No manifest with `depends` yet: every file under glsl_dir counts.
+    assert cmake_support.depfile_inputs(config) == sorted([
+        root / "glsl", root / "glsl" / "include", root / "glsl" / "include" / "common.glsl",
+        root / "glsl" / "notes.txt", root / "glsl" / "scale.comp", root / "pyproject.toml", root / "t" / "x.j2"])
+    # A manifest recording `depends` narrows the files to those.
+    (root / "manifests").mkdir()
+    (root / "manifests" / "shaders.json").write_text(
+        '{"shaders": [{"name": "scale", "depends": ["glsl/scale.comp", "glsl/include/common.glsl"]}]}')
+    assert root / "glsl" / "notes.txt" not in cmake_support.depfile_inputs(config)
+    assert root / "glsl" / "include" / "common.glsl" in cmake_support.depfile_inputs(config)
+
+
+def test_build_depfile_option_writes_make_syntax(tmp_path):
+    from genspirv.cli import main
+    from genspirv.config import load_config
+    root = depfile_project(tmp_path / "with space")
+    dep = tmp_path / "out" / "k.stamp.d"
+    assert main(["--root", str(root), "build", "-q", "--depfile", str(dep)]) == 0
+    text = dep.read_text()
+    target, _, deps = text.partition(":")
+    assert target == str(tmp_path / "out" / "k.stamp").replace(" ", "\\ ")
+    words = [w.replace("\\ ", " ") for w in re.split(r"(?<!\\) ", deps.replace("\\\n", " ")) if w.strip()]
+    assert [Path(w.strip()) for w in words] == cmake_support.depfile_inputs(load_config(root))
+    assert str(root / "glsl" / "include" / "common.glsl").replace(" ", "\\ ") in text
