@@ -18,8 +18,6 @@
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.20...3.28)   # DEPFILE with Makefiles needs 3.20; CMP0116 NEW for Ninja
 
-include_guard(GLOBAL)
-
 get_filename_component(genspirv_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../include" ABSOLUTE)
 
 if(NOT Python3_EXECUTABLE)
@@ -49,6 +47,9 @@ if(genspirv_VERSION AND NOT _genspirv_version STREQUAL genspirv_VERSION)
                   "${_genspirv_version}; point genspirv_DIR at `${Python3_EXECUTABLE} -m genspirv cmake-dir`")
 endif()
 set(genspirv_PYTHON "${Python3_EXECUTABLE}")
+# genspirv_add_shaders may be called from any directory of the project.
+set(_genspirv_python "${Python3_EXECUTABLE}" CACHE INTERNAL "the Python genspirv_add_shaders runs")
+set(_genspirv_include_dir "${genspirv_INCLUDE_DIR}" CACHE INTERNAL "the folder of genspirv/hazards.h")
 
 function(genspirv_add_shaders target)
   cmake_parse_arguments(PARSE_ARGV 1 _gs "" "ROOT" "")
@@ -66,7 +67,7 @@ function(genspirv_add_shaders target)
   endif()
 
   execute_process(
-    COMMAND "${genspirv_PYTHON}" -m genspirv.cmake_support table --root "${root}"
+    COMMAND "${_genspirv_python}" -m genspirv.cmake_support table --root "${root}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "genspirv_add_shaders(${target}): ${err}")
@@ -78,7 +79,7 @@ function(genspirv_add_shaders target)
   if(NOT EXISTS "${source}" OR NOT EXISTS "${header}")
     # A project that has never been built: the library needs its source now.
     message(STATUS "genspirv: ${source} does not exist yet: running genspirv build")
-    execute_process(COMMAND "${genspirv_PYTHON}" -m genspirv --root "${root}" build --quiet
+    execute_process(COMMAND "${_genspirv_python}" -m genspirv --root "${root}" build --quiet
                     RESULT_VARIABLE rc ERROR_VARIABLE err)
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "genspirv_add_shaders(${target}): genspirv build failed:\n${err}")
@@ -94,7 +95,7 @@ function(genspirv_add_shaders target)
   set(depfile "${stamp}.d")
   add_custom_command(
     OUTPUT "${stamp}"
-    COMMAND "${genspirv_PYTHON}" -m genspirv --root "${root}" build --quiet
+    COMMAND "${_genspirv_python}" -m genspirv --root "${root}" build --quiet
             --depfile "${depfile}" --depfile-target "${stamp}"
     COMMAND "${CMAKE_COMMAND}" -E touch "${stamp}"
     DEPENDS "${root}/pyproject.toml"
@@ -112,10 +113,10 @@ function(genspirv_add_shaders target)
   endif()
   set_source_files_properties("${source}" PROPERTIES OBJECT_DEPENDS "${stamp}")
   add_dependencies(${target} ${target}_genspirv_build)
-  target_include_directories(${target} PUBLIC "${header_dir}" "${genspirv_INCLUDE_DIR}")
+  target_include_directories(${target} PUBLIC "${header_dir}" "${_genspirv_include_dir}")
 
   add_test(NAME ${target}_genspirv_check
-           COMMAND "${genspirv_PYTHON}" -m genspirv --root "${root}" check
+           COMMAND "${_genspirv_python}" -m genspirv --root "${root}" check
            WORKING_DIRECTORY "${root}")
 endfunction()
 
