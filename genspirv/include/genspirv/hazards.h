@@ -195,7 +195,11 @@ static inline unsigned genspirv_tracker_hazards(const genspirv_tracker *t, const
 {
     unsigned kinds = 0;
     size_t i;
-    for (i = 0; i < count && i < 64; i++) {
+    if (count > 64) {
+        /* More ranges than the masks describe: a caller error, answered conservatively. */
+        return GENSPIRV_HAZARD_RAW | GENSPIRV_HAZARD_WAW | GENSPIRV_HAZARD_WAR;
+    }
+    for (i = 0; i < count; i++) {
         const genspirv_range *r = &ranges[i];
         if (r->size == 0) {
             continue;
@@ -218,7 +222,15 @@ static inline void genspirv_tracker_add_pending(genspirv_tracker *t, unsigned st
                                                 size_t count, uint64_t read_mask, uint64_t write_mask)
 {
     size_t i;
-    for (i = 0; i < count && i < 64; i++) {
+    if (count > 64) {
+        /* Ranges the masks cannot describe: assume anything may be pending. */
+        t->reads_overflowed = 1;
+        t->writes_overflowed = 1;
+        t->read_stages |= stage;
+        t->write_stages |= stage;
+        count = 64;
+    }
+    for (i = 0; i < count; i++) {
         const genspirv_range *r = &ranges[i];
         if (r->size == 0) {
             continue;
@@ -236,7 +248,8 @@ static inline void genspirv_tracker_add_pending(genspirv_tracker *t, unsigned st
 
 /* Decide for one access in `stage` (one GENSPIRV_STAGE_* bit), then record it
  * as pending. On GENSPIRV_BARRIER, *barrier says what to record before the
- * access, and the pending sets were cleared first. At most 64 ranges. */
+ * access, and the pending sets were cleared first. At most 64 ranges (the
+ * masks' bits); more are answered with a barrier before and after. */
 static inline genspirv_decision genspirv_tracker_access(genspirv_tracker *t, unsigned stage,
                                                         const genspirv_range *ranges, size_t count,
                                                         uint64_t read_mask, uint64_t write_mask,
