@@ -284,9 +284,20 @@ def outputs_key(config: Config, compiler_version: str, variant_keys: Mapping[str
     doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys[v.name]]
                         for v in config.variants],
            "manifest": str(config.manifest), "generate": [list(map(str, (g.target, g.output)))
+                                                      + _template_key(config, g)
                                                       for g in config.generate],
            "toolchain": [compiler_version, config.target_env, list(config.flags)]}
     return sha256_hex(json.dumps(doc, sort_keys=True).encode())
+
+
+def _template_key(config: Config, g) -> list[str]:
+    """A project template's path and bytes: editing it re-renders its output."""
+    if getattr(g, "template", None) is None:
+        return []
+    try:
+        return [g.template, sha256_hex(config.path(g.template).read_bytes())]
+    except OSError:
+        return [g.template, "unreadable"]   # render then names the problem
 
 
 def _outputs_current(config: Config, recorded: object, key: str) -> bool:
@@ -337,7 +348,7 @@ def render_outputs(config: Config, compiled: Sequence[Compiled]) -> dict[str, by
         for g in config.generate:
             # The blobs are not written yet: hand codegen the fresh bytes, not the old files.
             blobs = {c.variant.name: c.blob for c in compiled}
-            for rel, data in codegen.render(g.target, manifest, g.output, blobs=blobs).items():
+            for rel, data in codegen.render(g.target, manifest, g.output, blobs=blobs, template=g.template).items():
                 outputs[rel] = data
     return outputs
 
