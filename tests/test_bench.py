@@ -251,7 +251,7 @@ def test_bench_error_is_a_genspirv_error():
 def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
     pytest.importorskip("vulkan")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
-    from genspirv import demo
+    from genspirv.llm import demo, driver
     from genspirv.bench import runtime_suite
 
     rec = Recorder("demo")
@@ -267,9 +267,9 @@ def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
     for r in rec.runs:
         if r["case"] == "barriers per token":
             policy, reorder = {c[0]: (c[1], c[2]) for c in demo.CONFIGS}[r["config"]]
-            assert r["value"] == demo.expected_barriers_per_token(config, policy, reorder)
+            assert r["value"] == driver.expected_barriers_per_token(config, policy, reorder)
         if r["case"] == "dispatches per token":
-            assert r["value"] == demo.dispatches_per_token(config)
+            assert r["value"] == driver.dispatches_per_token(config)
 
 
 def test_runtime_rows_use_raw_samples_when_given_and_say_so_otherwise():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shlex
 
-from .harness import BenchError, BenchOptions, Progress, Recorder, paired_order, require
+from .harness import BenchError, BenchOptions, Progress, Recorder, require
 
 DEMO_REPEATS = 5
 QUICK_DEMO_ARGS = "--layers 1 --dim 64 --heads 2 --kv-heads 2 --ffn 128 --vocab 64 --tokens 4"
@@ -30,9 +30,9 @@ def _device_name(dev) -> str:
 
 
 def bench_demo(opts: BenchOptions, rec: Recorder) -> None:
-    demo = require("genspirv.demo", "the decode demo", "demo")
-    runtime = require("genspirv.runtime", "the runtime", "demo")
-    from .. import reference as ref
+    from ..llm import demo, driver, model as ref
+    from ..llm.compare import Reference
+    from ..runtime import Device
 
     argv = shlex.split(QUICK_DEMO_ARGS if opts.quick else opts.demo_args or "")
     try:
@@ -41,64 +41,45 @@ def bench_demo(opts: BenchOptions, rec: Recorder) -> None:
         raise BenchError(f"bench demo: bad --demo-args {opts.demo_args!r}") from None
     config = demo.config_from_args(args)
     weights = ref.make_weights(config, args.seed)
-    greedy = ref.greedy_decode(weights, args.prompt, args.tokens)
+    reference = Reference(weights, args.prompt, args.tokens)
     repeats = opts.repeat or (2 if opts.quick else DEMO_REPEATS)
     progress = Progress(repeats * len(demo.CONFIGS), opts.quiet)
     n = args.tokens
     rec.extra["model"] = {"layers": config.n_layers, "dim": config.dim, "heads": config.n_heads,
                           "kv_heads": config.n_kv_heads, "ffn": config.ffn_dim, "vocab": config.vocab,
                           "tokens": n, "seed": args.seed, "demo_args": argv}
-    rec.notes.append("each decode is compared with the numpy reference (demo.compare) before its "
-                     "time counts; wall = record + submit + wait per token, gpu = device timestamps "
+    rec.notes.append("each decode is compared with the numpy reference (genspirv.llm.compare) before "
+                     "its time counts; wall = record + submit + wait per token, gpu = device timestamps "
                      "around the steps; replayed = the same decode captured once (dev.record) and "
                      "resubmitted, so its gpu time has no host recording in it.")
-    dev = runtime.Device()
-    graphs = []
+
+    def on_run(r: int, label: str, mode: str, run) -> None:
+        verdict = reference.check(run, args.tol)
+        if not verdict.ok:
+            raise BenchError(f"bench demo: {label} ({mode}) decode disagrees with the reference: "
+                             + "; ".join(verdict.mismatches[:3]))
+        info = {"repeat": r, "config": label, "tokens": n}
+        if mode == "replayed":
+            rec.add("gpu per token, replayed", label, run.gpu_seconds / n, **info)
+            return
+        progress.step(f"demo {label} (run {r + 1}/{repeats})")
+        rec.add("wall per token", label, run.seconds / n, **info)
+        rec.add("gpu per token", label, run.gpu_seconds / n, **info)
+        rec.add("barriers per token", label, run.stats.get("barriers", 0) / n, "barriers", **info)
+        rec.add("dispatches per token", label, run.stats.get("dispatches", 0) / n, "dispatches", **info)
+
+    dev = Device()
     try:
         rec.device = _device_name(dev)
-        block_size = args.block_size or demo.default_block_size(dev)
+        block_size = args.block_size or driver.default_block_size(dev)
         rec.extra["model"]["block_size"] = block_size
-        model = demo.GpuModel(dev, weights, block_size=block_size)
-        captured = {}
-        for label, policy, reorder in demo.CONFIGS:      # warm-up (pipelines, pools) and capture
-            demo.set_policy(dev, policy)
-            model.decode(args.prompt, n, reorder)
-            captured[label] = model.capture(args.prompt, n, reorder)
-            graphs.append(captured[label][0])
-        forced = {greedy.tokens: greedy}
-
-        def checked(label: str, mode: str, run) -> None:
-            if run.tokens not in forced:
-                forced[run.tokens] = ref.teacher_forced(weights, args.prompt, n, run.tokens)
-            verdict = demo.compare(run, forced[run.tokens], args.tol)
-            if not verdict.ok:
-                raise BenchError(f"bench demo: {label} ({mode}) decode disagrees with the reference: "
-                                 + "; ".join(verdict.mismatches[:3]))
-
-        for r in range(repeats):
-            for label, policy, reorder in paired_order(r, demo.CONFIGS):
-                progress.step(f"demo {label} (run {r + 1}/{repeats})")
-                demo.set_policy(dev, policy)
-                run = model.decode(args.prompt, n, reorder)
-                checked(label, "recorded", run)
-                graph, capture_stats = captured[label]
-                replayed = model.replay(graph, args.prompt, n, capture_stats)
-                checked(label, "replayed", replayed)
-                info = {"repeat": r, "config": label, "tokens": n}
-                rec.add("wall per token", label, run.seconds / n, **info)
-                rec.add("gpu per token", label, run.gpu_seconds / n, **info)
-                rec.add("gpu per token, replayed", label, replayed.gpu_seconds / n, **info)
-                rec.add("barriers per token", label, run.stats.get("barriers", 0) / n, "barriers", **info)
-                rec.add("dispatches per token", label, run.stats.get("dispatches", 0) / n, "dispatches", **info)
+        model = driver.GpuModel(dev, weights, block_size=block_size)
+        driver.decode_rounds(model, args.prompt, n, demo.CONFIGS, repeats, on_run)
         for case in ("wall per token", "gpu per token", "gpu per token, replayed", "barriers per token"):
             rec.ratio(case, "always / smart", "always", "smart")
             rec.ratio(case, "smart+reorder / smart", "smart+reorder", "smart")
     finally:
         progress.close()
-        dev.synchronize()
-        for graph in graphs:
-            graph.destroy()
-        demo.set_policy(dev, "smart")
         dev.close()
 
 
