@@ -8,8 +8,8 @@ per arm and job count, median with min–max bars) and ``reflect_scaling.png``
 the same JSON so the doc and the raw runs cannot disagree. Plots need
 matplotlib: ``pip install -e '.[bench]'``.
 
-    python ci/plot_bench.py build.json reflect.json --out docs/plots
-    python ci/plot_bench.py runtime.json --markdown
+    python tools/plot_bench.py build.json reflect.json --out docs/plots
+    python tools/plot_bench.py runtime.json --markdown
 """
 
 from __future__ import annotations
