@@ -90,7 +90,9 @@ def test_json_holds_every_run_and_metadata(tmp_path):
 
 
 def test_git_commit_names_this_checkout():
-    commit = harness.git_commit(Path(__file__).parent)
+    from genspirv.fsutil import git_commit
+
+    commit = git_commit(Path(__file__).parent)
     if shutil.which("git") is None or commit is None:
         pytest.skip("not a git checkout")
     assert len(commit.split("-")[0]) == 40
@@ -107,11 +109,6 @@ def test_progress_only_on_a_tty_and_not_when_quiet():
         p.step("first")
         p.close()
         assert ("[1/2] first" in stream.getvalue()) is shown
-
-
-def test_require_says_what_is_missing():
-    with pytest.raises(BenchError, match="does not have yet"):
-        harness.require("genspirv.no_such_part", "a part", "demo")
 
 
 def test_run_command_failure_quotes_output():
