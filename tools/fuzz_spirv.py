@@ -147,7 +147,7 @@ def corpus_blobs() -> list[bytes]:
     return [tools.corpus_blob(p) for p in tools.corpus_files()]
 
 
-def _on_alarm(signum, frame):
+def _on_alarm(signum, _frame):
     raise Hang()
 
 

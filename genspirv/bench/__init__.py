@@ -134,7 +134,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                        time.monotonic() - t0, complete=False)
         rec.on_checkpoint = checkpoint
     # SIGTERM (a timeout, a killed job) unwinds like Ctrl-C, so the suite removes its temp projects.
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    previous = signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     try:
         suite(opts, rec)
         seconds = time.monotonic() - t0

@@ -44,11 +44,6 @@ def _tracker_of(nodes: Sequence[Access]) -> HazardTracker:
     return t
 
 
-def conflicts(earlier: AccessLike, later: AccessLike) -> bool:
-    """Must ``later`` stay after ``earlier``? (The tracker finds RAW, WAW or WAR.)"""
-    return bool(_tracker_of([_as_access(earlier)]).hazards(_as_access(later)))
-
-
 def dependencies(nodes: Sequence[AccessLike]) -> list[frozenset[int]]:
     """For each node, the earlier nodes it conflicts with (its DAG predecessors)."""
     accesses = [_as_access(n) for n in nodes]
