@@ -8,7 +8,7 @@ per arm and job count, median with min–max bars) and ``reflect_scaling.png``
 the same JSON so the doc and the raw runs cannot disagree. Plots need
 matplotlib: ``pip install -e '.[bench]'``.
 
-    python tools/plot_bench.py build.json reflect.json --out docs/plots
+    python tools/plot_bench.py build.json reflect.json --out docs/bench
     python tools/plot_bench.py runtime.json --markdown
 """
 
@@ -146,7 +146,7 @@ def markdown(doc: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="JSON from genspirv bench build/reflect --json")
-    parser.add_argument("--out", type=Path, default=Path("docs/plots"), help="folder for the PNGs")
+    parser.add_argument("--out", type=Path, default=Path("docs/bench"), help="folder for the PNGs")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables instead of plotting")
     args = parser.parse_args(argv)
     if args.markdown:
