@@ -48,34 +48,23 @@ def _int_list(text: str) -> tuple[int, ...]:
     return values
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
-    return value
+def _bounded(convert, ok, expected: str):
+    """An argparse type: ``convert(text)``, which must satisfy ``ok``, else says ``expected``."""
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, not {text!r}")
+        return value
+    return parse
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share in (0, 1], not {text!r}")
-    return value
-
-
-def _share_or_more(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value >= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number of at least 1, not {text!r}")
-    return value
+_positive = _bounded(int, lambda v: v >= 1, "a whole number of at least 1")
+_share = _bounded(float, lambda v: 0.0 < v <= 1.0, "a share in (0, 1]")
+_share_or_more = _bounded(float, lambda v: v >= 1.0, "a number of at least 1")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
