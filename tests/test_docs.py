@@ -302,3 +302,14 @@ def test_a_command_joined_with_spaces_would_not_pass():
     make_parser().parse_args(shlex.split(shlex.join(argv)))
     with pytest.raises(SystemExit):
         make_parser().parse_args(shlex.split(" ".join(argv)))
+
+
+def test_readme_where_things_are_names_existing_folders():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Where things are", 1)[1].split("\n## ", 1)[0]
+    folders = re.findall(r"^\| ((?:`[^`]+`(?:, )?)+) \|", section, re.M)
+    names = [n for cell in folders for n in re.findall(r"`([^`]+)`", cell)]
+    assert "genspirv/runtime/" in names and "tools/" in names
+    missing = [n for n in names if not (REPO / n).is_dir()]
+    assert not missing, f"README 'Where things are' names folders that do not exist: {missing}"
+    assert (REPO / "docs" / "ARCHITECTURE.md").is_file() and "docs/ARCHITECTURE.md" in section
