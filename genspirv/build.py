@@ -36,6 +36,7 @@ from . import settings
 from .config import Config, Variant
 from .errors import (CompileError, GenspirvError, LockError, OutputError, ReflectError, SpirvError,
                      ToolchainError)
+from .fsutil import atomic_write
 from .manifest import Manifest, ManifestEntry, Toolchain
 from . import reflect as reflect_mod
 from .reflect import ShaderInfo
@@ -50,33 +51,6 @@ Log = Optional[Callable[[str], None]]
 
 
 # -- files --------------------------------------------------------------------
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        # mkstemp makes the file 0600; give it the mode a plain open() would have.
-        os.chmod(tmp, _new_file_mode(path))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _new_file_mode(path: Path) -> int:
-    try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 def write_if_changed(path: Path, data: bytes) -> bool:
@@ -272,11 +246,6 @@ def load_state_file(config: Config) -> dict:
             not isinstance(data.get("variants"), dict):
         return {}
     return data
-
-
-def load_state(config: Config) -> dict[str, dict]:
-    """The last build's {variant: {key, deps, sha256}}."""
-    return load_state_file(config).get("variants", {})
 
 
 def outputs_key(config: Config, compiler_version: str, variant_keys: Mapping[str, str]) -> str:

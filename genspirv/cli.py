@@ -241,12 +241,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
-    from .demo import add_arguments
+    from .llm.demo import add_arguments
     add_arguments(p)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run
+    from .llm.demo import run
     return run(args)
 
 
