@@ -36,15 +36,15 @@ _.descriptorCount
 _.descriptorType
 _.pBufferInfo
 
-# Callback signatures fixed by their caller (Vulkan's debug messenger, a checker protocol).
+# Callback signatures fixed by their caller (Vulkan's debug messenger, a checker protocol,
+# jinja2's loader protocol) and module hooks Python itself calls (PEP 562).
 _.user_data
 _.entry_name
+_.get_source
+_.environment
+_.__getattr__
+_.__dir__
 
-# Dead, and removed with the split of genspirv/runtime/device.py (the module
-# owning each is being rewritten): delete each line when its name is gone.
-_.WHOLE_SIZE
-_.vk_lib
-_._api_version
-_.timestamps
-_.STAGES
-_._own_layouts
+# Fields of the read-only debug view (runtime.device.DeviceDebug), for people and tests.
+_.max_plans
+_.physical_device

@@ -137,7 +137,6 @@ class Device(Transfers):
         self.handle, self.queue, self.transfer_queue = ctx.handle, ctx.queue, ctx.transfer_queue
         self.queue_family, self.transfer_family = ctx.queue_family, ctx.transfer_family
         self.properties, self.features, self._limits = ctx.properties, ctx.features, ctx.limits
-        self._instance = ctx.instance
         try:
             self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
         except BaseException:
