@@ -148,7 +148,6 @@ class Device(Transfers):
         self.queue_family, self.transfer_family = ctx.queue_family, ctx.transfer_family
         self.properties, self.features, self._limits = ctx.properties, ctx.features, ctx.limits
         self.label = f"Device#{next(_device_numbers)} ({ctx.properties['name']})"
-        self._instance = ctx.instance
         try:
             self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
         except BaseException:

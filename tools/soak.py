@@ -15,9 +15,9 @@ Exactness: values are integers below 2**22 in float32, so add and multiply
 are exact on every device (fused or not, no denormals, no rounding); a step
 whose result would leave that range is replaced by a fill.
 
-    python ci/soak.py --dispatches 100000            # lavapipe or the first GPU
-    python ci/soak.py --dispatches 100000 --json out.json
-    GENSPIRV_DEVICE=lavapipe python ci/soak.py ...   # pick a device
+    python tools/soak.py --dispatches 100000            # lavapipe or the first GPU
+    python tools/soak.py --dispatches 100000 --json out.json
+    GENSPIRV_DEVICE=lavapipe python tools/soak.py ...   # pick a device
 
 Exit 0 when every read-back matched, 1 on a mismatch.
 """

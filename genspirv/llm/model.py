@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import GenspirvError
+from ..errors import GenspirvError
 
 F32 = np.float32
 

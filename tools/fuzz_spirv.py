@@ -10,7 +10,7 @@ on each.  Allowed outcomes: a result, ``SpirvError`` or ``ReflectError``.
 Anything else, or an input running longer than --hang-seconds, is a failure:
 the input is written to --failures and the run exits 1.
 
-    python ci/fuzz_spirv.py --count 100000 --seed 1
+    python tools/fuzz_spirv.py --count 100000 --seed 1
 
 ``mutate`` and ``check_one`` are importable (tests/test_fuzz.py runs a bounded share).
 """
@@ -147,7 +147,7 @@ def corpus_blobs() -> list[bytes]:
     return [tools.corpus_blob(p) for p in tools.corpus_files()]
 
 
-def _on_alarm(signum, frame):
+def _on_alarm(signum, _frame):
     raise Hang()
 
 

@@ -8,8 +8,8 @@ per arm and job count, median with min–max bars) and ``reflect_scaling.png``
 the same JSON so the doc and the raw runs cannot disagree. Plots need
 matplotlib: ``pip install -e '.[bench]'``.
 
-    python ci/plot_bench.py build.json reflect.json --out docs/plots
-    python ci/plot_bench.py runtime.json --markdown
+    python tools/plot_bench.py build.json reflect.json --out docs/bench
+    python tools/plot_bench.py runtime.json --markdown
 """
 
 from __future__ import annotations
@@ -58,8 +58,6 @@ def _plot(ax, series, label_of, styles):
 
 
 def plot_build(doc: dict, out: Path, plt) -> Path:
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
     series = _series(doc, r"variants=(\d+) jobs=(\d+)")
     styles = {"cold": ("tab:blue", "o"), "floor": ("tab:gray", "s"), "check": ("tab:orange", "^"),
               "edit": ("tab:green", "v"), "noop": ("tab:red", "D")}
@@ -74,50 +72,46 @@ def plot_build(doc: dict, out: Path, plt) -> Path:
     left.set_title("full compiles")
     right.set_title("incremental builds")
     for ax in (left, right):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        _log_axes(ax, "variants in the project", "wall time (s)", y_plain=True)
         ax.set_xticks(sorted({p[0] for pts in series.values() for p in pts}))
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.yaxis.set_major_formatter(ScalarFormatter())
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("variants in the project")
-        ax.set_ylabel("wall time (s)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
     fig.suptitle("genspirv build: time against the number of variants")
-    fig.text(0.5, 0.01, _footer(doc), ha="center", fontsize=7)
-    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
-    path = out / "build_scaling.png"
+    return _save(fig, doc, out / "build_scaling.png", plt, fontsize=7, top=0.95)
+
+
+def _log_axes(ax, xlabel: str, ylabel: str, y_plain: bool = False) -> None:
+    """Log-log axes with plain numbers, a grid and a legend."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    axes = (ax.xaxis, ax.yaxis) if y_plain else (ax.xaxis,)
+    for axis in axes:
+        axis.set_major_formatter(ScalarFormatter())
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _save(fig, doc: dict, path: Path, plt, fontsize: int, top: float) -> Path:
+    fig.text(0.5, 0.01, _footer(doc), ha="center", fontsize=fontsize)
+    fig.tight_layout(rect=(0, 0.03, 1, top))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
 def plot_reflect(doc: dict, out: Path, plt) -> Path:
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
     series = _series(doc, r"size ([\d.]+) KiB")
     styles = {"reflect": ("tab:blue", "o"), "spirv-cross": ("tab:gray", "s"), "cli": ("tab:orange", "^")}
     label = {"reflect": "genspirv reflect() in-process", "spirv-cross": "spirv-cross --reflect (process)",
              "cli": "genspirv reflect --json (process)"}
     fig, ax = plt.subplots(figsize=(6.5, 4.6))
     _plot(ax, series, lambda a, g: label.get(a, a), styles)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("blob size (KiB)")
-    ax.set_ylabel("time per blob (s)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    _log_axes(ax, "blob size (KiB)", "time per blob (s)")
     ax.set_title("reflection time against blob size")
-    fig.text(0.5, 0.01, _footer(doc), ha="center", fontsize=6)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    path = out / "reflect_scaling.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, doc, out / "reflect_scaling.png", plt, fontsize=6, top=1)
 
 
 def markdown(doc: dict) -> str:
@@ -146,7 +140,7 @@ def markdown(doc: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="JSON from genspirv bench build/reflect --json")
-    parser.add_argument("--out", type=Path, default=Path("docs/plots"), help="folder for the PNGs")
+    parser.add_argument("--out", type=Path, default=Path("docs/bench"), help="folder for the PNGs")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables instead of plotting")
     args = parser.parse_args(argv)
     if args.markdown:

@@ -1,4 +1,4 @@
-"""Runtime benchmarks: barrier policies and submission, every arm in the same run.
+"""The runtime suite's workloads: barrier policies, submission and host cost, every arm in one run.
 
 Takes an open ``Device`` (kernels ``fill_f32``, ``scale_f32``, ``add_f32`` of
 the shipped library, or any manifest with kernels of the same layouts) and
@@ -10,22 +10,28 @@ gives plain dicts of medians and ratios:
 - ``run_submission_bench(dev)``: host microseconds per dispatch (record +
   submit); time per step of 100 dispatches with 6 small uploads, blocking
   vs staged; 1 vs 2 in-flight slots; replay vs recording again.
+- ``run_host_bench(dev)``: host CPU time (``time.thread_time``) and wall time
+  per dispatch of two shapes: ``mixed_graph`` (200 dispatches, one batch, one
+  submit) and ``decode_step`` (128 dispatches over 128 buffer views, batches
+  of 64: descriptor sets, submits and slot retirement included). On a CPU
+  device the device's threads share the cores, so the thread's CPU time is
+  the steadier figure.
 
-Arms are paired and their order alternates from one repetition to the next;
-figures are medians. ``python -m genspirv.runtime.bench --json out.json``.
+Arms are paired and their order alternates from one repetition to the next
+(``harness.paired_order``); every sample is returned beside the medians.
+``genspirv bench runtime`` runs all three and records every sample.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import struct
-import sys
 import time
 from typing import Callable
 
 import numpy as np
+
+from .harness import paired_order
 
 POLICIES = ("smart", "always", "none")
 LOCAL = 256
@@ -106,8 +112,7 @@ def run_barrier_bench(dev, reps: int = 7, kernels: dict | None = None) -> dict:
             work(k, bufs)                 # warm-up: pipelines, descriptor pools, staging
             dev.synchronize()
             for rep in range(reps):
-                order = POLICIES[rep % 3:] + POLICIES[:rep % 3]
-                for policy in order:
+                for policy in paired_order(rep, POLICIES):
                     dev.barrier_policy = policy
                     before = dev.stats
                     with dev.gpu_timer() as t:
@@ -150,8 +155,7 @@ def _paired(arms: dict[str, Callable[[], None]], reps: int, samples: dict | None
     times = samples if samples is not None else {}
     times.update({n: [] for n in names})
     for rep in range(reps):
-        order = names if rep % 2 == 0 else names[::-1]
-        for n in order:
+        for n in paired_order(rep, names):
             t0 = time.perf_counter()
             arms[n]()
             times[n].append((time.perf_counter() - t0) * 1e3)
@@ -159,7 +163,7 @@ def _paired(arms: dict[str, Callable[[], None]], reps: int, samples: dict | None
 
 
 def run_submission_bench(dev, reps: int = 15, kernels: dict | None = None) -> dict:
-    from .device import Device
+    from ..runtime import Device
     k = _Kernels(dev, **(kernels or {}))
     bufs = _buffers(dev)
     bufs["small"] = [dev.buffer(4096) for _ in range(6)]
@@ -206,7 +210,7 @@ def run_submission_bench(dev, reps: int = 15, kernels: dict | None = None) -> di
     # 1 vs 2 in-flight slots: two devices on the same physical device, batch 16 so a
     # step spans several batches (with one slot, recording waits for the previous batch).
     devs = {f"inflight_{i}": Device(manifest=dev.manifest, inflight=i, batch=16,
-                                    device=str(_index_of(dev)))
+                                    device=dev.properties["name"])
             for i in (1, 2)}
     try:
         ks = {name: _Kernels(d, **(kernels or {})) for name, d in devs.items()}
@@ -242,56 +246,49 @@ def run_submission_bench(dev, reps: int = 15, kernels: dict | None = None) -> di
     return out
 
 
-def _index_of(dev) -> int:
-    import vulkan as vk
-    physical = vk.vkEnumeratePhysicalDevices(dev._instance)
-    names = [vk.vkGetPhysicalDeviceProperties(p).deviceName for p in physical]
-    return names.index(dev.properties["name"])
+def run_host_bench(dev, samples: int = 15) -> dict:
+    """Host CPU and wall microseconds per dispatch, per workload; every sample."""
+    fill, scale, add = dev.kernel("fill_f32"), dev.kernel("scale_f32"), dev.kernel("add_f32")
+    n = 1 << 14
+    groups = _groups(n)
+    x, x2, t1, t2, t3 = (dev.buffer(4 * n) for _ in range(5))
+    big = dev.buffer(128 * 1024)
+    views = [big.view(i * 1024, 1024) for i in range(128)]
 
+    def mixed_graph() -> int:
+        for i in range(50):
+            src, dst = (x, x2) if i % 2 == 0 else (x2, x)
+            dev.dispatch(scale, [src, t1], groups=groups, push=struct.pack("<If", n, 0.5))
+            dev.dispatch(scale, [src, t2], groups=groups, push=struct.pack("<If", n, 0.25))
+            dev.dispatch(add, [t1, t2, t3], groups=groups, push=struct.pack("<I", n))
+            dev.dispatch(add, [t3, src, dst], groups=groups, push=struct.pack("<I", n))
+        dev.flush()
+        return 200
 
-def _print_barrier(res: dict) -> None:
-    print(f"barrier policies on {res['device']} (median of {res['reps']}, GPU ms)")
-    print(f"{'workload':<18} {'smart':>9} {'always':>9} {'none':>9} {'always/smart':>13} "
-          f"{'none/smart':>11}  barriers/dispatch s/a/n")
-    for name, r in res["workloads"].items():
-        m, b = r["gpu_ms_median"], r["barriers_per_dispatch"]
-        print(f"{name:<18} {m['smart']:>9.3f} {m['always']:>9.3f} {m['none']:>9.3f} "
-              f"{r['ratio_always_over_smart']:>13.2f} {r['ratio_none_over_smart']:>11.2f}  "
-              f"{b['smart']:.3f}/{b['always']:.3f}/{b['none']:.3f}")
+    def decode_step() -> int:
+        for i, v in enumerate(views):
+            dev.dispatch(fill, [v], groups=1, push=struct.pack("<If", 256, float(i)))
+        dev.flush()
+        return len(views)
 
-
-def _print_submission(res: dict) -> None:
-    print(f"submission on {res['device']} (median of {res['reps']}, wall ms per step)")
-    print(f"host us per dispatch (record + submit): {res['host_us_per_dispatch_median']:.1f}")
-    for key in ("step_ms_upload", "step_ms_inflight", "step_ms_replay"):
-        arms = "  ".join(f"{a}={v:.3f}" for a, v in res[key].items())
-        print(f"{key:<18} {arms}")
-    print(f"ratios: blocking/staged={res['step_ratio_blocking_over_staged']:.2f}  "
-          f"inflight1/inflight2={res['step_ratio_inflight1_over_inflight2']:.2f}  "
-          f"record/replay={res['step_ratio_record_over_replay']:.2f}")
-
-
-def main(argv=None) -> int:
-    from .device import Device
-    ap = argparse.ArgumentParser(prog="python -m genspirv.runtime.bench", description=__doc__.split("\n")[0])
-    ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--manifest", help="manifest with fill_f32/scale_f32/add_f32 (default: the library)")
-    ap.add_argument("--only", choices=("barriers", "submission"))
-    args = ap.parse_args(argv)
-    results = {}
-    with Device(manifest=args.manifest) as dev:
-        if args.only in (None, "barriers"):
-            results["barriers"] = run_barrier_bench(dev, reps=args.reps)
-            _print_barrier(results["barriers"])
-        if args.only in (None, "submission"):
-            results["submission"] = run_submission_bench(dev, reps=max(args.reps, 5))
-            _print_submission(results["submission"])
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2, sort_keys=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    out = {"device": dev.properties["name"], "samples": samples, "workloads": {}}
+    saved_batch = dev.batch_size
+    try:
+        for name, work, batch in (("mixed_graph", mixed_graph, 1 << 20), ("decode_step", decode_step, 64)):
+            dev.batch_size = batch
+            for _ in range(2):                     # warm-up: pipelines, pools, caches
+                work()
+                dev.synchronize()
+            cpu, wall = [], []
+            for _ in range(samples):
+                dev.synchronize()                  # the device idle when a sample starts
+                t0, c0 = time.perf_counter(), time.thread_time()
+                count = work()
+                c1, w1 = time.thread_time(), time.perf_counter()
+                cpu.append((c1 - c0) * 1e6 / count)
+                wall.append((w1 - t0) * 1e6 / count)
+            dev.synchronize()
+            out["workloads"][name] = {"cpu_us": cpu, "wall_us": wall}
+    finally:
+        dev.batch_size = saved_batch
+    return out

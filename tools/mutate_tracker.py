@@ -5,8 +5,8 @@ Each mutation below is applied to a scratch copy of the package and tests
 at least one must fail. Prints, per mutation, the tests that caught it, and
 exits 1 if any mutation survived (or if the unmutated copy fails).
 
-    python ci/mutate_tracker.py            # all mutations
-    python ci/mutate_tracker.py war views  # some of them
+    python tools/mutate_tracker.py            # all mutations
+    python tools/mutate_tracker.py war views  # some of them
 """
 
 from __future__ import annotations
