@@ -12,6 +12,7 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``runtime`` — ``runtime_suite``: the runtime's micro-benchmarks on the device
   GENSPIRV_DEVICE selects.
 - ``demo``    — ``runtime_suite``: the decode demo under each barrier policy.
+- ``kernel``  — ``kernel_suite``: ``mul_mat_vec`` GB/s against the bandwidth probes' peak.
 
 This module stays light (the CLI builds every command's parser on each run);
 the suites and the harness are imported only when a benchmark runs.
@@ -28,6 +29,7 @@ SUITES = {
     "reflect": ("reflect_suite", "bench_reflect_suite"),
     "runtime": ("runtime_suite", "bench_runtime"),
     "demo": ("runtime_suite", "bench_demo"),
+    "kernel": ("kernel_suite", "bench_kernel"),
 }
 
 
