@@ -21,7 +21,7 @@ MAX_GROUPS_X = 65535
 # Defaults measured on an NVIDIA H200 (docs/BENCHMARKS.md, "mul_mat_vec"): invocations
 # per workgroup and rows per workgroup; the spec constants' defaults in the shader agree.
 GPU_BLOCK_SIZE = 128
-ROWS_PER_GROUP = 2
+ROWS_PER_GROUP = 1
 # A CPU implementation (lavapipe) runs a workgroup as a loop over SIMD lanes: small groups.
 CPU_BLOCK_SIZE = 32
 
@@ -44,14 +44,18 @@ class MatVecVariant:
         return {"BLOCK_SIZE": self.block_size, "ROWS_PER_GROUP": self.rows_per_group}
 
 
-def mul_mat_vec_groups(n_rows: int, rows_per_group: int = ROWS_PER_GROUP) -> tuple[int, int, int]:
-    """Group counts for ``n_rows`` rows: ``ceil(n_rows / rows_per_group)`` groups, as
-    ``(min(g, 65535), ceil(g / 65535), 1)``; the kernel skips the surplus of the last row
-    of the grid (its flat group id starts past ``n_rows``)."""
-    if n_rows < 1 or rows_per_group < 1:
-        raise ValueError(f"mul_mat_vec: n_rows ({n_rows}) and rows_per_group ({rows_per_group}) "
-                         f"must be at least 1")
+def mul_mat_vec_groups(n_rows: int, rows_per_group: int = ROWS_PER_GROUP,
+                       max_groups: int | None = None) -> tuple[int, int, int]:
+    """Group counts for ``n_rows`` rows: ``g = ceil(n_rows / rows_per_group)`` groups (at
+    most ``max_groups``: the kernel then loops over the blocks of rows), as
+    ``(min(g, 65535), ceil(g / 65535), 1)``; the kernel skips the surplus groups of the
+    grid's last row."""
+    if n_rows < 1 or rows_per_group < 1 or (max_groups is not None and max_groups < 1):
+        raise ValueError(f"mul_mat_vec: n_rows ({n_rows}), rows_per_group ({rows_per_group}) "
+                         f"and max_groups ({max_groups}) must be at least 1")
     groups = -(-n_rows // rows_per_group)
+    if max_groups is not None:
+        groups = min(groups, max_groups)
     return (min(groups, MAX_GROUPS_X), -(-groups // MAX_GROUPS_X), 1)
 
 

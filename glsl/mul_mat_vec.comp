@@ -18,8 +18,10 @@
 //
 // Spec constants: 0 = BLOCK_SIZE (invocations per workgroup, any value),
 // 1 = ROWS_PER_GROUP (rows per workgroup, at least 1).
-// Dispatch: ceil(n_rows / ROWS_PER_GROUP) groups, as (min(g, 65535), ceil(g / 65535), 1)
-// (genspirv.kernel_groups.mul_mat_vec_groups); extra groups do nothing.
+// Dispatch: any (x, y, 1) grid covers every row (blocks of rows are grid-strided over
+// the flat group id); ceil(n_rows / ROWS_PER_GROUP) groups, as (min(g, 65535),
+// ceil(g / 65535), 1), give one block per group (genspirv.kernel_groups.mul_mat_vec_groups);
+// extra groups do nothing.
 #ifndef MMV_SUBGROUP
 #define MMV_SUBGROUP 1
 #endif
@@ -29,7 +31,7 @@
 #include "include/llm_types.glsl"
 #include "include/llm_common.glsl"
 
-layout(constant_id = 1) const uint ROWS_PER_GROUP = 2;
+layout(constant_id = 1) const uint ROWS_PER_GROUP = 1;
 
 // Each buffer is seen twice, as vectors for the aligned path and as scalars for
 // the rest (aliased views of one binding; a scalar access never reaches past the
@@ -122,11 +124,8 @@ void reduce_in_shared_memory(const uint row0) {
     }
 }
 
-void main() {
-    const uint row0 = flat_group_id() * ROWS_PER_GROUP;
-    if (row0 >= p.n_rows) {
-        return;  // uniform over the workgroup
-    }
+// The dot products of rows row0 .. row0 + ROWS_PER_GROUP - 1, reduced and stored.
+void rows_block(const uint row0) {
     const uint tid = gl_LocalInvocationID.x;
     [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
         acc[r] = 0.0;
@@ -152,7 +151,6 @@ void main() {
             }
         }
     }
-
 #if MMV_SUBGROUP
     // A workgroup of whole subgroups only: partial subgroups are where implementations
     // differ (lavapipe's sums come out wrong), and the fold below handles any size.
@@ -162,4 +160,14 @@ void main() {
     }
 #endif
     reduce_in_shared_memory(row0);
+}
+
+void main() {
+    // Blocks of rows, grid-stride: the usual ceil(n_rows / ROWS_PER_GROUP) groups take
+    // one block each; fewer groups (a grid sized to the device) loop; more do nothing.
+    const uint n_groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+    for (uint g = flat_group_id(); g * ROWS_PER_GROUP < p.n_rows; g += n_groups) {
+        rows_block(g * ROWS_PER_GROUP);
+        barrier();  // the next block's partial sums overwrite this one's
+    }
 }

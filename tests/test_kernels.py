@@ -120,6 +120,25 @@ def test_mul_mat_vec_2d_grid(dev, variant):
     assert got[rows] == 7.0
 
 
+@pytest.mark.parametrize("variant", MMV_VARIANTS)
+@pytest.mark.parametrize("wt,dtype,cols", [("f32", np.float32, 64), ("f16", np.float16, 72),
+                                           ("f32", np.float32, 33)])
+def test_mul_mat_vec_fewer_groups_than_blocks(dev, variant, wt, dtype, cols):
+    """A grid smaller than the blocks of rows: each group loops over several blocks
+    (the shared partial sums are reused from block to block)."""
+    from genspirv.kernel_groups import mul_mat_vec_groups
+    rows, per_group = 203, 3
+    w, x = _rand(rows, cols, dtype=dtype), _rand(cols)
+    k = dev.kernel(f"mul_mat_vec_{wt}{variant}", spec={"BLOCK_SIZE": 64, "ROWS_PER_GROUP": per_group})
+    y = _buf(dev, np.full(rows + 1, 7.0, dtype=np.float32))
+    groups = mul_mat_vec_groups(rows, per_group, max_groups=5)
+    assert groups == (5, 1, 1)
+    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=groups, push=struct.pack("<II", cols, rows))
+    got = _get(dev, y, rows + 1)
+    np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-3)
+    assert got[rows] == 7.0
+
+
 def test_mul_mat_vec_past_65535_groups(dev):
     """More groups than maxComputeWorkGroupCount[0] guarantees: the 2-D grid of
     mul_mat_vec_groups covers every row, with a partial last group."""
@@ -143,8 +162,12 @@ def test_mul_mat_vec_groups_and_pick():
     assert kg.mul_mat_vec_groups(4097, 2) == (2049, 1, 1)
     assert kg.mul_mat_vec_groups(65535, 1) == (65535, 1, 1)
     assert kg.mul_mat_vec_groups(65536, 1) == (65535, 2, 1)
+    assert kg.mul_mat_vec_groups(4096, 1, max_groups=1056) == (1056, 1, 1)
+    assert kg.mul_mat_vec_groups(100, 1, max_groups=1056) == (100, 1, 1)
     with pytest.raises(ValueError):
         kg.mul_mat_vec_groups(0)
+    with pytest.raises(ValueError):
+        kg.mul_mat_vec_groups(10, 1, max_groups=0)
     nvidia = dict(supported_operations=0xFF, supported_stages=0x7FFFFFFF, subgroup_size=32)
     v = kg.pick_mul_mat_vec("f16", **nvidia)
     assert (v.name, v.block_size, v.spec["ROWS_PER_GROUP"]) == ("mul_mat_vec_f16", 128, kg.ROWS_PER_GROUP)

@@ -34,11 +34,15 @@ POOL_BYTES = 3 << 29            # 1.5 GiB: thirty times an H200's 50 MiB L2
 QUICK_POOL_BYTES = 1 << 21
 MAX_CHAIN = 48                  # dispatches per timed chain
 ALIGN = 256                     # view offsets: any device's minStorageBufferOffsetAlignment
-# (variant suffix, BLOCK_SIZE, ROWS_PER_GROUP) measured on a GPU; quick runs take two.
-# The first entry is the shipped default (genspirv.kernel_groups).
-SWEEP = (("", 128, 2),) + tuple(("", b, r) for b in (64, 128, 256) for r in (1, 2, 4) if (b, r) != (128, 2)) + \
-        tuple(("_noshuffle", b, r) for b in (128, 256) for r in (1, 2, 4))
-QUICK_SWEEP = (("", 32, 2), ("_noshuffle", 32, 2))
+# (variant suffix, BLOCK_SIZE, ROWS_PER_GROUP, group cap or None) measured on a GPU; quick
+# runs take three. The first entry is the shipped default (genspirv.kernel_groups); the
+# capped ones size the grid to an H200 (132 SMs x 8 or 16 groups) and loop over rows.
+SWEEP = (("", 128, 1, None),) + \
+    tuple(("", b, r, None) for b in (64, 128, 256) for r in (1, 2, 4) if (b, r) != (128, 1)) + \
+    tuple(("_noshuffle", b, r, None) for b in (128, 256) for r in (1, 2, 4)) + \
+    (("", 128, 1, 1056), ("", 128, 1, 2112), ("", 128, 2, 2112))
+QUICK_SWEEP = (("", 32, 2, None), ("_noshuffle", 32, 2, None), ("", 32, 1, 3))
+OVERHEAD_CHAIN = 64             # tiny dispatches per timed chain (the overhead case)
 PROBE_GROUPS = (1024, 4096, 16384, 65535)
 QUICK_PROBE_GROUPS = (8,)
 PROBE_BLOCK = 256
@@ -124,19 +128,18 @@ def _matvec_arms(dev, pool: _Pool, wt: str, rows: int, cols: int, sweep, kernel_
     nbytes = wbytes + cols * 4 + rows * 4
     push = struct.pack("<II", cols, rows)
     arms = {}
-    for suffix, block, per_group in sweep:
+    for suffix, block, per_group, cap in sweep:
         k = dev.kernel(f"mul_mat_vec_{wt}{suffix}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": per_group})
-        label = f"{'noshuffle' if suffix else 'subgroup'} b{block} r{per_group}"
-        groups = kernel_groups.mul_mat_vec_groups(rows, per_group)
-        arms[label] = (lambda k=k, groups=groups:
-                       _chain_gbps(dev, k, views, x, y, groups, push, nbytes))
+        groups = kernel_groups.mul_mat_vec_groups(rows, per_group, max_groups=cap)
+        arms[_label(suffix, block, per_group, cap)] = (lambda k=k, groups=groups:
+                                                       _chain_gbps(dev, k, views, x, y, groups, push, nbytes))
     # The first configuration again, each dispatch writing its own y: no barrier between
     # them, so the gap between dependent dispatches shows as the difference.
-    suffix, block, per_group = sweep[0]
+    suffix, block, per_group, cap = sweep[0]
     k = dev.kernel(f"mul_mat_vec_{wt}{suffix}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": per_group})
     ys = dev.buffer(_align(rows * 4) * len(views), "y per dispatch")
     y_views = [ys.view(i * _align(rows * 4), rows * 4) for i in range(len(views))]
-    groups = kernel_groups.mul_mat_vec_groups(rows, per_group)
+    groups = kernel_groups.mul_mat_vec_groups(rows, per_group, max_groups=cap)
 
     def unchained():
         with dev.gpu_timer() as t:
@@ -144,8 +147,36 @@ def _matvec_arms(dev, pool: _Pool, wt: str, rows: int, cols: int, sweep, kernel_
                 dev.dispatch(k, [w, x, yv], groups=groups, push=push)
         dev.synchronize()
         return nbytes * len(views) / (t.ns * 1e-9) / 1e9, t.ns * 1e-3 / len(views)
-    arms[f"{'noshuffle' if suffix else 'subgroup'} b{block} r{per_group}, no barrier"] = unchained
+    arms[_label(suffix, block, per_group, cap) + ", no barrier"] = unchained
     return arms
+
+
+def _label(suffix: str, block: int, per_group: int, cap) -> str:
+    return (f"{'noshuffle' if suffix else 'subgroup'} b{block} r{per_group}"
+            + (f" g{cap}" if cap else ""))
+
+
+def _overhead_arms(dev, kernel_groups) -> dict:
+    """Arm -> () -> (µs per dispatch, µs): a chain of 1 x 4 mul_mat_vec_f32 dispatches,
+    each behind a barrier (one y) or free to overlap (a y each): what a dependent
+    dispatch costs beyond its work."""
+    k = dev.kernel("mul_mat_vec_f32", spec={"BLOCK_SIZE": 128, "ROWS_PER_GROUP": 1})
+    w, x = dev.buffer(16, "w"), dev.buffer(16, "x")
+    _fill(dev, dev.kernel("fill_f32"), w, 16, 1.0)
+    _fill(dev, dev.kernel("fill_f32"), x, 16, 1.0)
+    ys = dev.buffer(ALIGN * OVERHEAD_CHAIN, "ys")
+    push, groups = struct.pack("<II", 4, 1), kernel_groups.mul_mat_vec_groups(1)
+
+    def chain(distinct: bool):
+        def go():
+            with dev.gpu_timer() as t:
+                for i in range(OVERHEAD_CHAIN):
+                    y = ys.view(ALIGN * i if distinct else 0, 4)
+                    dev.dispatch(k, [w, x, y], groups=groups, push=push)
+            dev.synchronize()
+            return t.ns * 1e-9 / OVERHEAD_CHAIN, t.ns * 1e-3
+        return go
+    return {"behind a barrier": chain(False), "no barrier": chain(True)}
 
 
 def _baseline_arm(dev, pool: _Pool, wt: str, rows: int, cols: int):
@@ -160,8 +191,9 @@ def _baseline_arm(dev, pool: _Pool, wt: str, rows: int, cols: int):
     return lambda: _chain_gbps(dev, k, views, x, y, groups, push, wbytes + cols * 4 + rows * 4)
 
 
-def _measure(rec: Recorder, case: str, arms: dict, reps: int, progress: Progress, **info) -> dict:
-    """Run every arm ``reps`` times (order alternating); record GB/s; give the medians."""
+def _measure(rec: Recorder, case: str, arms: dict, reps: int, progress: Progress, unit: str = "GB/s",
+             **info) -> dict:
+    """Run every arm ``reps`` times (order alternating); record its figure; give the medians."""
     import statistics
     for arm in arms.values():     # warm-up: pipelines, descriptor sets
         arm()
@@ -169,9 +201,9 @@ def _measure(rec: Recorder, case: str, arms: dict, reps: int, progress: Progress
     for r in range(reps):
         progress.step(f"kernel {case} (run {r + 1}/{reps})")
         for name in paired_order(r, list(arms)):
-            gbps, us = arms[name]()
-            samples[name].append(gbps)
-            rec.add(case, name, gbps, "GB/s", repeat=r, us_per_dispatch=us, **info)
+            value, us = arms[name]()
+            samples[name].append(value)
+            rec.add(case, name, value, unit, repeat=r, us=us, **info)
     rec.checkpoint()
     return {name: statistics.median(v) for name, v in samples.items()}
 
@@ -187,7 +219,7 @@ def bench_kernel(opts: BenchOptions, rec: Recorder) -> None:
     sweep = QUICK_SWEEP if opts.quick else SWEEP
     baseline_manifest = os.environ.get("GENSPIRV_BENCH_BASELINE")
     cases = [(wt, name, rows, cols) for wt in ("f32", "f16") for name, rows, cols in shapes(*sizes)]
-    progress = Progress(reps * (1 + len(cases)), opts.quiet)
+    progress = Progress(reps * (2 + len(cases)), opts.quiet)
     rec.extra["kernel"] = {"sizes": list(sizes), "pool_bytes": pool_bytes, "max_chain": MAX_CHAIN,
                            "sweep": [list(s) for s in sweep], "baseline_manifest": baseline_manifest}
     dev = runtime.Device()
@@ -201,6 +233,8 @@ def bench_kernel(opts: BenchOptions, rec: Recorder) -> None:
         peak = max(probes.values())
         rec.extra["kernel"]["peak_gbps"] = peak
         rec.extra["kernel"]["peak_arm"] = max(probes, key=probes.get)
+        _measure(rec, "tiny dispatch, chain of 64", _overhead_arms(dev, kernel_groups), reps, progress,
+                 unit="s")
         if baseline_manifest:
             base_dev = runtime.Device(manifest=baseline_manifest)
             base_dev.batch_size = 1 << 20
