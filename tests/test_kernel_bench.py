@@ -40,3 +40,11 @@ def test_kernel_suite_rejects_bad_sizes():
     with pytest.raises(BenchError, match="DIM,FFN,VOCAB"):
         kernel_suite.bench_kernel(BenchOptions(suite="kernel", quick=True, sizes=(64, 64), quiet=True),
                                   Recorder("kernel"))
+
+
+def test_kernel_suite_rejects_a_bad_pool_size(monkeypatch):
+    from genspirv.bench import kernel_suite
+    from genspirv.bench.harness import BenchError, BenchOptions, Recorder
+    monkeypatch.setenv("GENSPIRV_BENCH_POOL_BYTES", "lots")
+    with pytest.raises(BenchError, match="GENSPIRV_BENCH_POOL_BYTES"):
+        kernel_suite.bench_kernel(BenchOptions(suite="kernel", quick=True, quiet=True), Recorder("kernel"))

@@ -15,6 +15,10 @@ previous dispatch warmed), each writing the same y: the runtime puts a barrier
 between them, as between dependent dispatches of a decode step. GB/s counts the
 bytes of W, x and y once per dispatch. Arms alternate order between repeats.
 
+GENSPIRV_BENCH_POOL_BYTES sets the pool's size (default 1.5 GiB): a decode's
+weights span far more (7 GB at 8 x 4096 x 11008), and a larger pool shows whether
+the address range read per pass changes the figures.
+
 With GENSPIRV_BENCH_BASELINE naming another project's manifest (e.g. an older
 commit's ``manifests/shaders.json``), its ``mul_mat_vec_f32/_f16`` are measured
 in the same run as the arm ``before`` (BLOCK_SIZE 128, one group per row, the
@@ -32,7 +36,7 @@ DEFAULT_SIZES = (4096, 11008, 32000)
 QUICK_SIZES = (64, 96, 160)
 POOL_BYTES = 3 << 29            # 1.5 GiB: thirty times an H200's 50 MiB L2
 QUICK_POOL_BYTES = 1 << 21
-MAX_CHAIN = 48                  # dispatches per timed chain
+MAX_CHAIN = 256                 # dispatches per timed chain (the pool usually limits it first)
 ALIGN = 256                     # view offsets: any device's minStorageBufferOffsetAlignment
 # (variant suffix, BLOCK_SIZE, ROWS_PER_GROUP, group cap or None) measured on a GPU; quick
 # runs take three. The first entry is the shipped default (genspirv.kernel_groups); the
@@ -216,6 +220,14 @@ def bench_kernel(opts: BenchOptions, rec: Recorder) -> None:
         raise BenchError(f"bench kernel: --sizes takes DIM,FFN,VOCAB, not {','.join(map(str, sizes))}")
     reps = opts.repeat or (2 if opts.quick else 7)
     pool_bytes = QUICK_POOL_BYTES if opts.quick else POOL_BYTES
+    if os.environ.get("GENSPIRV_BENCH_POOL_BYTES"):
+        try:
+            pool_bytes = int(os.environ["GENSPIRV_BENCH_POOL_BYTES"])
+        except ValueError:
+            pool_bytes = 0
+        if pool_bytes < ALIGN:
+            raise BenchError(f"bench kernel: GENSPIRV_BENCH_POOL_BYTES must be a whole number of at "
+                             f"least {ALIGN}, not {os.environ['GENSPIRV_BENCH_POOL_BYTES']!r}")
     sweep = QUICK_SWEEP if opts.quick else SWEEP
     baseline_manifest = os.environ.get("GENSPIRV_BENCH_BASELINE")
     cases = [(wt, name, rows, cols) for wt in ("f32", "f16") for name, rows, cols in shapes(*sizes)]
