@@ -292,7 +292,8 @@ def test_add(dev, n):
 
 @pytest.mark.parametrize("n,block,where", [(1, 32, 0), (1000, 128, 999), (1000, 128, 3),
                                             (4097, 64, 4096), (300, 256, 150), (1000, 96, 998),
-                                            (50, 7, 49)])
+                                            (50, 7, 49), (32000, 128, 31999), (4096, 16, 2051),
+                                            (96, 3, 1)])
 def test_argmax(dev, n, block, where):
     x = _rand(n)
     x[where] = 10.0
@@ -305,6 +306,7 @@ def test_argmax(dev, n, block, where):
 def test_argmax_ties_take_the_smallest_index(dev):
     x = np.zeros(700, dtype=np.float32)
     x[[5, 133, 650]] = 2.0            # in different invocations' strides
+    x[[6, 7]] = 2.0                   # and in one invocation's 16-byte load
     k = dev.kernel("argmax", spec={"BLOCK_SIZE": 64})
     out = _out(dev, 1, np.uint32)
     dev.dispatch(k, [_buf(dev, x), out], groups=(1, 1, 1), push=struct.pack("<I", 700))

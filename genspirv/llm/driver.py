@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
+from .. import kernel_groups
 from ..errors import GenspirvError
 from ..runtime.hazards import access_of
 from .reorder import reorder as reorder_pass
@@ -98,7 +99,8 @@ class GpuModel:
         spec = {"BLOCK_SIZE": block_size}
         self.block_size = block_size
         self.k_get_rows = dev.kernel(f"get_rows_{wt}", spec=spec)
-        self.k_matvec = dev.kernel(f"mul_mat_vec_{wt}", spec=spec)
+        self.matvec_variant = matvec_variant(dev, wt)
+        self.k_matvec = dev.kernel(self.matvec_variant.name, spec=self.matvec_variant.spec)
         self.k_rms_norm = dev.kernel("rms_norm", spec=spec)
         self.k_rope = dev.kernel("rope_norm", spec=spec)
         self.k_attention = dev.kernel("attention", spec={"BLOCK_SIZE": block_size,
@@ -141,7 +143,7 @@ class GpuModel:
     # Each helper returns one Dispatch; sizes are push constants (see each .comp).
 
     def _matvec(self, label, w, x, y, rows, cols) -> Dispatch:
-        groups = (min(rows, 65535), _ceil_div(rows, 65535), 1)
+        groups = kernel_groups.mul_mat_vec_groups(rows, self.matvec_variant.rows_per_group)
         return Dispatch(label, self.k_matvec, (w, x, y), groups, struct.pack("<II", cols, rows))
 
     def _rms_norm(self, label, x, w, y) -> Dispatch:
@@ -302,6 +304,28 @@ class RunResult:
     gpu_seconds: float      # device timestamps around the same steps
     stats: dict
 
+
+
+def matvec_variant(dev, weights: str) -> kernel_groups.MatVecVariant:
+    """The ``mul_mat_vec`` variant and spec constants for this device (``pick_mul_mat_vec``).
+
+    Subgroup properties come from the device where it reports them
+    (``subgroup_size``, ``subgroup_operations``, ``subgroup_stages``); a device
+    that does not is taken to have subgroup arithmetic in compute shaders, as
+    the decode has always required, with any workgroup size allowed.
+    """
+    def reported(name, assumed):
+        value = getattr(dev, name, None)
+        return assumed if value is None else value
+
+    return kernel_groups.pick_mul_mat_vec(
+        weights,
+        supported_operations=reported("subgroup_operations", kernel_groups.SUBGROUP_FEATURE_BASIC
+                                      | kernel_groups.SUBGROUP_FEATURE_ARITHMETIC),
+        supported_stages=reported("subgroup_stages", kernel_groups.SHADER_STAGE_COMPUTE),
+        subgroup_size=reported("subgroup_size", 1),
+        is_cpu=dev.properties.get("type") == "cpu",
+        max_invocations=dev.properties["limits"]["max_compute_work_group_invocations"])
 
 
 def default_block_size(dev) -> int:
