@@ -342,14 +342,39 @@ def default_block_size(dev) -> int:
 
 OnRun = Callable[[int, str, str, RunResult], None]   # (round, config label, mode, run)
 
+# A GPU at rest runs its cores at a fraction of their clock: an NVIDIA H200 idles at
+# 345 MHz and reaches its 1980 MHz only after about a second of load, and falls back
+# within a second of rest. A decode of a few tokens lasts milliseconds, so without this
+# the rounds would time the idle clock (three times slower there) rather than the
+# decode. Seconds of replayed decode run just before the rounds on a non-CPU device.
+CLOCK_WARM_UP_S = 1.5
+
+
+def warm_clocks(model: "GpuModel", graphs: Sequence, prompt: Sequence[int], n_tokens: int,
+                seconds: float) -> int:
+    """Keep the device busy for ``seconds``: the captured ``graphs`` replayed in turn (a
+    recorded decode when there are none). Gives the number of decodes run."""
+    runs = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        if graphs:
+            for graph in graphs:
+                graph.run()
+        else:
+            model.decode(prompt, n_tokens, reorder=False)
+        runs += 1
+    model.dev.synchronize()
+    return runs
+
 
 def decode_rounds(model: GpuModel, prompt: Sequence[int], n_tokens: int, configs: Sequence[tuple],
                   repeats: int, on_run: OnRun, replay: bool = True) -> None:
     """Decode under each configuration ``(label, policy, reorder)``, ``repeats`` rounds.
 
     First, per configuration, one decode as warm-up (pipelines, descriptor pools)
-    and, with ``replay``, one capture. Then each round runs the configurations in
-    paired order (forward, reversed, ...), so ratios come from runs side by side:
+    and, with ``replay``, one capture; on a GPU, ``CLOCK_WARM_UP_S`` seconds of
+    decoding (``warm_clocks``), so that its cores leave their idle clock. Then
+    each round runs the configurations in paired order (forward, reversed, ...), so ratios come from runs side by side:
     the decode recorded by the host (mode ``recorded``) and, with ``replay``, the
     captured one resubmitted (``replayed``); ``on_run`` gets each as it finishes.
     The device's barrier policy is ``smart`` again afterwards.
@@ -364,6 +389,8 @@ def decode_rounds(model: GpuModel, prompt: Sequence[int], n_tokens: int, configs
             model.decode(prompt, n_tokens, reorder)
             if replay:
                 graphs[label] = model.capture(prompt, n_tokens, reorder)
+        if dev.properties.get("type") != "cpu":
+            warm_clocks(model, [g for g, _ in graphs.values()], prompt, n_tokens, CLOCK_WARM_UP_S)
         for r in range(repeats):
             for label, policy, reorder in paired_order(r, configs):
                 dev.barrier_policy = policy
