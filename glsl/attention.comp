@@ -15,11 +15,13 @@
 // Dispatch: groups = (n_head, 1, 1).
 //
 // A decode step's context is short and its cache hot in L2, so the kernel is
-// bound by load latency: the score of a position is one invocation's dot product
-// over 16-byte loads (when head_dim and kv_stride are multiples of 4), UNROLL
-// of them in flight at once; the weighted sum of values splits the positions
-// over BLOCK_SIZE / head_dim slices of the workgroup (when head_dim is below
-// BLOCK_SIZE), UNROLL positions per step, the slices' sums added in shared memory.
+// bound by load latency: the score of a position is the dot product of a few
+// invocations (lanes) over 16-byte loads (when head_dim and kv_stride are
+// multiples of 4), UNROLL of them in flight in each, added in shared memory
+// (one invocation's scalar loop otherwise); the weighted sum of values splits
+// the positions over BLOCK_SIZE / head_dim slices of the workgroup (when head_dim
+// is below BLOCK_SIZE), UNROLL positions per step, the slices' sums added in
+// shared memory.
 #include "include/llm_common.glsl"
 
 layout(constant_id = 1) const uint MAX_CTX = 1024;
@@ -44,20 +46,21 @@ shared float scores[MAX_CTX];
 
 const uint UNROLL = 8u;
 
-// q . k[t] over head_dim, both starting on a 16-byte boundary (indices in vec4s).
-float dot_vec4(const uint q_at, const uint k_at, const uint nd) {
+// Part of q . k[t]: the vec4 columns lane, lane + lanes, ... of the head (indices in
+// vec4s, both rows starting on a 16-byte boundary), UNROLL loads in flight at once.
+float dot_vec4(const uint q_at, const uint k_at, const uint nd, const uint lane, const uint lanes) {
     vec4 acc = vec4(0.0);
-    uint d = 0u;
-    for (; d + UNROLL <= nd; d += UNROLL) {
+    uint d = lane;
+    for (; d + (UNROLL - 1u) * lanes < nd; d += UNROLL * lanes) {
         vec4 kk[UNROLL];
         [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-            kk[u] = k4[k_at + d + u];
+            kk[u] = k4[k_at + d + u * lanes];
         }
         [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-            acc += q4[q_at + d + u] * kk[u];
+            acc += q4[q_at + d + u * lanes] * kk[u];
         }
     }
-    for (; d < nd; ++d) {
+    for (; d < nd; d += lanes) {
         acc += q4[q_at + d] * k4[k_at + d];
     }
     return (acc.x + acc.y) + (acc.z + acc.w);
@@ -104,16 +107,40 @@ void main() {
     const bool vec = hd % 4u == 0u && p.kv_stride % 4u == 0u;
 
     float local_max = -1.0 / 0.0;
-    for (uint t = tid; t < n_kv; t += BLOCK_SIZE) {
-        float dot_qk;
-        if (vec) {
-            dot_qk = dot_vec4(q_base / 4u, (t * p.kv_stride + kv_base) / 4u, hd / 4u);
-        } else {
-            dot_qk = dot_scalar(q_base, t * p.kv_stride + kv_base, hd);
+    if (vec) {
+        // lanes invocations per position, each with at least UNROLL vec4 columns (when the
+        // head has that many): one round of loads for a 128-wide head; their partial dot
+        // products meet in llm_red. The loop's trip count is uniform (barriers inside).
+        const uint nd = hd / 4u;
+        uint lanes = 1u;
+        while (lanes * 2u <= BLOCK_SIZE && nd >= lanes * 2u * UNROLL) {
+            lanes *= 2u;
         }
-        const float s = dot_qk * p.scale;
-        scores[t] = s;
-        local_max = max(local_max, s);
+        const uint per_pass = BLOCK_SIZE / lanes;
+        const uint lane = tid % lanes;
+        for (uint t0 = 0u; t0 < n_kv; t0 += per_pass) {
+            const uint t = t0 + tid / lanes;
+            const bool live = t < n_kv && tid < per_pass * lanes;
+            llm_red[tid] = live ? dot_vec4(q_base / 4u, (t * p.kv_stride + kv_base) / 4u, nd, lane, lanes)
+                                : 0.0;
+            barrier();
+            if (live && lane == 0u) {
+                float dot_qk = 0.0;
+                for (uint j = 0u; j < lanes; ++j) {
+                    dot_qk += llm_red[tid + j];
+                }
+                const float s = dot_qk * p.scale;
+                scores[t] = s;
+                local_max = max(local_max, s);
+            }
+            barrier();
+        }
+    } else {
+        for (uint t = tid; t < n_kv; t += BLOCK_SIZE) {
+            const float s = dot_scalar(q_base, t * p.kv_stride + kv_base, hd) * p.scale;
+            scores[t] = s;
+            local_max = max(local_max, s);
+        }
     }
     const float m = block_max(local_max);
 

@@ -9,8 +9,8 @@
 // In decode there is one row of a few thousand floats: the cost is the latency
 // of its loads, not their bytes. So when n is a multiple of 4 (each row starts
 // on a 16-byte boundary) every invocation reads 16 bytes at a time, UNROLL loads
-// issued back to back before any is used; other widths take the same shape of
-// loop over scalars.
+// of x and of the weight issued together, x kept in registers between the sum and
+// the scaling; other widths take an unrolled loop over scalars.
 #include "include/llm_common.glsl"
 
 layout(binding = 0) readonly buffer X { vec4 x4[]; };
@@ -26,43 +26,38 @@ layout(push_constant) uniform Params {
     float eps;
 } p;
 
-const uint UNROLL = 4u;
+const uint UNROLL = 8u;
 
-float sum_of_squares_vec4(const uint base, const uint nv) {
+// The row as vec4s: its first UNROLL * BLOCK_SIZE vectors (all of a decode row of up to
+// 4 * UNROLL * BLOCK_SIZE floats) are loaded once, with their weights, all in flight
+// together, and kept in registers for the scaling; any rest is read twice.
+void rms_norm_vec4(const uint row) {
     const uint tid = gl_LocalInvocationID.x;
-    float s = 0.0;
-    uint i = tid;
-    for (; i + (UNROLL - 1u) * BLOCK_SIZE < nv; i += UNROLL * BLOCK_SIZE) {
-        vec4 v[UNROLL];
-        [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-            v[u] = x4[base + i + u * BLOCK_SIZE];
-        }
-        [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-            s += dot(v[u], v[u]);
-        }
+    const uint nv = p.n / 4u;
+    const uint base = row * nv;
+    vec4 xr[UNROLL];
+    vec4 wr[UNROLL];
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+        const uint i = tid + u * BLOCK_SIZE;
+        xr[u] = i < nv ? x4[base + i] : vec4(0.0);
+        wr[u] = i < nv ? weight4[i] : vec4(0.0);
     }
-    for (; i < nv; i += BLOCK_SIZE) {
+    float s = 0.0;
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+        s += dot(xr[u], xr[u]);
+    }
+    for (uint i = tid + UNROLL * BLOCK_SIZE; i < nv; i += BLOCK_SIZE) {
         const vec4 v = x4[base + i];
         s += dot(v, v);
     }
-    return s;
-}
-
-void scale_vec4(const uint base, const uint nv, const float inv_rms) {
-    const uint tid = gl_LocalInvocationID.x;
-    uint i = tid;
-    for (; i + (UNROLL - 1u) * BLOCK_SIZE < nv; i += UNROLL * BLOCK_SIZE) {
-        vec4 v[UNROLL];
-        vec4 w[UNROLL];
-        [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-            v[u] = x4[base + i + u * BLOCK_SIZE];
-            w[u] = weight4[i + u * BLOCK_SIZE];
-        }
-        [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-            y4[base + i + u * BLOCK_SIZE] = v[u] * inv_rms * w[u];
+    const float inv_rms = inversesqrt(block_sum(s) / float(p.n) + p.eps);
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+        const uint i = tid + u * BLOCK_SIZE;
+        if (i < nv) {
+            y4[base + i] = xr[u] * inv_rms * wr[u];
         }
     }
-    for (; i < nv; i += BLOCK_SIZE) {
+    for (uint i = tid + UNROLL * BLOCK_SIZE; i < nv; i += BLOCK_SIZE) {
         y4[base + i] = x4[base + i] * inv_rms * weight4[i];
     }
 }
@@ -92,20 +87,13 @@ void main() {
     if (row >= p.n_rows) {
         return;  // uniform over the workgroup: no barrier is skipped by half of it
     }
-    const bool vec = p.n % 4u == 0u;
-    float sum_sq;
-    if (vec) {
-        sum_sq = sum_of_squares_vec4(row * (p.n / 4u), p.n / 4u);
-    } else {
-        sum_sq = sum_of_squares_scalar(row * p.n, p.n);
+    if (p.n % 4u == 0u) {
+        rms_norm_vec4(row);
+        return;
     }
-    const float inv_rms = inversesqrt(block_sum(sum_sq) / float(p.n) + p.eps);
-    if (vec) {
-        scale_vec4(row * (p.n / 4u), p.n / 4u, inv_rms);
-    } else {
-        const uint base = row * p.n;
-        for (uint i = gl_LocalInvocationID.x; i < p.n; i += BLOCK_SIZE) {
-            y[base + i] = x[base + i] * inv_rms * weight[i];
-        }
+    const uint base = row * p.n;
+    const float inv_rms = inversesqrt(block_sum(sum_of_squares_scalar(base, p.n)) / float(p.n) + p.eps);
+    for (uint i = gl_LocalInvocationID.x; i < p.n; i += BLOCK_SIZE) {
+        y[base + i] = x[base + i] * inv_rms * weight[i];
     }
 }

@@ -242,6 +242,8 @@ def test_rope_modes_differ(dev):
     (32, 32, 128, 5, 0, 128),   # a decode step's shape: head_dim = the block, 16-byte loads
     (2, 1, 64, 70, 0, 32),      # head_dim above the block: invocations loop over it
     (3, 1, 12, 45, 1, 64),      # kv_stride not a multiple of 4: the scalar dot product
+    (2, 2, 64, 33, 4, 100),     # two lanes per score, a block they do not divide evenly
+    (2, 1, 256, 30, 0, 100),    # eight lanes per score: 12 positions a pass, 4 invocations idle
 ])
 def test_attention(dev, n_head, n_kv_head, head_dim, n_kv, pad, block):
     q = _rand(n_head, head_dim)
