@@ -1,7 +1,8 @@
 """Where one decode step's GPU time goes, kernel by kernel, and what replayed decode costs.
 
     python tools/decode_profile.py --layers 8 --dim 4096 --heads 32 --kv-heads 32 \
-        --ffn 11008 --vocab 32000 --weights f32,f16 [--before MANIFEST] --json OUT.json
+        --ffn 11008 --vocab 32000 --weights f32,f16 [--fast-weights f32,f16] \
+        [--before MANIFEST] --json OUT.json
 
 Takes a model shape (as ``genspirv demo``), the weight types and optionally a
 second manifest (an older build of the same kernels, e.g. the main checkout's
@@ -226,13 +227,14 @@ def main(argv=None) -> int:
     p.add_argument("--tokens", type=int, default=4)
     p.add_argument("--prompt", type=lambda s: [int(t) for t in s.split(",")], default=[1])
     p.add_argument("--weights", default="f32,f16")
-    p.add_argument("--before", default=None, help="a second manifest, measured as the arm 'before' (f32)")
+    p.add_argument("--before", default=None, help="a second manifest, measured as the arm 'before'")
     p.add_argument("--passes", type=int, default=5)
     p.add_argument("--replays", type=int, default=5)
     p.add_argument("--peak-gbps", type=float, default=4430.0,
                    help="HBM bandwidth for the roofline (default: the kernel suite's measured H200 peak)")
-    p.add_argument("--fast-weights", action="store_true",
-                   help="tiled random weights: timing only, no reference decode and no token check")
+    p.add_argument("--fast-weights", default="", metavar="TYPES",
+                   help="weight types (e.g. f16 or f32,f16) given tiled random weights: timing only, "
+                        "no reference decode and no token check")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     report = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -244,7 +246,7 @@ def main(argv=None) -> int:
                                  n_kv_heads=args.kv_heads, ffn_dim=args.ffn, vocab=args.vocab,
                                  max_ctx=len(args.prompt) + args.tokens, weights_f16=wt == "f16").check()
         t0 = time.perf_counter()
-        if args.fast_weights:
+        if wt in args.fast_weights.split(","):
             weights, want = fast_weights(config, 0), None
         else:
             weights = ref.make_weights(config, 0)
@@ -253,7 +255,7 @@ def main(argv=None) -> int:
         roofline_us = roofline_bytes(config) / (args.peak_gbps * 1e9) * 1e6
         entry = {"roofline_bytes": roofline_bytes(config), "roofline_us": roofline_us,
                  "reference_tokens": None if want is None else list(want), "arms": {}}
-        arms = [("after", None)] + ([("before", args.before)] if args.before and wt == "f32" else [])
+        arms = [("after", None)] + ([("before", args.before)] if args.before else [])
         for name, manifest in arms:
             entry["arms"][name] = arm = run_arm(weights, manifest, args, want)
             print_arm(f"{wt} {name}", arm, roofline_us)
