@@ -26,9 +26,9 @@ except ImportError:     # not on Windows
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
-from .errors import CompileError, ToolchainError, ValidationError
+from .errors import CompileError, ToolchainError, UnavailableError, ValidationError
 
 # Which wheel ships which tool; the wheels are pinned in pyproject.toml.
 WHEEL_OF = {
@@ -207,10 +207,42 @@ class CompileOutput:
     warnings: str                # anything glslang printed besides the source name
 
 
+_GLSLANG_MESSAGE = re.compile(r"^(ERROR|WARNING): (.+?:\d+): (.*)$")
+# Lines glslang adds after the real errors; they repeat for every failed compile.
+_GLSLANG_TRAILERS = re.compile(r"^(ERROR: \d+ compilation errors?\.|SPIR-V is not generated|"
+                               r"ERROR: Linking \w+ stage: Missing entry point)")
+
+
 def _clean_glslang_output(text: str, source: str) -> str:
-    """glslang's messages without the line that only echoes the source name."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and ln.strip() != source]
+    """glslang's messages in ``file:line: error: message`` form (what editors and CI matchers read),
+    without the line that only echoes the source name and without the summary trailers."""
+    lines = []
+    for ln in text.splitlines():
+        if not ln.strip() or ln.strip() == source or _GLSLANG_TRAILERS.match(ln):
+            continue
+        m = _GLSLANG_MESSAGE.match(ln)
+        lines.append(f"{m.group(2)}: {m.group(1).lower()}: {m.group(3).rstrip()}" if m else ln.rstrip())
     return "\n".join(lines)
+
+
+_MISSING_EXTENSION = re.compile(r"extension not supported: (\w+)")
+_INCLUDE_LINE = re.compile(rb"^[ \t]*#[ \t]*include\b", re.MULTILINE)
+INCLUDE_PREAMBLE = "#extension GL_GOOGLE_include_directive : enable"
+
+
+def uses_include(source_text: bytes) -> bool:
+    """Does the source itself hold an ``#include`` line? (Only then can any file it reads include.)
+
+    The preamble that enables ``#include`` is passed only then: glslang records the
+    extension in the blob (OpSourceExtension), so a source without includes keeps
+    the bytes it has without the preamble.
+    """
+    return _INCLUDE_LINE.search(source_text) is not None
+
+
+def missing_extensions(messages: str) -> tuple[str, ...]:
+    """The extensions glslang said it does not support, in order, once each."""
+    return tuple(dict.fromkeys(_MISSING_EXTENSION.findall(messages)))
 
 
 def parse_depfile(text: str, output: str) -> list[str]:
@@ -287,20 +319,27 @@ def find_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[l
 
 def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path, cwd: Path,
                  target_env: str, defines: Mapping[str, str], include_dirs: Sequence[str] = (),
-                 flags: Sequence[str] = (), what: str = "") -> CompileOutput:
+                 flags: Sequence[str] = (), what: str = "", include_preamble: bool = False,
+                 on_command: Optional[Callable[[Sequence[str]], None]] = None) -> CompileOutput:
     """Compile ``source`` (a path relative to ``cwd``) to SPIR-V bytes.
 
     No ``-g``: debug info would embed the absolute source path and make the bytes
-    depend on where the project lives.
+    depend on where the project lives. ``include_preamble`` enables ``#include``
+    without the extension line (glslc does the same). A shader that needs an
+    extension this glslang lacks is an ``UnavailableError`` naming it.
     """
     what = what or source
     args = ["-V", "--target-env", target_env, "--depfile", str(depfile), "-o", str(output)]
+    if include_preamble:
+        args += ["-P" + INCLUDE_PREAMBLE]
     args += [f"-I{d}" for d in include_dirs]
     args += [f"-D{k}={v}" for k, v in sorted(defines.items())]
     args += list(flags)
     args.append(source)
     for stale in (output, depfile):
         stale.unlink(missing_ok=True)
+    if on_command is not None:
+        on_command([str(compiler.tool.path), *args])
     try:
         proc = compiler.tool.run(args, what=what, cwd=cwd)
     except ToolchainError as exc:
@@ -324,7 +363,13 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
         raise ToolchainError(f"{what}: glslangValidator crashed (signal {-proc.returncode}) on {source}"
                              + (f":\n{messages}" if messages else ""))
     if proc.returncode != 0:
-        raise CompileError(f"{what}: {source} does not compile:\n{messages}")
+        missing = missing_extensions(messages)
+        if missing:
+            raise UnavailableError(
+                f"{what}: {source} needs {', '.join(missing)}, which glslang {compiler.version} "
+                f"does not support (mark the variant optional = true to build without it):\n{messages}",
+                missing=missing, messages=messages, source=source)
+        raise CompileError(f"{what}: {source} does not compile:\n{messages}", messages=messages, source=source)
     # glslang 12 exits 0 when it cannot write its output: trust only the file.
     try:
         blob = output.read_bytes()
@@ -343,8 +388,50 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
 # -- SPIR-V tools -------------------------------------------------------------
 
 
-def validate(spirv_val: Tool, blob_path: Path, target_env: str, what: str) -> None:
+_TOOL_VERSION = re.compile(r"v(\d{4}\.\d+)")
+
+
+def tool_version(tool: Tool) -> str:
+    """'SPIRV-Tools v2025.5 ...' -> '2025.5' (the whole first line when it has no such number)."""
+    proc = tool.run(["--version"], what=f"{tool.name} --version", timeout=30)
+    text = proc.stdout.decode("utf-8", "replace").strip()
+    m = _TOOL_VERSION.search(text)
+    if proc.returncode != 0 or not text:
+        raise ToolchainError(f"{tool.path} ({tool.origin}): `{tool.name} --version` failed (exit {proc.returncode})")
+    return m.group(1) if m else text.splitlines()[0]
+
+
+# spirv-opt -O may drop bindings and spec constants nothing reads; the manifest's
+# layout must not depend on the optimiser, so keep them.
+OPTIMIZE_ARGS = ("-O", "--preserve-bindings", "--preserve-spec-constants")
+
+
+def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, what: str,
+             on_command: Optional[Callable[[Sequence[str]], None]] = None) -> bytes:
+    """spirv-opt -O the blob into ``output``; its bytes. A refusal is a ToolchainError naming ``what``."""
+    args = [*OPTIMIZE_ARGS, f"--target-env={target_env}", str(blob_path), "-o", str(output)]
+    output.unlink(missing_ok=True)
+    if on_command is not None:
+        on_command([str(spirv_opt.path), *args])
+    proc = spirv_opt.run(args, what=f"{what}: spirv-opt")
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
+    if proc.returncode != 0:
+        raise ValidationError(f"{what}: spirv-opt -O refused the blob:\n{text}")
+    try:
+        blob = output.read_bytes()
+    except OSError:
+        blob = b""
+    if not blob:
+        raise ToolchainError(f"{what}: spirv-opt exited 0 but wrote nothing to {output}"
+                             + (f":\n{text}" if text else ""))
+    return blob
+
+
+def validate(spirv_val: Tool, blob_path: Path, target_env: str, what: str,
+             on_command: Optional[Callable[[Sequence[str]], None]] = None) -> None:
     """spirv-val the blob; a refusal is a ValidationError naming ``what``."""
+    if on_command is not None:
+        on_command([str(spirv_val.path), "--target-env", target_env, str(blob_path)])
     proc = spirv_val.run(["--target-env", target_env, str(blob_path)], what=f"{what}: spirv-val")
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()

@@ -97,6 +97,11 @@ def test_a_changed_blob_on_disk_is_rebuilt(built_tiny):
     good = blob.read_bytes()
     blob.write_bytes(good[:-4])
     report = build(config)
+    # The build cache still holds the good blob under its content key: restored, not recompiled.
+    assert report.cached == ("neg",) and report.compiled == () and blob.read_bytes() == good
+    shutil.rmtree(config.root / ".genspirv" / "cache")
+    blob.write_bytes(good[:-4])
+    report = build(config)
     assert report.compiled == ("neg",) and blob.read_bytes() == good
 
 

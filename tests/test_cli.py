@@ -14,7 +14,7 @@ import pytest
 from genspirv.manifest import entry_to_dict, load_manifest
 
 REPO = Path(__file__).resolve().parents[1]
-BUILD_ONLY = {"name", "source", "defines", "spirv"}
+BUILD_ONLY = {"name", "source", "defines", "spirv", "inputs", "depends"}   # and provenance
 
 # A binding declared read_write whose code only reads it: one lint finding.
 RW_NEVER_WRITTEN = """\
