@@ -94,11 +94,12 @@ def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
     return f"first difference at byte {offset} (line {line})\n{diff}"
 
 
-def check(config: Config, jobs: Optional[int] = None, log: Log = None) -> CheckReport:
+def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None) -> CheckReport:
     """Compare every committed output with a fresh build made in a temporary directory."""
     tools = find_tools(config)
     with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
-        outcome = compile_all(config, tools, config.variants, Path(tmp), jobs=jobs, log=log)
+        outcome = compile_all(config, tools, config.variants, Path(tmp), jobs=jobs, log=log,
+                              on_command=on_command)
     if outcome.failures:
         raise_failures(outcome.failures)
     compiled = [outcome.compiled[v.name] for v in config.variants if v.name in outcome.compiled]

@@ -394,7 +394,8 @@ _TOOL_VERSION = re.compile(r"v(\d{4}\.\d+)")
 def tool_version(tool: Tool) -> str:
     """'SPIRV-Tools v2025.5 ...' -> '2025.5' (the whole first line when it has no such number)."""
     proc = tool.run(["--version"], what=f"{tool.name} --version", timeout=30)
-    text = proc.stdout.decode("utf-8", "replace").strip()
+    # spirv-opt prints its version on stderr, spirv-val on stdout.
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
     m = _TOOL_VERSION.search(text)
     if proc.returncode != 0 or not text:
         raise ToolchainError(f"{tool.path} ({tool.origin}): `{tool.name} --version` failed (exit {proc.returncode})")
