@@ -103,7 +103,8 @@ def check_blob(entry: ManifestEntry, data: bytes) -> None:
         raise BlobIntegrityError(
             f"{entry.name}: blob {entry.spirv} does not match the manifest "
             f"(size {len(data)} vs {entry.size}, sha256 {hashlib.sha256(data).hexdigest()[:16]}… "
-            f"vs {entry.sha256[:16]}…)")
+            f"vs {entry.sha256[:16]}…): an interrupted build or a hand edit leaves this; "
+            f"`genspirv build` repairs it")
 
 
 # -- ShaderInfo <-> JSON ------------------------------------------------------

@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from .errors import CompileError, ToolchainError, UnavailableError, ValidationError
+from .errors import CompileError, OutputError, ToolchainError, UnavailableError, ValidationError
 
 # Which wheel ships which tool; the wheels are pinned in pyproject.toml.
 WHEEL_OF = {
@@ -245,6 +245,20 @@ def missing_extensions(messages: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_MISSING_EXTENSION.findall(messages)))
 
 
+FULL_DISK_BYTES = 1 << 20
+
+
+def _refuse_full_disk(folder: Path, what: str, tool: str) -> None:
+    """A tool that wrote nothing on a full disk is a full disk, not a broken tool (glslang exits 0)."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return
+    if free < FULL_DISK_BYTES:
+        raise OutputError(f"{what}: {tool} could not write its output in {folder}: the disk is full "
+                          f"({free} bytes free; No space left on device); free some space and build again")
+
+
 def parse_depfile(text: str, output: str) -> list[str]:
     """The prerequisites of a make-style depfile ('out: a b\\ c' -> ['a', 'b c'])."""
     text = text.replace("\\\n", " ")
@@ -317,6 +331,27 @@ def find_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[l
     return visit(source.resolve())
 
 
+_GUARD = re.compile(r"\A(?:\s|//[^\n]*\n|/\*.*?\*/)*#[ \t]*ifndef[ \t]+(\w+)\s*\n[ \t]*#[ \t]*define[ \t]+(\w+)",
+                    re.DOTALL)
+
+
+def has_include_guard(path: Path) -> bool:
+    """Does the file open with ``#ifndef X`` / ``#define X``? (glslang ignores #pragma once.)"""
+    try:
+        m = _GUARD.match(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return False
+    return m is not None and m.group(1) == m.group(2)
+
+
+def unguarded_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[list[Path]]:
+    """An include cycle no file of which has a guard: glslang 13 would recurse without end on it."""
+    cycle = find_include_cycle(source, include_dirs)
+    if cycle is None or any(has_include_guard(p) for p in cycle):
+        return None
+    return cycle
+
+
 def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path, cwd: Path,
                  target_env: str, defines: Mapping[str, str], include_dirs: Sequence[str] = (),
                  flags: Sequence[str] = (), what: str = "", include_preamble: bool = False,
@@ -338,6 +373,14 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
     args.append(source)
     for stale in (output, depfile):
         stale.unlink(missing_ok=True)
+    cycle = unguarded_include_cycle(cwd / source, [cwd / d for d in include_dirs])
+    if cycle is not None:
+        # Seen from the include graph in milliseconds; glslang would loop until a limit stops it.
+        chain = " -> ".join(os.path.relpath(p, cwd) for p in cycle)
+        first = os.path.relpath(cycle[-2], cwd)
+        text = (f"{first}: error: include cycle {chain}: no file in it has an include guard "
+                "(#ifndef X / #define X; glslang ignores #pragma once)")
+        raise CompileError(f"{what}: {source} does not compile:\n{text}", messages=text, source=source)
     if on_command is not None:
         on_command([str(compiler.tool.path), *args])
     try:
@@ -376,6 +419,7 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
     except OSError:
         blob = b""
     if not blob:
+        _refuse_full_disk(output.parent, what, "glslangValidator")
         raise ToolchainError(f"{what}: glslangValidator exited 0 but wrote no SPIR-V to {output}"
                              + (f":\n{messages}" if messages else ""))
     try:
@@ -423,6 +467,7 @@ def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, wh
     except OSError:
         blob = b""
     if not blob:
+        _refuse_full_disk(output.parent, what, "spirv-opt")
         raise ToolchainError(f"{what}: spirv-opt exited 0 but wrote nothing to {output}"
                              + (f":\n{text}" if text else ""))
     return blob
