@@ -188,9 +188,10 @@ class BlobCache:
     Best effort: a cache that cannot be read or written is only a slower build.
     """
 
-    def __init__(self, folders: Sequence[Path]):
+    def __init__(self, folders: Sequence[Path], limit: Optional[int] = None):
         self.folders = tuple(folders)
         self.stored = 0
+        self.limit = limit
 
     @classmethod
     def for_config(cls, config: Config) -> "BlobCache":
@@ -198,7 +199,7 @@ class BlobCache:
         shared = shared_cache_dir()
         if shared is not None:
             folders.append(shared)
-        return cls(folders)
+        return cls(folders, cache_max_bytes())      # a bad setting stops the build before it starts
 
     @staticmethod
     def _path(folder: Path, key: str) -> Path:
@@ -244,7 +245,7 @@ class BlobCache:
 
     def trim(self, limit: Optional[int] = None) -> int:
         """Delete the least recently used blobs of each folder past ``limit`` bytes; how many went."""
-        limit = cache_max_bytes() if limit is None else limit
+        limit = limit if limit is not None else self.limit if self.limit is not None else cache_max_bytes()
         gone = 0
         for folder in self.folders:
             entries = []

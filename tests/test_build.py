@@ -184,3 +184,26 @@ generate = [ { target = "c", output = "manifests/shaders" } ]
 [tool.genspirv.shaders."add.comp"]
 matrix = { TYPE = { f32 = "float", i32 = "int" } }
 """
+
+
+def test_include_directive_is_on_by_default_and_can_be_turned_off(tiny_project):
+    files = {"glsl/include/h.glsl": "#define N 4u\n",
+             "glsl/a.comp": "#version 450\n#include \"h.glsl\"\nlayout(local_size_x = 1) in;\n"
+                            "layout(std430, binding = 0) buffer B { uint b[]; };\n"
+                            "void main() { b[0] = N; }\n"}
+    root = tiny_project(files, pyproject="[tool.genspirv]\n")
+    assert build(load_config(root)).compiled == ("a",)
+    (root / "pyproject.toml").write_text("[tool.genspirv]\ninclude_directive = false\n")
+    with pytest.raises(CompileError, match="glsl/a.comp:2: error: .*GL_GOOGLE_include_directive"):
+        build(load_config(root))
+
+
+def test_a_bad_cache_size_setting_is_refused_by_name(built_tiny, monkeypatch):
+    from genspirv.errors import ToolchainError
+    monkeypatch.setenv("GENSPIRV_CACHE_MAX_MB", "lots")
+    (built_tiny / "glsl/neg.comp").write_text(
+        (built_tiny / "glsl/neg.comp").read_text().replace("-X.data", "2.0 * X.data"))
+    before = (built_tiny / "manifests/shaders.json").read_bytes()
+    with pytest.raises(ToolchainError, match="GENSPIRV_CACHE_MAX_MB='lots'"):
+        build(load_config(built_tiny))
+    assert (built_tiny / "manifests/shaders.json").read_bytes() == before     # refused before any work
