@@ -10,7 +10,7 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``build-generator`` — ``build_suite``: the same at a real backend's scale (400,
   1,000, 2,000 variants from a generator file, most optimised): cold build
   beside glslang alone and glslang + spirv-opt, no-op, fresh-clone no-op,
-  one-header edit and check.
+  one-header edit and check (``--quick``: cold, no-op and fresh-clone no-op only).
 - ``reflect`` — ``reflect_suite``: ``reflect()`` against blob size and count,
   beside ``spirv-cross <blob> --reflect`` and the ``genspirv reflect`` command.
 - ``runtime`` — ``runtime_suite``: the runtime's micro-benchmarks on the device

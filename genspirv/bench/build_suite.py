@@ -213,6 +213,7 @@ def _expect_changed(before: dict, after: dict, project, case: str) -> None:
 # -- generator variants at a real backend's scale --------------------------------
 
 GENERATOR_SIZES = (400, 1000, 2000)
+QUICK_NOOPS = 3         # --quick: no-op and fresh-clone no-op runs after each cold build
 
 
 def glslang_opt_floor(tool: FloorTool, opt: FloorTool, gen, jobs: int, out_dir: Path) -> int:
@@ -243,7 +244,9 @@ def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
     jobs = (opts.jobs or (2,))[0]
     sizes = opts.sizes or GENERATOR_SIZES
     repeats = {size: opts.repeat or (3 if size <= 400 else 1) for size in sizes}
-    steps = ("cold", "floor", "floor+opt", "noop", "fresh clone noop", "edit", "check")
+    # --quick: only what no-op figures need (cold build untimed against a floor, no edit, no check).
+    steps = ("cold",) + ("noop", "fresh clone noop") * QUICK_NOOPS if opts.quick else \
+        ("cold", "floor", "floor+opt", "noop", "fresh clone noop", "edit", "check")
     progress = Progress(sum(repeats.values()) * len(steps), opts.quiet)
     scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-gen-"))
     rec.notes.append(
@@ -266,11 +269,13 @@ def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
                 "header_dependents": gen.project.header_dependents}
             tool = floor_tool(gen.project)
             case = f"generator variants={size} jobs={jobs}"
-            _run_generator_case(case, size, jobs, repeats[size], gen, tool, opt, scratch, rec, progress, code)
-            rec.ratio(case, "cold / floor+opt", "cold", "floor+opt")
-            rec.ratio(case, "cold / floor", "cold", "floor")
-            rec.ratio(case, "check / floor+opt", "check", "floor+opt")
-            rec.ratio(case, "cold / floor+opt, CPU time", "cold", "floor+opt", of="cpu_median")
+            _run_generator_case(case, size, jobs, repeats[size], gen, tool, opt, scratch, rec, progress, code,
+                                opts.quick)
+            if not opts.quick:
+                rec.ratio(case, "cold / floor+opt", "cold", "floor+opt")
+                rec.ratio(case, "cold / floor", "cold", "floor")
+                rec.ratio(case, "check / floor+opt", "check", "floor+opt")
+                rec.ratio(case, "cold / floor+opt, CPU time", "cold", "floor+opt", of="cpu_median")
             rec.checkpoint()
             if opts.keep is None:
                 shutil.rmtree(gen.root, ignore_errors=True)
@@ -279,7 +284,8 @@ def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec, progress, code) -> None:
+def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec, progress, code,
+                        quick=False) -> None:
     info = {"variants": size, "jobs": jobs}
 
     def genspirv(root: Path, *args: str, what: str) -> None:
@@ -289,7 +295,7 @@ def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec,
     for r in range(repeats):
         label = f"{case} (run {r + 1}/{repeats})"
         work = None
-        for arm in paired_order(r, ("cold", "floor", "floor+opt")):
+        for arm in ("cold",) if quick else paired_order(r, ("cold", "floor", "floor+opt")):
             progress.step(f"{label} {arm}")
             if arm == "cold":
                 work = _fresh_copy(gen.project, scratch / f"work-{size}-{r}")
@@ -303,23 +309,27 @@ def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec,
                 shutil.rmtree(out, ignore_errors=True)
             rec.add(case, arm, t, repeat=r, cpu_s=cpu, **info)
 
-        progress.step(f"{label} noop")
-        before = output_digests(work)
-        t, cpu, _ = timed_cpu(lambda: genspirv(work.root, "build", what="no-op build"))
-        if output_digests(work) != before:
-            raise BenchError(f"bench build-generator {case}: the no-op build rewrote outputs")
-        rec.add(case, "noop", t, repeat=r, cpu_s=cpu, **info)
+        for k in range(QUICK_NOOPS if quick else 1):
+            progress.step(f"{label} noop")
+            before = output_digests(work)
+            t, cpu, _ = timed_cpu(lambda: genspirv(work.root, "build", what="no-op build"))
+            if output_digests(work) != before:
+                raise BenchError(f"bench build-generator {case}: the no-op build rewrote outputs")
+            rec.add(case, "noop", t, repeat=r, run=k, cpu_s=cpu, **info)
 
-        progress.step(f"{label} fresh clone noop")
-        clone = scratch / f"clone-{size}-{r}"
-        shutil.copytree(work.root, clone, ignore=shutil.ignore_patterns(".genspirv"))
-        clone_project = dataclasses.replace(work, root=clone)
-        clone_before = output_digests(clone_project)
-        t, cpu, _ = timed_cpu(lambda: genspirv(clone, "build", what="fresh-clone no-op build"))
-        if output_digests(clone_project) != clone_before:
-            raise BenchError(f"bench build-generator {case}: the fresh clone's build rewrote outputs")
-        rec.add(case, "fresh clone noop", t, repeat=r, cpu_s=cpu, **info)
-        shutil.rmtree(clone, ignore_errors=True)
+            progress.step(f"{label} fresh clone noop")
+            clone = scratch / f"clone-{size}-{r}-{k}"
+            shutil.copytree(work.root, clone, ignore=shutil.ignore_patterns(".genspirv"))
+            clone_project = dataclasses.replace(work, root=clone)
+            clone_before = output_digests(clone_project)
+            t, cpu, _ = timed_cpu(lambda: genspirv(clone, "build", what="fresh-clone no-op build"))
+            if output_digests(clone_project) != clone_before:
+                raise BenchError(f"bench build-generator {case}: the fresh clone's build rewrote outputs")
+            rec.add(case, "fresh clone noop", t, repeat=r, run=k, cpu_s=cpu, **info)
+            shutil.rmtree(clone, ignore_errors=True)
+        if quick:
+            shutil.rmtree(work.root, ignore_errors=True)
+            continue
 
         progress.step(f"{label} edit")
         synth.edit_header(work)
