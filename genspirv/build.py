@@ -20,6 +20,7 @@ The compile step itself, shared with ``check``, is ``genspirv.compile``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import errno
 import fcntl
 import json
@@ -307,16 +308,22 @@ class _Plan:
                     return
         self.stale.append(v)
 
+    @functools.cached_property
+    def manifest_trusted(self) -> bool:
+        """This build's state wrote the committed manifest (its bytes are unchanged), or there is
+        no state at all (a fresh clone): its reflection may stand in for re-reading the blobs."""
+        recorded = self.state_doc.get("outputs", {}).get("files") if self.state_doc else None
+        if recorded is None:
+            return not self.state_doc
+        try:
+            return recorded.get(self.config.manifest) == sha256_hex(self.config.path(self.config.manifest).read_bytes())
+        except OSError:
+            return False
+
     def manifest_info(self, v: Variant, blob_sha: str) -> Optional[ShaderInfo]:
-        """The committed manifest's reflection of a fresh variant, when that manifest is trusted:
-        this build's state wrote it (its bytes are unchanged), or there is no state (a fresh clone)."""
-        recorded = self.state_doc.get("outputs", {}).get("files", {}) if self.state_doc else None
-        if recorded is not None:
-            try:
-                if recorded.get(self.config.manifest) != sha256_hex(self.config.path(self.config.manifest).read_bytes()):
-                    return None
-            except OSError:
-                return None
+        """The committed manifest's reflection of a fresh variant, when the manifest is trusted."""
+        if not self.manifest_trusted:
+            return None
         entry = self.from_manifest.get(v.name, {}).get("entry")
         if not isinstance(entry, dict) or entry.get("sha256") != blob_sha:
             return None
