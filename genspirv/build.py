@@ -361,8 +361,9 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             if key is not None:
                 plan.cache.put(key, c.blob)
             records[name] = {"key": key, "deps": list(c.deps), "sha256": sha256_hex(c.blob)}
+        by_name = {v.name: v for v in config.variants}
         for name, exc in outcome.unavailable.items():
-            v = next(v for v in plan.stale if v.name == name)
+            v = by_name[name]
             deps = _unavailable_deps(config, exc)
             records[name] = {"key": plan.key(v, deps), "deps": deps, "unavailable": list(exc.missing)}
             plan.unavailable[name] = records[name]
@@ -385,7 +386,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
                 raise
         compiled = dict(outcome.compiled)
         for name, blob in plan.cached.items():
-            v = next(v for v in config.variants if v.name == name)
+            v = by_name[name]
             deps = tuple(plan.records[name]["deps"]) if name in plan.records else (v.source,)
             compiled[name] = Compiled(v, blob, deps, reflect_blob(name, "cache", blob))
             records[name] = {"key": plan.key(v, deps), "deps": list(deps), "sha256": sha256_hex(blob)}
