@@ -134,15 +134,19 @@ def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
 
 
 def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
-    d = {"name": entry.name, "source": entry.source, "defines": dict(entry.defines),
-         "spirv": entry.spirv, "sha256": entry.sha256, "size": entry.size}
-    d.update(info_to_dict(entry.info))
-    d.update(_build_facts(entry))
+    d = info_to_dict(entry.info)
+    d.update(build_facts(entry))
     return d
 
 
-def _build_facts(entry: ManifestEntry) -> dict[str, Any]:
-    d: dict[str, Any] = {}
+# Build facts written only when they say something (the schema does not require them).
+OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env")
+
+
+def build_facts(entry: ManifestEntry) -> dict[str, Any]:
+    """The entry's fields that are not reflection: names, paths, digests, provenance."""
+    d: dict[str, Any] = {"name": entry.name, "source": entry.source, "defines": dict(entry.defines),
+                         "spirv": entry.spirv, "sha256": entry.sha256, "size": entry.size}
     if entry.inputs:
         d["inputs"], d["depends"] = entry.inputs, list(entry.depends)
     if not entry.validated:

@@ -189,3 +189,18 @@ def test_provenance_in_the_manifest_is_the_content_key(backend):
     state = json.loads((root / ".genspirv/state.json").read_text())
     assert entry["inputs"] == state["variants"]["copy_3"]["key"]
     assert entry["depends"] == ["glsl/copy.comp", "glsl/include/types.glsl"]
+
+
+def test_a_fresh_clone_repairs_a_manifest_whose_build_facts_are_off(backend, tmp_path):
+    root, names = backend
+    clone = tmp_path / "clone"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".genspirv"))
+    path = clone / "manifests/shaders.json"
+    good = path.read_bytes()
+    doc = json.loads(good)
+    del doc["unavailable"]                                   # the optional variant forgotten
+    next(e for e in doc["shaders"] if e["name"] == "norm_noval")["validated"] = True
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    report = build(load_config(clone))
+    assert report.compiled == () and report.written == ("manifests/shaders.json",)
+    assert path.read_bytes() == good
