@@ -46,6 +46,7 @@ from .compile import (CommandLog, Compiled, Log, Tools, _dep_path, compile_all, 
                       find_tools, raise_failures, reflect_blob)
 
 LOCK_FILE = "lock"
+TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
 DEFAULT_LOCK_TIMEOUT_S = 600.0
 
 # Re-exported: callers of the build also use these.
@@ -341,7 +342,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     On failure raises the error (CompileError for a shader) with ``.report``: what
     was compiled and kept in the cache, what failed.
     """
-    tools = find_tools(config)
+    tools = find_tools(config, version_cache=config.root / STATE_DIR / TOOLS_FILE)
     with project_lock(config.root, log=log):
         remove_stale_temp_files(config, log)
         plan = _Plan(config, tools, force)

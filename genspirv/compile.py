@@ -22,8 +22,8 @@ from .buildstate import Versions, include_dirs
 from .config import Config, Variant
 from .errors import CompileError, GenspirvError, ReflectError, SpirvError, ToolchainError, UnavailableError
 from .reflect import ShaderInfo
-from .toolchain import (Compiler, Tool, compile_glsl, find_glslang, find_tool, optimize, tool_version,
-                        uses_include, validate)
+from .toolchain import (Compiler, Tool, cached_version, compile_glsl, find_glslang, find_tool, optimize,
+                        tool_version, uses_include, validate)
 
 Log = Optional[Callable[[str], None]]
 CommandLog = Optional[Callable[[Sequence[str]], None]]
@@ -44,12 +44,13 @@ class Tools:
         return Versions(self.compiler.version, self.optimizer_version)
 
 
-def find_tools(config: Config) -> Tools:
+def find_tools(config: Config, version_cache: Optional[Path] = None) -> Tools:
+    """The pinned tools; ``version_cache`` (a JSON file) remembers their versions between builds."""
     spirv_opt = version = None
     if any(v.optimize for v in config.variants):
         spirv_opt = find_tool("spirv-opt")
-        version = tool_version(spirv_opt)
-    return Tools(compiler=find_glslang(config.glslang), spirv_val=find_tool("spirv-val"),
+        version = cached_version(spirv_opt, tool_version, version_cache)
+    return Tools(compiler=find_glslang(config.glslang, version_cache), spirv_val=find_tool("spirv-val"),
                  spirv_opt=spirv_opt, optimizer_version=version)
 
 

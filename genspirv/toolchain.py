@@ -14,6 +14,7 @@ refuses is a ``CompileError`` carrying glslang's own ``file:line`` lines.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -184,14 +185,49 @@ class Compiler:
     version: str
 
 
-def find_glslang(pin: str) -> Compiler:
-    """The glslangValidator to use, refusing any version but ``pin``."""
-    tool = find_tool("glslangValidator")
+def cached_version(tool: Tool, probe: Callable[[Tool], str], cache: Optional[Path]) -> str:
+    """``probe(tool)``, remembered in the JSON file ``cache`` under the binary's path, size and
+    mtime: a no-op build need not start the compiler to learn a version it already knows."""
+    try:
+        st = tool.path.stat()
+        ident = [str(tool.path), st.st_size, st.st_mtime_ns]
+    except OSError:
+        return probe(tool)
+    known = {}
+    if cache is not None:
+        try:
+            known = json.loads(cache.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            known = {}
+        entry = known.get(tool.name) if isinstance(known, dict) else None
+        if isinstance(entry, list) and entry[:3] == ident and len(entry) == 4 and isinstance(entry[3], str):
+            return entry[3]
+    version = probe(tool)
+    if cache is not None and isinstance(known, dict):
+        known[tool.name] = ident + [version]
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, cache)
+        except OSError:
+            pass        # only a slower next build
+    return version
+
+
+def _glslang_version(tool: Tool) -> str:
     proc = tool.run(["--version"], what="glslangValidator --version", timeout=30)
     version = parse_glslang_version(proc.stdout.decode("utf-8", "replace"))
     if version is None:
         raise ToolchainError(f"{tool.path} ({tool.origin}): cannot read a version from "
                              f"`glslangValidator --version` (exit {proc.returncode})")
+    return version
+
+
+def find_glslang(pin: str, version_cache: Optional[Path] = None) -> Compiler:
+    """The glslangValidator to use, refusing any version but ``pin``."""
+    tool = find_tool("glslangValidator")
+    version = cached_version(tool, _glslang_version, version_cache)
     if version != pin:
         raise ToolchainError(
             f"glslangValidator {version} at {tool.path} ({tool.origin}) is not the pinned {pin}: "

@@ -141,3 +141,22 @@ def test_a_missing_extension_is_named_with_the_compiler_version(tmp_path):
 def test_the_optimiser_version_is_read_from_the_wheel():
     from genspirv.toolchain import tool_version
     assert tool_version(find_tool("spirv-opt")) == "2025.5"
+
+
+def test_tool_versions_are_remembered_by_binary_identity(tmp_path):
+    import os
+    from genspirv.toolchain import Tool, cached_version
+    binary = tmp_path / "tool"
+    binary.write_text("v1")
+    tool, cache, calls = Tool("glslangValidator", binary), tmp_path / "tools.json", []
+
+    def probe(t):
+        calls.append(t.path)
+        return binary.read_text()
+
+    assert cached_version(tool, probe, cache) == "v1" and len(calls) == 1
+    assert cached_version(tool, probe, cache) == "v1" and len(calls) == 1      # remembered
+    binary.write_text("v2")                                                    # a new binary
+    os.utime(binary, ns=(1, 1))
+    assert cached_version(tool, probe, cache) == "v2" and len(calls) == 2
+    assert cached_version(tool, probe, None) == "v2" and len(calls) == 3       # no cache: asks
