@@ -261,8 +261,9 @@ def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
         opt_tool = toolchain.find_tool("spirv-opt")
         opt = FloorTool(str(opt_tool.path), opt_tool.env(), ())
         for size in sizes:
+            fan_out = {} if opts.per_source is None else {"per_source": opts.per_source}
             gen = synth.generate_generator_project(opts.root, scratch / f"pristine-{size}", size,
-                                                   opts.header_share)
+                                                   opts.header_share, **fan_out)
             rec.extra.setdefault("projects", {})[str(size)] = {
                 "variants": len(gen.project.variants), "sources": gen.project.source_count,
                 "optimized": len(gen.optimized), "vulkan1.3": len(gen.vulkan13),
