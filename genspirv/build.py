@@ -1,24 +1,28 @@
 """Build: a ``Config`` in, committed blobs, manifest and generated files out.
 
-Plans which variants are stale (content key over the source, every file its
-last depfile named, defines, compiler version, flags and target env), compiles
-those in parallel with the pinned glslang, validates each blob with
-``spirv-val``, reflects every blob and writes what changed, under a lock file.
+Plans which variants are stale (``buildstate.content_key``: the source, every
+file its last depfile named, defines, toolchain versions and settings), takes
+what it can from the blob caches, compiles the rest in parallel with the pinned
+glslang (then ``spirv-opt -O`` where asked), validates each blob with
+``spirv-val`` (unless opted out), reflects every blob and writes what changed,
+under a lock file.
 
 Nothing committed is half-written: every file goes through a temp file in its
-own folder and ``os.replace``. A failed compile writes nothing at all. A no-op
-build writes no file: each output is compared with what is on disk first.
-``build()`` returns a ``BuildReport``; tests assert on it, not on timing.
+own folder and ``os.replace``. A failed build writes no committed file, but
+keeps every variant it did compile in the cache, so the next build compiles
+only what changed or failed; each distinct compiler error is reported once with
+every variant it hit. A no-op build writes no file. ``build()`` returns a
+``BuildReport``; tests assert on it, not on timing.
 
-Also home of the compile step that ``check`` shares (``compile_variants``).
+The compile step itself, shared with ``check``, is ``genspirv.compile``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -26,28 +30,29 @@ import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 from . import manifest as manifest_mod
 from . import settings
+from .buildstate import (STATE_DIR, STATE_SCHEMA, BlobCache, FileHashes, content_key, include_dirs,
+                         load_state_file, outputs_current, outputs_key, read_manifest_json,
+                         records_from_manifest, sha256_hex, state_path)
 from .config import Config, Variant
-from .errors import (CompileError, GenspirvError, LockError, OutputError, ReflectError, SpirvError,
-                     ToolchainError)
+from .errors import GenspirvError, LockError, OutputError, UnavailableError
 from .fsutil import atomic_write
-from .manifest import Manifest, ManifestEntry, Toolchain
-from . import reflect as reflect_mod
+from .manifest import Manifest, ManifestEntry, Toolchain, Unavailable
 from .reflect import ShaderInfo
-from .toolchain import Compiler, Tool, compile_glsl, find_glslang, find_tool, validate
+from .compile import (CommandLog, Compiled, Log, Tools, _dep_path, compile_all, compile_variants,
+                      find_tools, raise_failures, reflect_blob)
 
-STATE_DIR = ".genspirv"
-STATE_FILE = "state.json"
 LOCK_FILE = "lock"
-STATE_SCHEMA = "genspirv-state/1"
+TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
 
-Log = Optional[Callable[[str], None]]
+# Re-exported: callers of the build also use these.
+__all__ = ["STATE_DIR", "STATE_SCHEMA", "content_key", "include_dirs", "state_path", "build",
+           "compile_variants", "find_tools", "Compiled", "Tools", "ShaderInfo"]
 
 
 # -- files --------------------------------------------------------------------
@@ -67,12 +72,11 @@ def write_if_changed(path: Path, data: bytes) -> bool:
     try:
         atomic_write(path, data)
     except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise OutputError(f"{path}: cannot write: {exc.strerror or 'No space left on device'}: "
+                              "the disk is full; free some space and build again") from None
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return True
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 @contextlib.contextmanager
@@ -110,214 +114,39 @@ def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-# -- compiling ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Tools:
-    compiler: Compiler
-    spirv_val: Tool
-
-
-def find_tools(config: Config) -> Tools:
-    return Tools(compiler=find_glslang(config.glslang), spirv_val=find_tool("spirv-val"))
-
-
-@dataclass(frozen=True)
-class Compiled:
-    variant: Variant
-    blob: bytes
-    deps: tuple[str, ...]        # every file the compile read, relative to the root where inside it
-    info: ShaderInfo
-
-
-def include_dirs(config: Config) -> tuple[str, ...]:
-    return (config.include_dir,) if config.path(config.include_dir).is_dir() else ()
-
-
-def _dep_path(root: Path, dep: str) -> str:
-    # glslang names dependencies relative to its working directory, the root.
-    path = Path(os.path.normpath(root / dep))
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
-    """reflect(), with the variant and file named in any refusal."""
-    try:
-        return reflect_mod.reflect(blob)
-    except SpirvError as exc:
-        raise SpirvError(f"{name} ({where}): {exc}") from None
-    except ReflectError as exc:
-        raise ReflectError(f"{name} ({where}): {exc}") from None
-
-
-def compile_variant(config: Config, tools: Tools, variant: Variant, workdir: Path) -> Compiled:
-    """Compile, validate and reflect one variant; files land in ``workdir`` only."""
-    out = workdir / f"{variant.name}.spv"
-    result = compile_glsl(tools.compiler, source=variant.source, output=out,
-                          depfile=workdir / f"{variant.name}.d", cwd=config.root,
-                          target_env=config.target_env, defines=variant.defines_dict,
-                          include_dirs=include_dirs(config), flags=config.flags,
-                          what=variant.name)
-    validate(tools.spirv_val, out, config.target_env, variant.name)
-    deps = [variant.source] + [_dep_path(config.root, d) for d in result.deps]
-    info = reflect_blob(variant.name, variant.source, result.blob)
-    return Compiled(variant, result.blob, tuple(dict.fromkeys(deps)), info)
-
-
-def compile_variants(config: Config, tools: Tools, variants: Sequence[Variant], workdir: Path,
-                     jobs: Optional[int] = None, log: Log = None) -> list[Compiled]:
-    """Compile ``variants`` in parallel; any failure fails the lot, naming every failed variant."""
-    if not variants:
-        return []
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    done: dict[str, Compiled] = {}
-    failures: list[GenspirvError] = []
-    with ThreadPoolExecutor(max_workers=min(jobs, len(variants))) as pool:
-        futures = {pool.submit(compile_variant, config, tools, v, workdir): v for v in variants}
-        try:
-            for n, future in enumerate(as_completed(futures), 1):
-                variant = futures[future]
-                if future.cancelled():
-                    continue
-                try:
-                    done[variant.name] = future.result()
-                except GenspirvError as exc:
-                    failures.append(exc)
-                    if log:
-                        log(f"[{n}/{len(variants)}] {variant.name} FAILED")
-                    if isinstance(exc, ToolchainError):
-                        # A compiler that hangs or crashes once will do it again: don't wait for
-                        # every queued variant to time out too.
-                        for other in futures:
-                            other.cancel()
-                    continue
-                if log:
-                    log(f"[{n}/{len(variants)}] {variant.name}")
-        except BaseException:
-            # Ctrl-C: leave without starting every queued compile first (the
-            # running ones finish; nothing has been written yet).
-            for other in futures:
-                other.cancel()
-            raise
-    if failures:
-        failures.sort(key=str)
-        message = "\n".join(str(f) for f in failures)
-        if len(failures) > 1:
-            message = f"{len(failures)} variants failed:\n{message}"
-        # A broken toolchain outranks a broken shader: it is exit 2, not 1.
-        worst = next((f for f in failures if isinstance(f, ToolchainError)), failures[0])
-        raise type(worst)(message)
-    return [done[v.name] for v in variants]
-
-
-# -- content keys and state ---------------------------------------------------
-
-
-def content_key(config: Config, compiler_version: str, variant: Variant,
-                deps: Sequence[str]) -> Optional[str]:
-    """sha256 over everything that decides the blob's bytes; None if a dependency is gone."""
-    files = []
-    for dep in sorted(set(deps) | {variant.source}):
-        try:
-            files.append([dep, sha256_hex(config.path(dep).read_bytes())])
-        except OSError:
-            return None
-    doc = {"source": variant.source, "defines": variant.defines, "compiler": compiler_version,
-           "flags": config.flags, "target_env": config.target_env,
-           "include_dirs": include_dirs(config), "files": files}
-    return sha256_hex(json.dumps(doc, sort_keys=True).encode())
-
-
-def state_path(config: Config) -> Path:
-    return config.root / STATE_DIR / STATE_FILE
-
-
-def load_state_file(config: Config) -> dict:
-    """The last build's state document; an unreadable state is just a cold cache."""
-    try:
-        data = json.loads(state_path(config).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA or \
-            not isinstance(data.get("variants"), dict):
-        return {}
-    return data
-
-
-def outputs_key(config: Config, compiler_version: str, variant_keys: Mapping[str, str]) -> str:
-    """What the manifest and generated files are a function of, besides the blobs' keys."""
-    doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys[v.name]]
-                        for v in config.variants],
-           "manifest": str(config.manifest), "generate": [list(map(str, (g.target, g.output)))
-                                                      + _template_key(config, g)
-                                                      for g in config.generate],
-           "toolchain": [compiler_version, config.target_env, list(config.flags)]}
-    return sha256_hex(json.dumps(doc, sort_keys=True).encode())
-
-
-def _template_key(config: Config, g) -> list[str]:
-    """A project template's path and bytes: editing it re-renders its output."""
-    if getattr(g, "template", None) is None:
-        return []
-    try:
-        return [g.template, sha256_hex(config.path(g.template).read_bytes())]
-    except OSError:
-        return [g.template, "unreadable"]   # render then names the problem
-
-
-def _outputs_current(config: Config, recorded: object, key: str) -> bool:
-    """The last build wrote these outputs from the same inputs, and nobody touched them since."""
-    if not isinstance(recorded, dict) or recorded.get("key") != key or \
-            not isinstance(recorded.get("files"), dict) or not recorded["files"]:
-        return False
-    for rel, digest in recorded["files"].items():
-        try:
-            if sha256_hex(config.path(rel).read_bytes()) != digest:
-                return False
-        except OSError:
-            return False
-    return True
-
-
-def _is_up_to_date(config: Config, compiler_version: str, variant: Variant, record: object) -> bool:
-    if not isinstance(record, dict) or not isinstance(record.get("deps"), list):
-        return False
-    try:
-        blob = config.path(config.blob_relpath(variant)).read_bytes()
-    except OSError:
-        return False
-    return (sha256_hex(blob) == record.get("sha256")
-            and content_key(config, compiler_version, variant, record["deps"]) == record.get("key"))
-
-
 # -- the manifest and generated files -----------------------------------------
 
 
-def manifest_entry(config: Config, compiled: Compiled) -> ManifestEntry:
+def manifest_entry(config: Config, compiled: Compiled, key: Optional[str] = None) -> ManifestEntry:
     v = compiled.variant
+    # Provenance lists only files inside the project: a fresh clone must find them.
+    depends = tuple(d for d in compiled.deps if not d.startswith("/")) if key else ()
     return ManifestEntry(name=v.name, source=v.source, defines=v.defines,
                          spirv=config.blob_relpath(v), sha256=sha256_hex(compiled.blob),
-                         size=len(compiled.blob), info=compiled.info)
+                         size=len(compiled.blob), info=compiled.info, inputs=key or "", depends=depends,
+                         validated=v.validate, optimized=v.optimize,
+                         target_env=v.target_env if v.target_env != config.target_env else None)
 
 
-def render_outputs(config: Config, compiled: Sequence[Compiled]) -> dict[str, bytes]:
+def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable] = (),
+                   keys: Optional[Mapping[str, Optional[str]]] = None,
+                   optimizer: Optional[str] = None) -> dict[str, bytes]:
     """The manifest and every generated file, as {posix path relative to root: bytes}."""
+    keys = keys or {}
     manifest = Manifest(toolchain=Toolchain(glslang=config.glslang, target_env=config.target_env,
-                                            flags=config.flags),
-                        shaders=tuple(sorted((manifest_entry(config, c) for c in compiled),
-                                             key=lambda e: e.name)),
-                        root=config.root)
+                                            flags=config.flags,
+                                            spirv_opt=optimizer if any(c.variant.optimize for c in compiled) else None),
+                        shaders=tuple(sorted((manifest_entry(config, c, keys.get(c.variant.name))
+                                              for c in compiled), key=lambda e: e.name)),
+                        root=config.root, unavailable=tuple(sorted(unavailable, key=lambda u: u.name)))
     outputs = {config.manifest: manifest_mod.dumps(manifest)}
     if config.generate:
         from . import codegen   # only projects that ask for generated code need jinja2 templates
         for g in config.generate:
             # The blobs are not written yet: hand codegen the fresh bytes, not the old files.
             blobs = {c.variant.name: c.blob for c in compiled}
-            for rel, data in codegen.render(g.target, manifest, g.output, blobs=blobs, template=g.template).items():
+            for rel, data in codegen.render(g.target, manifest, g.output, blobs=blobs,
+                                            template=g.template).items():
                 outputs[rel] = data
     return outputs
 
@@ -374,39 +203,188 @@ class BuildReport:
     up_to_date: tuple[str, ...]    # variant names reused from the last build
     removed: tuple[str, ...]       # orphan blobs deleted (paths relative to the root)
     written: tuple[str, ...]       # files written (paths relative to the root)
+    cached: tuple[str, ...] = ()   # variant names taken from a blob cache instead of compiled
+    unavailable: tuple[tuple[str, tuple[str, ...]], ...] = ()   # (name, missing) of optional variants
+    failed: tuple[str, ...] = ()   # variant names that failed (only on a BuildFailed's report)
 
     def summary(self) -> str:
-        return (f"{len(self.compiled)} compiled, {len(self.up_to_date)} up to date, "
-                f"{len(self.removed)} removed, {len(self.written)} files written")
+        parts = [f"{len(self.compiled)} compiled"]
+        if self.cached:
+            parts.append(f"{len(self.cached)} from cache")
+        parts.append(f"{len(self.up_to_date)} up to date")
+        if self.unavailable:
+            parts.append(f"{len(self.unavailable)} unavailable")
+        if self.failed:
+            parts.append(f"{len(self.failed)} failed")
+        return ", ".join(parts) + f", {len(self.removed)} removed, {len(self.written)} files written"
 
 
-def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: Log = None) -> BuildReport:
-    """Bring blobs, manifest and generated files up to date with the sources."""
-    tools = find_tools(config)
+def _unavailable_deps(config: Config, exc: UnavailableError) -> list[str]:
+    """The source and the files glslang's messages name (where the #extension line is)."""
+    deps = [exc.source]
+    for line in exc.messages.splitlines():
+        path = line.split(":", 1)[0]
+        if path and (config.root / path).is_file():
+            deps.append(_dep_path(config.root, path))
+    return list(dict.fromkeys(deps))
+
+
+class _Plan:
+    """Which variants a build can take as they are, from a cache, or must compile."""
+
+    def __init__(self, config: Config, tools: Tools, force: bool):
+        self.config, self.tools = config, tools
+        self.hashes = FileHashes(config.root)
+        self.cache = BlobCache.for_config(config)
+        self.state_doc = {} if force else load_state_file(config)
+        records = dict(self.state_doc.get("variants", {}))
+        self.manifest_doc = {} if force else read_manifest_json(config)
+        # A fresh clone has no state: the committed manifest's provenance stands in for it.
+        self.from_manifest = records_from_manifest(self.manifest_doc)
+        for name, record in self.from_manifest.items():
+            records.setdefault(name, record)
+        self.records = records
+        self.fresh: list[Variant] = []        # committed blob matches its inputs
+        self.cached: dict[str, bytes] = {}    # blob from a cache
+        self.unavailable: dict[str, dict] = {}
+        self.stale: list[Variant] = []
+        for v in config.variants:
+            self._place(v, records.get(v.name))
+        self.fresh_names = {v.name for v in self.fresh}
+
+    def key(self, v: Variant, deps) -> Optional[str]:
+        return content_key(self.config, self.tools.versions, v, deps, self.hashes)
+
+    def _place(self, v: Variant, record: object) -> None:
+        if isinstance(record, dict) and isinstance(record.get("deps"), list):
+            key = self.key(v, record["deps"])
+            if key is not None and key == record.get("key"):
+                if "unavailable" in record and v.optional:
+                    self.unavailable[v.name] = record
+                    return
+                sha = record.get("sha256")
+                try:
+                    on_disk = self.config.path(self.config.blob_relpath(v)).read_bytes()
+                except OSError:
+                    on_disk = None
+                if on_disk is not None and sha is not None and sha256_hex(on_disk) == sha:
+                    self.fresh.append(v)
+                    return
+                blob = self.cache.get(key, sha) if sha else None
+                if blob is not None:
+                    self.cached[v.name] = blob
+                    return
+            elif key is not None:
+                blob = self.cache.get(key)      # a shared cache may hold what the inputs now give
+                if blob is not None:
+                    self.cached[v.name] = blob
+                    return
+        self.stale.append(v)
+
+    @functools.cached_property
+    def manifest_trusted(self) -> bool:
+        """This build's state wrote the committed manifest (its bytes are unchanged), or there is
+        no state at all (a fresh clone): its reflection may stand in for re-reading the blobs."""
+        recorded = self.state_doc.get("outputs", {}).get("files") if self.state_doc else None
+        if recorded is None:
+            return not self.state_doc
+        try:
+            return recorded.get(self.config.manifest) == sha256_hex(self.config.path(self.config.manifest).read_bytes())
+        except OSError:
+            return False
+
+    def manifest_info(self, v: Variant, blob_sha: str) -> Optional[ShaderInfo]:
+        """The committed manifest's reflection of a fresh variant, when the manifest is trusted."""
+        if not self.manifest_trusted:
+            return None
+        entry = self.from_manifest.get(v.name, {}).get("entry")
+        if not isinstance(entry, dict) or entry.get("sha256") != blob_sha:
+            return None
+        try:
+            return manifest_mod.info_from_dict(entry, v.name)
+        except GenspirvError:
+            return None
+
+
+def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: Log = None,
+          on_command: CommandLog = None) -> BuildReport:
+    """Bring blobs, manifest and generated files up to date with the sources.
+
+    On failure raises the error (CompileError for a shader) with ``.report``: what
+    was compiled and kept in the cache, what failed.
+    """
+    tools = find_tools(config, version_cache=config.root / STATE_DIR / TOOLS_FILE)
     with project_lock(config.root, log=log):
         remove_stale_temp_files(config, log)
-        state_doc = {} if force else load_state_file(config)
-        state = state_doc.get("variants", {})
-        stale = [v for v in config.variants
-                 if not _is_up_to_date(config, tools.compiler.version, v, state.get(v.name))]
-        fresh = [v for v in config.variants if v not in stale]
-        variant_keys = {v.name: state[v.name]["key"] for v in fresh}
+        plan = _Plan(config, tools, force)
+        fresh_names = {v.name for v in plan.fresh}
+        variant_keys = {v.name: plan.records[v.name]["key"] for v in plan.fresh}
+        variant_keys.update({n: plan.records[n]["key"] for n in plan.unavailable})
         # Nothing changed (ninja-style): no compile, no reflection, no rendering, no write.
-        if not stale and not orphan_blobs(config) and _outputs_current(
-                config, state_doc.get("outputs"), outputs_key(config, tools.compiler.version, variant_keys)):
-            return BuildReport(compiled=(), up_to_date=tuple(v.name for v in fresh), removed=(), written=())
+        if not plan.stale and not plan.cached and not orphan_blobs(config) and outputs_current(
+                config, plan.state_doc.get("outputs"), outputs_key(config, tools.versions, variant_keys)):
+            return BuildReport(compiled=(), up_to_date=tuple(v.name for v in plan.fresh), removed=(),
+                               written=(), unavailable=_unavailable_pairs(plan.unavailable))
         work = config.root / STATE_DIR
         with tempfile.TemporaryDirectory(prefix="compile-", dir=work) as tmp:
-            compiled = {c.variant.name: c for c in
-                        compile_variants(config, tools, stale, Path(tmp), jobs=jobs, log=log)}
-        for v in fresh:
+            outcome = compile_all(config, tools, plan.stale, Path(tmp), jobs=jobs, log=log, on_command=on_command)
+        records = {}
+        for name, c in outcome.compiled.items():
+            key = plan.key(c.variant, c.deps)
+            if key is not None:
+                plan.cache.put(key, c.blob)
+            records[name] = {"key": key, "deps": list(c.deps), "sha256": sha256_hex(c.blob)}
+        by_name = {v.name: v for v in config.variants}
+        for name, exc in outcome.unavailable.items():
+            v = by_name[name]
+            deps = _unavailable_deps(config, exc)
+            records[name] = {"key": plan.key(v, deps), "deps": deps, "unavailable": list(exc.missing)}
+            plan.unavailable[name] = records[name]
+        for v in config.variants:
+            if v.name in plan.cached or v.name in fresh_names or (
+                    v.name in plan.unavailable and v.name not in records):
+                records[v.name] = {k: val for k, val in plan.records[v.name].items() if k != "entry"}
+        if outcome.failures:
+            # Keep what compiled (state and cache): the next build compiles only what failed or changed.
+            _write_state(config, records, plan.state_doc.get("outputs"))
+            report = BuildReport(compiled=tuple(outcome.compiled), up_to_date=tuple(sorted(fresh_names)),
+                                 removed=(), written=(), cached=tuple(plan.cached),
+                                 unavailable=_unavailable_pairs(plan.unavailable),
+                                 failed=tuple(sorted(outcome.failures)))
+            try:
+                raise_failures(outcome.failures, f"genspirv build: {report.summary()} "
+                               "(nothing committed written; the compiled variants wait in the cache)")
+            except GenspirvError as exc:
+                exc.report = report
+                raise
+        compiled = dict(outcome.compiled)
+        for name, blob in plan.cached.items():
+            v = by_name[name]
+            deps = tuple(plan.records[name]["deps"]) if name in plan.records else (v.source,)
+            compiled[name] = Compiled(v, blob, deps, reflect_blob(name, "cache", blob))
+            records[name] = {"key": plan.key(v, deps), "deps": list(deps), "sha256": sha256_hex(blob)}
+        unavailable = [Unavailable(v.name, v.source, tuple(plan.unavailable[v.name]["unavailable"]),
+                                   plan.unavailable[v.name]["key"], tuple(plan.unavailable[v.name]["deps"]))
+                       for v in config.variants if v.name in plan.unavailable]
+        keys = {name: r["key"] for name, r in records.items()}
+        if not plan.state_doc and not outcome.compiled and not plan.cached and not config.generate \
+                and _committed_manifest_current(config, plan, tools, keys, unavailable):
+            # A fresh clone whose committed outputs match their inputs: nothing to render or write.
+            manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
+            _write_state(config, records, {"key": outputs_key(config, tools.versions, keys),
+                                           "files": {config.manifest: manifest_sha}})
+            return BuildReport(compiled=(), up_to_date=tuple(v.name for v in plan.fresh), removed=(),
+                               written=(), unavailable=_unavailable_pairs(plan.unavailable))
+        for v in plan.fresh:
             rel = config.blob_relpath(v)
             blob = config.path(rel).read_bytes()
-            compiled[v.name] = Compiled(v, blob, tuple(state[v.name]["deps"]), reflect_blob(v.name, rel, blob))
-        ordered = [compiled[v.name] for v in config.variants]
+            info = plan.manifest_info(v, sha256_hex(blob)) or reflect_blob(v.name, rel, blob)
+            compiled[v.name] = Compiled(v, blob, tuple(plan.records[v.name]["deps"]), info)
+        ordered = [compiled[v.name] for v in config.variants if v.name in compiled]
 
         # Render everything before writing anything, so a codegen failure leaves no mix.
-        outputs = render_outputs(config, ordered)
+        outputs = render_outputs(config, ordered, unavailable=unavailable, keys=keys,
+                                 optimizer=tools.optimizer_version)
         written = []
         for c in ordered:
             rel = config.blob_relpath(c.variant)
@@ -420,14 +398,57 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         for rel, data in outputs.items():
             if write_if_changed(config.path(rel), data):
                 written.append(rel)
+        _write_state(config, records, {"key": outputs_key(config, tools.versions, keys),
+                                       "files": {rel: sha256_hex(data) for rel, data in sorted(outputs.items())}})
+        if plan.cache.stored:
+            plan.cache.trim()
+    return BuildReport(compiled=tuple(v.name for v in plan.stale if v.name in outcome.compiled),
+                       up_to_date=tuple(v.name for v in plan.fresh), removed=tuple(removed),
+                       written=tuple(written), cached=tuple(plan.cached),
+                       unavailable=_unavailable_pairs(plan.unavailable))
 
-        new_state = {"schema": STATE_SCHEMA, "variants": {
-            c.variant.name: {"key": content_key(config, tools.compiler.version, c.variant, c.deps),
-                             "deps": list(c.deps), "sha256": sha256_hex(c.blob)}
-            for c in ordered}}
-        keys = {name: record["key"] for name, record in new_state["variants"].items()}
-        new_state["outputs"] = {"key": outputs_key(config, tools.compiler.version, keys),
-                                "files": {rel: sha256_hex(data) for rel, data in sorted(outputs.items())}}
-        write_if_changed(state_path(config), (json.dumps(new_state, indent=1, sort_keys=True) + "\n").encode())
-    return BuildReport(compiled=tuple(v.name for v in stale), up_to_date=tuple(v.name for v in fresh),
-                       removed=tuple(removed), written=tuple(written))
+
+def _committed_manifest_current(config: Config, plan: _Plan, tools, keys: Mapping[str, Optional[str]],
+                                unavailable: Sequence[Unavailable]) -> bool:
+    """Does the committed manifest say, for every variant, what a build would write besides the
+    reflection (names, paths, sha256, provenance, toolchain, unavailable variants)?
+
+    The reflection and the formatting are taken on trust here, as the blobs' sha256 are
+    unchanged; ``check`` verifies both byte for byte.
+    """
+    doc = plan.manifest_doc
+    fresh = [v for v in config.variants if v.name in plan.fresh_names]
+    optimizer = tools.optimizer_version if any(v.optimize for v in fresh) else None
+    head = manifest_mod.manifest_to_dict(Manifest(
+        toolchain=Toolchain(glslang=config.glslang, target_env=config.target_env, flags=config.flags,
+                            spirv_opt=optimizer),
+        shaders=(), unavailable=tuple(unavailable)))
+    if {k: val for k, val in doc.items() if k != "shaders"} != {k: val for k, val in head.items() if k != "shaders"}:
+        return False
+    entries = {e.get("name"): e for e in doc.get("shaders", ()) if isinstance(e, dict)}
+    if len(entries) != len(fresh) or len(doc.get("shaders", ())) != len(fresh):
+        return False
+    for v in fresh:
+        e = entries.get(v.name)
+        record = plan.records[v.name]
+        facts = manifest_mod.build_facts(manifest_entry(
+            config, Compiled(v, b"", tuple(record["deps"]), None), keys.get(v.name)))
+        facts.update(sha256=record["sha256"])
+        facts.pop("size")
+        if e is None or any(e.get(k) != val for k, val in facts.items()) or \
+                any(k in e for k in manifest_mod.OPTIONAL_FACTS if k not in facts):
+            return False
+    return True
+
+
+def _unavailable_pairs(unavailable: Mapping[str, dict]) -> tuple:
+    return tuple((name, tuple(r["unavailable"])) for name, r in sorted(unavailable.items()))
+
+
+def _write_state(config: Config, records: Mapping[str, dict], outputs: object) -> None:
+    doc = {"schema": STATE_SCHEMA, "variants": dict(records)}
+    if outputs:
+        doc["outputs"] = outputs
+    # Compact: json's C encoder (an indent would take the pure-Python one, a tenth of a
+    # second per 2,000 variants on every build that writes state).
+    write_if_changed(state_path(config), (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode())

@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .build import Log, compile_variants, find_tools, orphan_blobs, render_outputs
+from .build import (Log, compile_all, find_tools, orphan_blobs, raise_failures, render_outputs,
+                    stale_temp_files, _unavailable_deps)
+from .buildstate import FileHashes, content_key
 from .config import Config
+from .manifest import Unavailable
 from .errors import ToolchainError
 from .toolchain import Tool, disassemble, find_tool
 
@@ -26,7 +29,7 @@ DIFF_LINES = 10
 
 @dataclass(frozen=True)
 class Difference:
-    kind: str           # "differs", "missing" or "orphan"
+    kind: str           # "differs", "missing", "orphan" or "leftover"
     path: str           # posix, relative to the root
     variant: Optional[str]
     detail: str         # first differing offset and a short diff, or why
@@ -35,7 +38,8 @@ class Difference:
         what = f"{self.path} ({self.variant})" if self.variant else self.path
         head = {"differs": f"{what}: differs from a fresh build",
                 "missing": f"{what}: missing",
-                "orphan": f"{what}: orphan blob, no variant builds it"}[self.kind]
+                "orphan": f"{what}: orphan blob, no variant builds it",
+                "leftover": f"{what}: leftover"}[self.kind]
         return head + (f": {self.detail}" if self.detail else "")
 
 
@@ -90,11 +94,24 @@ def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
     return f"first difference at byte {offset} (line {line})\n{diff}"
 
 
-def check(config: Config, jobs: Optional[int] = None, log: Log = None) -> CheckReport:
+def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None) -> CheckReport:
     """Compare every committed output with a fresh build made in a temporary directory."""
     tools = find_tools(config)
     with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
-        compiled = compile_variants(config, tools, config.variants, Path(tmp), jobs=jobs, log=log)
+        outcome = compile_all(config, tools, config.variants, Path(tmp), jobs=jobs, log=log,
+                              on_command=on_command)
+    if outcome.failures:
+        raise_failures(outcome.failures)
+    compiled = [outcome.compiled[v.name] for v in config.variants if v.name in outcome.compiled]
+    hashes = FileHashes(config.root)
+    keys = {c.variant.name: content_key(config, tools.versions, c.variant, c.deps, hashes) for c in compiled}
+    unavailable = []
+    for v in config.variants:
+        if v.name in outcome.unavailable:
+            exc = outcome.unavailable[v.name]
+            deps = _unavailable_deps(config, exc)
+            unavailable.append(Unavailable(v.name, v.source, exc.missing,
+                                           content_key(config, tools.versions, v, deps, hashes) or "", tuple(deps)))
     try:
         spirv_dis: Optional[Tool] = find_tool("spirv-dis")
     except ToolchainError:   # the diff is a courtesy; the verdict does not need it
@@ -103,7 +120,8 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None) -> CheckR
     expected: dict[str, tuple[Optional[str], bytes, bool]] = {}
     for c in compiled:
         expected[config.blob_relpath(c.variant)] = (c.variant.name, c.blob, True)
-    for rel, data in render_outputs(config, compiled).items():
+    for rel, data in render_outputs(config, compiled, unavailable=unavailable, keys=keys,
+                                    optimizer=tools.optimizer_version).items():
         expected[rel] = (None, data, False)
 
     differences = []
@@ -123,4 +141,8 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None) -> CheckR
         differences.append(Difference("differs", rel, variant, detail))
     for rel in orphan_blobs(config):
         differences.append(Difference("orphan", rel, None, "`genspirv build` removes it"))
+    for path in stale_temp_files(config):
+        rel = path.relative_to(config.root).as_posix()
+        differences.append(Difference("leftover", rel, None, "a temp file an interrupted build left; "
+                                      "`genspirv build` removes it"))
     return CheckReport(checked=tuple(expected), differences=tuple(differences))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +25,59 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
+def _use_colour(stream) -> bool:
+    """Colour on a terminal, unless NO_COLOR is set (https://no-color.org)."""
+    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+
+
+_SEVERITY = re.compile(r"(?m)(^genspirv: error:|(?<=\d: )error:|(?<=\d: )warning:)")
+
+
+def colourise(text: str) -> str:
+    """'error:' red, 'warning:' yellow, as compilers print them."""
+    return _SEVERITY.sub(lambda m: ("\033[1;31m" if "error" in m.group() else "\033[1;33m")
+                         + m.group() + "\033[0m", text)
+
+
 def _warn(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    print(colourise(line) if _use_colour(sys.stderr) else line, file=sys.stderr, flush=True)
+
+
+_PROGRESS_LINE = re.compile(r"^\[\d+/\d+\] \S+$")     # "[12/400] matmul_f16"; a failure has more words
+
+
+class Progress:
+    """Build progress: on a terminal one line rewritten in place, piped one full line each.
+
+    ``[n/N] name`` lines are progress; anything else (a failure, a removal, a
+    command line under -v) is printed in full above the progress line.
+    """
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stdout
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.pending = False          # a progress line is on screen without its newline
+
+    def __call__(self, line: str) -> None:
+        if self.tty and _PROGRESS_LINE.match(line):
+            self.stream.write("\r\033[K" + line)
+            self.pending = True
+        else:
+            self.clear()
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def command(self, argv) -> None:
+        self(shlex.join(str(a) for a in argv))
+
+    def clear(self) -> None:
+        if self.pending:
+            self.stream.write("\r\033[K")
+            self.pending = False
+
+    def close(self) -> None:
+        self.clear()
+        self.stream.flush()
 
 
 def _config(args: argparse.Namespace):
@@ -55,6 +108,7 @@ def _add_jobs_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=_positive_int, metavar="N", default=None,
                    help="parallel compiles (default: the number of CPUs)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every compiler command line")
 
 
 def _add_manifest_option(p: argparse.ArgumentParser) -> None:
@@ -76,9 +130,16 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
     from .cmake_support import write_depfile_from_args
     config = _config(args)
-    report = build(config, jobs=args.jobs, force=args.force, log=None if args.quiet else _say)
+    progress = Progress()
+    try:
+        report = build(config, jobs=args.jobs, force=args.force, log=None if args.quiet else progress,
+                       on_command=progress.command if args.verbose else None)
+    finally:
+        progress.close()
     write_depfile_from_args(config, args)
     if not args.quiet:
+        for name, missing in report.unavailable:
+            _say(f"genspirv build: {name} unavailable: the pinned compiler lacks {', '.join(missing)}")
         _say(f"genspirv build: {report.summary()}")
     return 0
 
@@ -94,7 +155,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
     jobs = getattr(args, "jobs", None)
     # Progress of the fresh compile is noise next to the verdict; only the verdict prints.
-    report = check(_config(args), jobs=jobs)
+    progress = Progress()
+    try:
+        report = check(_config(args), jobs=jobs,
+                       on_command=progress.command if getattr(args, "verbose", False) else None)
+    finally:
+        progress.close()
     if report.ok:
         if not getattr(args, "quiet", False):
             _say(f"genspirv check: {len(report.checked)} files up to date")

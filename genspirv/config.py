@@ -3,7 +3,10 @@
 Takes the project root (the folder holding ``pyproject.toml``) and gives a
 ``Config``: where sources, blobs and the manifest live, the toolchain pin and
 flags, optional generated outputs, and every ``Variant`` (name, source, defines)
-to build, in name order.
+to build, in name order, each with its resolved toolchain settings (flags,
+target env, optimise, validate, optional: variant over source over top level,
+flags accumulating). Variants come from the shader table and from an optional
+``generator`` file (``genspirv.generator``); ``exclude`` globs keep sources out.
 
 Zero configuration works: with no ``pyproject.toml`` in the root, or one
 without a ``[tool.genspirv]`` table, the defaults below apply and every
@@ -14,10 +17,11 @@ stem. Unknown keys, values of the wrong type and duplicate variant names are
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Optional
 
@@ -40,10 +44,15 @@ SOURCE_SUFFIX = ".comp"
 TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3", "spirv1.3", "spirv1.4",
                "spirv1.5", "spirv1.6")
 
-TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders"}
-SHADER_KEYS = {"name", "defines", "matrix", "variants"}
-VARIANT_KEYS = {"name", "defines"}
+# Toolchain settings a variant may take from the top level, its source's table or itself.
+SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional"}
+TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders", "generator", "exclude", "include_directive",
+                            "optimize", "validate"}
+SHADER_KEYS = {"name", "defines", "matrix", "variants"} | SETTING_KEYS
+VARIANT_KEYS = {"name", "defines"} | SETTING_KEYS
 GENERATE_KEYS = {"target", "output", "template"}
+# Flags the build sets itself; a second copy would break reproducibility or the depfile.
+RESERVED_FLAGS = ("-o", "--depfile", "--target-env", "-g")
 
 # Variant names become file names (<spirv_dir>/<name>.spv) and C identifiers in
 # generated code, so keep them to a safe alphabet.
@@ -52,10 +61,26 @@ DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
+class Settings:
+    """What decides how a variant is compiled besides its source and defines."""
+
+    flags: tuple[str, ...] = ()              # every extra glslang flag (top, then source, then variant)
+    target_env: str = DEFAULTS["target_env"]
+    optimize: bool = False                   # spirv-opt -O, bindings and spec constants preserved
+    validate: bool = True                    # spirv-val
+    optional: bool = False                   # a missing compiler feature makes it unavailable, not an error
+
+
+@dataclass(frozen=True)
 class Variant:
     name: str
     source: str                              # posix path relative to the project root
     defines: tuple[tuple[str, str], ...]     # sorted (name, value) pairs
+    flags: tuple[str, ...] = ()
+    target_env: str = DEFAULTS["target_env"]
+    optimize: bool = False
+    validate: bool = True
+    optional: bool = False
 
     @property
     def defines_dict(self) -> dict[str, str]:
@@ -80,6 +105,8 @@ class Config:
     flags: tuple[str, ...]
     generate: tuple[Generate, ...]
     variants: tuple[Variant, ...]            # sorted by name
+    include_directive: bool = True           # #include without GL_GOOGLE_include_directive, as glslc
+    generator: Optional[str] = None          # posix path relative to the root
 
     def path(self, relative: str) -> Path:
         """An absolute path for a posix path relative to the root."""
@@ -127,8 +154,55 @@ def _defines(value: Any, key: str) -> dict[str, str]:
     for name, v in value.items():
         if not DEFINE_RE.match(name):
             raise ConfigError(f"{key}.{name}: not a valid preprocessor name")
-        out[name] = _expect(v, str, f"{key}.{name}", "a string")
+        out[name] = _define_value(_expect(v, str, f"{key}.{name}", "a string"), f"{key}.{name}")
     return out
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _define_value(value: str, key: str) -> str:
+    # A newline or NUL would end glslang's -D argument early or inject a directive.
+    m = _CONTROL.search(value)
+    if m:
+        raise ConfigError(f"{key}: define value {value!r} holds the control character "
+                          f"{m.group()!r}; defines must be one line of text")
+    return value
+
+
+def _flags(value: Any, key: str) -> tuple[str, ...]:
+    flags = _expect(value, list, key, "an array of strings")
+    for i, f in enumerate(flags):
+        _expect(f, str, f"{key}[{i}]", "a string")
+        if f in RESERVED_FLAGS or f.startswith("-g"):
+            raise ConfigError(f"{key}[{i}]: {f!r} is set by genspirv itself "
+                              "(-g would also embed absolute paths)")
+    return tuple(flags)
+
+
+def _target_env(value: Any, key: str) -> str:
+    _expect(value, str, key, "a string")
+    if value not in TARGET_ENVS:
+        raise ConfigError(f"{key}: {value!r} is not one of {', '.join(TARGET_ENVS)}")
+    return value
+
+
+def settings_of(table: Mapping[str, Any], base: Settings, key: str) -> Settings:
+    """``base`` overridden by the setting keys ``table`` holds; flags accumulate."""
+    s = base
+    if "flags" in table:
+        s = replace(s, flags=s.flags + _flags(table["flags"], f"{key}.flags"))
+    if "target_env" in table:
+        s = replace(s, target_env=_target_env(table["target_env"], f"{key}.target_env"))
+    for flag in ("optimize", "validate", "optional"):
+        if flag in table:
+            s = replace(s, **{flag: _expect(table[flag], bool, f"{key}.{flag}", "true or false")})
+    return s
+
+
+def make_variant(name: str, source: str, defines: Mapping[str, str], s: Settings) -> Variant:
+    return Variant(name, source, tuple(sorted(defines.items())), flags=s.flags, target_env=s.target_env,
+                   optimize=s.optimize, validate=s.validate, optional=s.optional)
 
 
 def _check_name(name: str, key: str) -> str:
@@ -161,10 +235,13 @@ def _matrix_axes(value: Any, key: str) -> list[list[tuple[str, str, str]]]:
     return axes
 
 
-def _variants_of(source_key: str, source: str, table: Mapping[str, Any]) -> list[Variant]:
+def _variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Settings,
+                 generated: bool = False) -> list[Variant]:
+    """The table's variants of one source; its stem variant only when nothing else builds it."""
     where = f'tool.genspirv.shaders."{source_key}"'
     _expect(table, dict, where, "a table")
     _check_keys(table, SHADER_KEYS, where)
+    settings = settings_of(table, top, where)
     prefix = _check_name(_expect(table.get("name", PurePosixPath(source).stem), str, f"{where}.name", "a string"),
                          f"{where}.name")
     common = _defines(table.get("defines", {}), f"{where}.defines")
@@ -173,7 +250,7 @@ def _variants_of(source_key: str, source: str, table: Mapping[str, Any]) -> list
         for combo in itertools.product(*_matrix_axes(table["matrix"], f"{where}.matrix")):
             name = "_".join([prefix, *(alias for _, alias, _ in combo)])
             defines = {**common, **{define: value for define, _, value in combo}}
-            variants.append(Variant(_check_name(name, f"{where}.matrix"), source, tuple(sorted(defines.items()))))
+            variants.append(make_variant(_check_name(name, f"{where}.matrix"), source, defines, settings))
     for i, v in enumerate(_expect(table.get("variants", []), list, f"{where}.variants", "an array of tables")):
         k = f"{where}.variants[{i}]"
         _expect(v, dict, k, "a table")
@@ -182,19 +259,29 @@ def _variants_of(source_key: str, source: str, table: Mapping[str, Any]) -> list
             raise ConfigError(f"{k}.name: missing (every explicit variant needs a name)")
         name = _check_name(_expect(v["name"], str, f"{k}.name", "a string"), f"{k}.name")
         defines = {**common, **_defines(v.get("defines", {}), f"{k}.defines")}
-        variants.append(Variant(name, source, tuple(sorted(defines.items()))))
-    if "matrix" not in table and "variants" not in table:
-        variants.append(Variant(prefix, source, tuple(sorted(common.items()))))
+        variants.append(make_variant(name, source, defines, settings_of(v, settings, k)))
+    if "matrix" not in table and "variants" not in table and not generated:
+        variants.append(make_variant(prefix, source, common, settings))
     return variants
 
 
-def discover_sources(root: Path, glsl_dir: str) -> list[str]:
-    """Every compilable source under glsl_dir (posix, relative to glsl_dir), includes excluded."""
+def source_settings(shaders: Mapping[str, Any], rel: str, top: Settings) -> Settings:
+    """The settings a generator variant of ``rel`` starts from: the source's table over the top level."""
+    table = shaders.get(rel, {})
+    return settings_of(table, top, f'tool.genspirv.shaders."{rel}"') if isinstance(table, dict) else top
+
+
+def is_excluded(rel: str, exclude: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude)
+
+
+def discover_sources(root: Path, glsl_dir: str, exclude: tuple[str, ...] = ()) -> list[str]:
+    """Every compilable source under glsl_dir (posix, relative to glsl_dir), includes and exclusions left out."""
     base = root / glsl_dir
     found = []
     for path in sorted(base.rglob(f"*{SOURCE_SUFFIX}")):
         rel = path.relative_to(base).as_posix()
-        if rel.split("/", 1)[0] == INCLUDE_DIR or not path.is_file():
+        if rel.split("/", 1)[0] == INCLUDE_DIR or not path.is_file() or is_excluded(rel, exclude):
             continue
         found.append(rel)
     return found
@@ -224,17 +311,16 @@ def load_config(root: Path | str) -> Config:
     values = {k: table.get(k, d) for k, d in DEFAULTS.items()}
     for k in ("glsl_dir", "spirv_dir", "manifest"):
         values[k] = _relative_dir(values[k], f"tool.genspirv.{k}")
-    target_env = _expect(values["target_env"], str, "tool.genspirv.target_env", "a string")
-    if target_env not in TARGET_ENVS:
-        raise ConfigError(f"tool.genspirv.target_env: {target_env!r} is not one of {', '.join(TARGET_ENVS)}")
+    target_env = _target_env(values["target_env"], "tool.genspirv.target_env")
     glslang = _expect(values["glslang"], str, "tool.genspirv.glslang", "a version string such as \"13.1.1\"")
-    flags = _expect(table.get("flags", []), list, "tool.genspirv.flags", "an array of strings")
-    for i, f in enumerate(flags):
-        _expect(f, str, f"tool.genspirv.flags[{i}]", "a string")
-        # The build sets these itself; a second copy would break reproducibility or the depfile.
-        if f in ("-o", "--depfile", "--target-env", "-g") or f.startswith("-g"):
-            raise ConfigError(f"tool.genspirv.flags[{i}]: {f!r} is set by genspirv itself "
-                              "(-g would also embed absolute paths)")
+    flags = _flags(table.get("flags", []), "tool.genspirv.flags")
+    top = settings_of({k: table[k] for k in ("optimize", "validate") if k in table},
+                      Settings(flags=flags, target_env=target_env), "tool.genspirv")
+    include_directive = _expect(table.get("include_directive", True), bool,
+                                "tool.genspirv.include_directive", "true or false")
+    exclude = _expect(table.get("exclude", []), list, "tool.genspirv.exclude", "an array of globs")
+    for i, pattern in enumerate(exclude):
+        _expect(pattern, str, f"tool.genspirv.exclude[{i}]", "a glob relative to glsl_dir")
 
     generate = []
     for i, g in enumerate(_expect(table.get("generate", []), list, "tool.genspirv.generate", "an array of tables")):
@@ -253,27 +339,54 @@ def load_config(root: Path | str) -> Config:
 
     glsl_dir = values["glsl_dir"]
     shaders = _expect(table.get("shaders", {}), dict, "tool.genspirv.shaders", "a table")
+    if not (root / glsl_dir).is_dir():
+        raise ConfigError(f"tool.genspirv.glsl_dir: {root / glsl_dir} is not a directory")
     for key in shaders:
         rel = _relative_dir(key, f'tool.genspirv.shaders."{key}"')
         if not (root / glsl_dir / rel).is_file():
             raise ConfigError(f'tool.genspirv.shaders."{key}": no such source {glsl_dir}/{rel}')
-    if not (root / glsl_dir).is_dir():
-        raise ConfigError(f"tool.genspirv.glsl_dir: {root / glsl_dir} is not a directory")
+        if is_excluded(rel, tuple(exclude)):
+            raise ConfigError(f'tool.genspirv.shaders."{key}": the source is excluded by tool.genspirv.exclude')
+
+    generator = None
+    generated: list[Variant] = []
+    if "generator" in table:
+        from .generator import run_generator
+        generator = _relative_dir(table["generator"], "tool.genspirv.generator")
+        generated = run_generator(root, generator, glsl_dir, tuple(exclude),
+                                  lambda rel: source_settings(shaders, rel, top))
+    generated_sources = {v.source for v in generated}
 
     variants: dict[str, Variant] = {}
-    sources = sorted(set(discover_sources(root, glsl_dir)) | {PurePosixPath(k).as_posix() for k in shaders})
-    for rel in sources:
-        table_for = shaders.get(rel, {})
-        for v in _variants_of(rel, f"{glsl_dir}/{rel}", table_for):
-            if v.name in variants:
-                other = variants[v.name]
-                raise ConfigError(f"tool.genspirv.shaders: duplicate variant name {v.name!r} "
-                                  f"(from {other.source} and {v.source})")
-            variants[v.name] = v
+    sources = sorted(set(discover_sources(root, glsl_dir, tuple(exclude)))
+                     | {PurePosixPath(k).as_posix() for k in shaders})
+    table_variants = [v for rel in sources
+                      for v in _variants_of(rel, f"{glsl_dir}/{rel}", shaders.get(rel, {}), top,
+                                            generated=f"{glsl_dir}/{rel}" in generated_sources)]
+    for v in table_variants + generated:
+        if v.name in variants:
+            other = variants[v.name]
+            raise ConfigError(f"tool.genspirv.shaders: duplicate variant name {v.name!r} "
+                              f"(from {other.source} and {v.source})")
+        variants[v.name] = v
 
-    return Config(root=root, glsl_dir=glsl_dir, spirv_dir=values["spirv_dir"], manifest=values["manifest"],
-                  target_env=target_env, glslang=glslang, flags=tuple(flags), generate=tuple(generate),
-                  variants=tuple(sorted(variants.values(), key=lambda v: v.name)))
+    config = Config(root=root, glsl_dir=glsl_dir, spirv_dir=values["spirv_dir"], manifest=values["manifest"],
+                    target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
+                    variants=tuple(sorted(variants.values(), key=lambda v: v.name)),
+                    include_directive=include_directive, generator=generator)
+    _check_collisions(config)
+    return config
+
+
+def _check_collisions(config: Config) -> None:
+    """A generated file must not land on the manifest or a blob (it would overwrite it)."""
+    taken = {config.manifest: "the manifest tool.genspirv.manifest"}
+    taken.update({config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants})
+    for i, g in enumerate(config.generate):
+        for suffix in ("", ".h", ".c"):   # what codegen writes for an output
+            if g.output + suffix in taken:
+                raise ConfigError(f"tool.genspirv.generate[{i}].output: {g.output!r} writes "
+                                  f"{g.output + suffix}, which is {taken[g.output + suffix]}")
 
 
 def find_root(start: Optional[Path] = None) -> Path:

@@ -31,9 +31,26 @@ class ToolchainError(GenspirvError):
 
 
 class CompileError(GenspirvError):
-    """glslang refused a shader; the message holds glslang's file:line output."""
+    """glslang refused a shader; the message holds glslang's file:line output.
+
+    ``messages`` is glslang's own text (the same for every variant it hit) and
+    ``source`` the file compiled, so a build can print each distinct error once.
+    """
 
     exit_code = 1
+
+    def __init__(self, message: str, messages: str = "", source: str = ""):
+        super().__init__(message)
+        self.messages = messages
+        self.source = source
+
+
+class UnavailableError(CompileError):
+    """The pinned compiler lacks an extension the shader needs (``missing`` names them)."""
+
+    def __init__(self, message: str, missing: tuple = (), messages: str = "", source: str = ""):
+        super().__init__(message, messages=messages, source=source)
+        self.missing = tuple(missing)
 
 
 class ValidationError(GenspirvError):

@@ -19,16 +19,20 @@ from pathlib import Path
 from typing import Any, Optional
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and os.replace."""
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same folder and os.replace.
+
+    ``durable=False`` skips the fsync: for a cache, whose lost entry is only a
+    recompile, all-or-nothing is enough."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         # mkstemp makes the file 0600; give it the mode a plain open() would have.
         os.chmod(tmp, _new_file_mode(path))
         os.replace(tmp, path)

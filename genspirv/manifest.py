@@ -32,6 +32,18 @@ class Toolchain:
     glslang: str
     target_env: str
     flags: tuple[str, ...] = ()
+    spirv_opt: Optional[str] = None     # the optimiser's version, when some variant is optimised
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """An optional variant the pinned compiler cannot build, and what it lacks."""
+
+    name: str
+    source: str
+    missing: tuple[str, ...]
+    inputs: str = ""                    # content key, as for a built variant
+    depends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,12 @@ class ManifestEntry:
     sha256: str
     size: int
     info: ShaderInfo
+    # Provenance and per-variant toolchain facts (written when known / not the default).
+    inputs: str = ""                     # the content key the blob was compiled from
+    depends: tuple[str, ...] = ()        # the source and every include, posix, relative to the root
+    validated: bool = True               # False: spirv-val was skipped (validate = false)
+    optimized: bool = False              # spirv-opt -O ran
+    target_env: Optional[str] = None     # when it differs from the toolchain's
 
     @property
     def defines_dict(self) -> dict[str, str]:
@@ -54,6 +72,7 @@ class Manifest:
     toolchain: Toolchain
     shaders: tuple[ManifestEntry, ...]   # sorted by name
     root: Optional[Path] = field(default=None, compare=False)
+    unavailable: tuple[Unavailable, ...] = ()   # sorted by name
 
     def entry(self, name: str) -> ManifestEntry:
         for e in self.shaders:
@@ -84,7 +103,8 @@ def check_blob(entry: ManifestEntry, data: bytes) -> None:
         raise BlobIntegrityError(
             f"{entry.name}: blob {entry.spirv} does not match the manifest "
             f"(size {len(data)} vs {entry.size}, sha256 {hashlib.sha256(data).hexdigest()[:16]}… "
-            f"vs {entry.sha256[:16]}…)")
+            f"vs {entry.sha256[:16]}…): an interrupted build or a hand edit leaves this; "
+            f"`genspirv build` repairs it")
 
 
 # -- ShaderInfo <-> JSON ------------------------------------------------------
@@ -115,20 +135,45 @@ def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
 
 
 def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
-    d = {"name": entry.name, "source": entry.source, "defines": dict(entry.defines),
-         "spirv": entry.spirv, "sha256": entry.sha256, "size": entry.size}
-    d.update(info_to_dict(entry.info))
+    d = info_to_dict(entry.info)
+    d.update(build_facts(entry))
+    return d
+
+
+# Build facts written only when they say something (the schema does not require them).
+OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env")
+
+
+def build_facts(entry: ManifestEntry) -> dict[str, Any]:
+    """The entry's fields that are not reflection: names, paths, digests, provenance."""
+    d: dict[str, Any] = {"name": entry.name, "source": entry.source, "defines": dict(entry.defines),
+                         "spirv": entry.spirv, "sha256": entry.sha256, "size": entry.size}
+    if entry.inputs:
+        d["inputs"], d["depends"] = entry.inputs, list(entry.depends)
+    if not entry.validated:
+        d["validated"] = False
+    if entry.optimized:
+        d["optimized"] = True
+    if entry.target_env is not None:
+        d["target_env"] = entry.target_env
     return d
 
 
 def manifest_to_dict(manifest: Manifest) -> dict[str, Any]:
-    return {
+    toolchain = {"glslang": manifest.toolchain.glslang, "target_env": manifest.toolchain.target_env,
+                 "flags": list(manifest.toolchain.flags)}
+    if manifest.toolchain.spirv_opt is not None:
+        toolchain["spirv_opt"] = manifest.toolchain.spirv_opt
+    d = {
         "schema": SCHEMA,
-        "toolchain": {"glslang": manifest.toolchain.glslang,
-                      "target_env": manifest.toolchain.target_env,
-                      "flags": list(manifest.toolchain.flags)},
+        "toolchain": toolchain,
         "shaders": [entry_to_dict(e) for e in sorted(manifest.shaders, key=lambda e: e.name)],
     }
+    if manifest.unavailable:
+        d["unavailable"] = [{"name": u.name, "source": u.source, "missing": list(u.missing),
+                             "inputs": u.inputs, "depends": list(u.depends)}
+                            for u in sorted(manifest.unavailable, key=lambda u: u.name)]
+    return d
 
 
 def dumps(manifest: Manifest) -> bytes:
@@ -256,7 +301,8 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
     tc = _need(d, "toolchain", Mapping, where)
     toolchain = Toolchain(glslang=_need(tc, "glslang", str, f"{where}, toolchain"),
                           target_env=_need(tc, "target_env", str, f"{where}, toolchain"),
-                          flags=tuple(_need(tc, "flags", list, f"{where}, toolchain")))
+                          flags=tuple(_need(tc, "flags", list, f"{where}, toolchain")),
+                          spirv_opt=tc.get("spirv_opt"))
     entries = []
     seen = set()
     for i, e in enumerate(_need(d, "shaders", list, where)):
@@ -275,8 +321,16 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
             name=name, source=check_relative_path(_need(e, "source", str, w), w),
             defines=tuple(sorted(defines.items())),
             spirv=check_relative_path(_need(e, "spirv", str, w), w),
-            sha256=sha, size=_need(e, "size", int, w), info=info_from_dict(e, w)))
-    return Manifest(toolchain=toolchain, shaders=tuple(sorted(entries, key=lambda e: e.name)), root=root)
+            sha256=sha, size=_need(e, "size", int, w), info=info_from_dict(e, w),
+            inputs=e.get("inputs", ""),
+            depends=tuple(check_relative_path(p, w) for p in e.get("depends", ())),
+            validated=e.get("validated", True), optimized=e.get("optimized", False),
+            target_env=e.get("target_env")))
+    unavailable = tuple(Unavailable(u["name"], check_relative_path(u["source"], f"{where}, unavailable"),
+                                    tuple(u["missing"]), u.get("inputs", ""), tuple(u.get("depends", ())))
+                        for u in d.get("unavailable", ()))
+    return Manifest(toolchain=toolchain, shaders=tuple(sorted(entries, key=lambda e: e.name)), root=root,
+                    unavailable=unavailable)
 
 
 def find_project_root(start: Path) -> Optional[Path]:

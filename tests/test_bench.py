@@ -296,3 +296,25 @@ def test_runtime_rows_are_every_raw_sample():
     assert [(r["case"], r["arm"], r["value"]) for r in rec.runs] == [
         ("host per dispatch, decode_step", "cpu", pytest.approx(4e-6)),
         ("host per dispatch, decode_step", "wall", pytest.approx(6e-6))]
+
+
+def test_generator_project_lists_the_same_variants_with_a_backend_mix(tiny_project, tmp_path):
+    from genspirv.config import load_config
+    gen = synth.generate_generator_project(tiny_project(), tmp_path / "gen", 40, per_source=1)
+    cfg = load_config(gen.root)
+    assert cfg.generator == synth.GENERATOR_FILE
+    assert sorted(v.name for v in cfg.variants) == sorted(v.name for v in gen.project.variants)
+    by = {v.name: v for v in cfg.variants}
+    assert {n for n, v in by.items() if v.optimize} == gen.optimized and len(gen.optimized) == 28
+    assert {n for n, v in by.items() if v.target_env == "vulkan1.3"} == gen.vulkan13
+    assert 1 <= len(gen.vulkan13) <= 3
+
+
+def test_build_generator_suite_quick_records_noops_and_checks_them(tiny_project):
+    from genspirv.bench.build_suite import QUICK_NOOPS, bench_build_generator
+    rec = Recorder("build-generator")
+    bench_build_generator(BenchOptions(suite="build-generator", sizes=(4,), jobs=(2,), repeat=1, quiet=True,
+                                       root=tiny_project(), per_source=1, quick=True), rec)
+    arms = [r["arm"] for r in rec.runs]
+    assert arms == ["cold"] + ["noop", "fresh clone noop"] * QUICK_NOOPS
+    assert rec.extra["projects"]["4"]["variants"] == 4

@@ -8,6 +8,8 @@ import shutil
 
 import pytest
 
+from genspirv.settings import SettingError
+
 from genspirv.build import build, project_lock
 from genspirv.config import load_config
 from genspirv.errors import CompileError
@@ -97,6 +99,11 @@ def test_a_changed_blob_on_disk_is_rebuilt(built_tiny):
     good = blob.read_bytes()
     blob.write_bytes(good[:-4])
     report = build(config)
+    # The build cache still holds the good blob under its content key: restored, not recompiled.
+    assert report.cached == ("neg",) and report.compiled == () and blob.read_bytes() == good
+    shutil.rmtree(config.root / ".genspirv" / "cache")
+    blob.write_bytes(good[:-4])
+    report = build(config)
     assert report.compiled == ("neg",) and blob.read_bytes() == good
 
 
@@ -179,3 +186,25 @@ generate = [ { target = "c", output = "manifests/shaders" } ]
 [tool.genspirv.shaders."add.comp"]
 matrix = { TYPE = { f32 = "float", i32 = "int" } }
 """
+
+
+def test_include_directive_is_on_by_default_and_can_be_turned_off(tiny_project):
+    files = {"glsl/include/h.glsl": "#define N 4u\n",
+             "glsl/a.comp": "#version 450\n#include \"h.glsl\"\nlayout(local_size_x = 1) in;\n"
+                            "layout(std430, binding = 0) buffer B { uint b[]; };\n"
+                            "void main() { b[0] = N; }\n"}
+    root = tiny_project(files, pyproject="[tool.genspirv]\n")
+    assert build(load_config(root)).compiled == ("a",)
+    (root / "pyproject.toml").write_text("[tool.genspirv]\ninclude_directive = false\n")
+    with pytest.raises(CompileError, match="glsl/a.comp:2: error: .*GL_GOOGLE_include_directive"):
+        build(load_config(root))
+
+
+def test_a_bad_cache_size_setting_is_refused_by_name(built_tiny, monkeypatch):
+    monkeypatch.setenv("GENSPIRV_CACHE_MAX_MB", "lots")
+    (built_tiny / "glsl/neg.comp").write_text(
+        (built_tiny / "glsl/neg.comp").read_text().replace("-X.data", "2.0 * X.data"))
+    before = (built_tiny / "manifests/shaders.json").read_bytes()
+    with pytest.raises(SettingError, match="GENSPIRV_CACHE_MAX_MB"):
+        build(load_config(built_tiny))
+    assert (built_tiny / "manifests/shaders.json").read_bytes() == before     # refused before any work

@@ -14,7 +14,7 @@ import pytest
 from genspirv.manifest import entry_to_dict, load_manifest
 
 REPO = Path(__file__).resolve().parents[1]
-BUILD_ONLY = {"name", "source", "defines", "spirv"}
+BUILD_ONLY = {"name", "source", "defines", "spirv", "inputs", "depends"}   # and provenance
 
 # A binding declared read_write whose code only reads it: one lint finding.
 RW_NEVER_WRITTEN = """\
@@ -144,3 +144,81 @@ def test_root_may_come_before_or_after_the_command(built, genspirv, monkeypatch,
     assert genspirv("list", "--root", built).code == 0
     monkeypatch.chdir(built / "glsl")       # no --root: the nearest folder with [tool.genspirv]
     assert genspirv("list").out.splitlines()[1].startswith("add_f32")
+
+
+# -- habits from ninja, glslc and ruff ----------------------------------------
+
+
+class _Terminal:
+    """A stream that says it is a terminal and keeps what was written."""
+
+    def __init__(self):
+        self.text = ""
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_progress_rewrites_one_line_on_a_terminal_and_prints_full_lines_when_piped():
+    import io
+    from genspirv.cli import Progress
+    tty = _Terminal()
+    p = Progress(tty)
+    for line in ("[1/3] add_f32", "[2/3] add_i32", "removed spirv/old.spv (no variant old any more)",
+                 "[3/3] neg"):
+        p(line)
+    p.close()
+    assert tty.text == ("\r\033[K[1/3] add_f32\r\033[K[2/3] add_i32\r\033[K"
+                        "removed spirv/old.spv (no variant old any more)\n\r\033[K[3/3] neg\r\033[K")
+    piped = io.StringIO()
+    p = Progress(piped)
+    p("[1/2] a")
+    p("[2/2] b FAILED")
+    p.close()
+    assert piped.getvalue() == "[1/2] a\n[2/2] b FAILED\n"
+
+
+def test_verbose_prints_each_compiler_command_line(tiny_project, genspirv):
+    root = tiny_project()
+    result = genspirv("build", "--root", root, "-v", "--jobs", "1")
+    assert result.code == 0, result
+    lines = result.out.splitlines()
+    compiles = [ln for ln in lines if "glslangValidator -V" in ln]
+    assert len(compiles) == 3
+    assert any("-DTYPE=float" in ln and ln.endswith(" glsl/add.comp") for ln in compiles)
+    assert sum("spirv-val --target-env vulkan1.2" in ln for ln in lines) == 3
+    quiet = genspirv("build", "--root", root, "--force")
+    assert "glslangValidator" not in quiet.out
+
+
+def test_errors_use_the_file_line_error_form_and_colour_only_on_a_terminal(built_tiny, genspirv, monkeypatch):
+    from genspirv import cli
+    (built_tiny / "glsl/neg.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() { nope; }\n")
+    result = genspirv("build", "--root", built_tiny)
+    assert result.code == 1
+    assert "glsl/neg.comp:3: error: 'nope' : undeclared identifier" in result.err
+    assert "(in variant neg)" in result.err and "ERROR:" not in result.err
+    assert "\033[" not in result.err                       # piped: no colour
+    assert cli.colourise("glsl/neg.comp:3: error: x") == "glsl/neg.comp:3: \033[1;31merror:\033[0m x"
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert cli._use_colour(sys.stderr)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not cli._use_colour(sys.stderr)
+
+
+def test_a_failed_build_says_how_many_built_failed_and_were_unavailable(built_tiny, genspirv):
+    (built_tiny / "glsl/include/common.glsl").write_text("#define ONE 1\nuint gid() { return 2u; }\n")
+    (built_tiny / "glsl/neg.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() { nope; }\n")
+    result = genspirv("build", "--root", built_tiny)
+    assert result.code == 1
+    assert "genspirv build: 2 compiled, 0 up to date, 1 failed" in result.err
+    assert "the compiled variants wait in the cache" in result.err
+    (built_tiny / "glsl/neg.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() { }\n")
+    fixed = genspirv("build", "--root", built_tiny)
+    assert "genspirv build: 1 compiled, 2 from cache, 0 up to date" in fixed.out

@@ -101,3 +101,97 @@ def test_cli_config_error_exits_2_without_traceback(tiny_project, genspirv):
     assert result.code == 2
     assert "genspirv: error: tool.genspirv.glslang" in result.err
     assert "Traceback" not in result.err
+
+
+# -- settings, generators, exclusions -----------------------------------------
+
+GEN_TOML = """
+[tool.genspirv]
+generator = "gen.py"
+flags = ["--quiet"]
+optimize = true
+
+[tool.genspirv.shaders."a.comp"]
+target_env = "vulkan1.3"
+flags = ["-Os"]
+"""
+
+
+def _gen(body: str) -> str:
+    return "def variants():\n" + "\n".join("    " + line for line in body.splitlines()) + "\n"
+
+
+def test_settings_resolve_variant_over_source_over_top_and_flags_accumulate(tiny_project):
+    root = tiny_project({"glsl/a.comp": COMP, "glsl/b.comp": COMP, "gen.py": _gen("""
+return [{"name": "a_gen", "source": "a.comp", "defines": {"X": "1"}, "flags": ["-Od"], "optimize": False},
+        {"name": "a_opt", "source": "a.comp", "validate": False, "optional": True},
+        {"name": "b_gen", "source": "b.comp", "target_env": "vulkan1.1"}]""")}, pyproject=GEN_TOML)
+    config = load_config(root)
+    by = {v.name: v for v in config.variants}
+    # A source the generator builds has no stem variant; b.comp has no table: top level only.
+    assert sorted(by) == ["a_gen", "a_opt", "b_gen"]
+    assert (by["a_gen"].flags, by["a_gen"].target_env, by["a_gen"].optimize) == \
+        (("--quiet", "-Os", "-Od"), "vulkan1.3", False)
+    assert (by["a_opt"].optimize, by["a_opt"].validate, by["a_opt"].optional) == (True, False, True)
+    assert (by["b_gen"].flags, by["b_gen"].target_env, by["b_gen"].optimize) == (("--quiet",), "vulkan1.1", True)
+    assert by["a_gen"].defines == (("X", "1"),) and by["a_gen"].source == "glsl/a.comp"
+
+
+@pytest.mark.parametrize("body, needles", [
+    ('return [{"name": "v1", "source": "a.comp", "optimise": True}]', ("gen.py", "'v1'", "'optimise'")),
+    ('return [{"name": "v1", "source": "a.comp", "target_env": "vulkan9"}]', ("gen.py", "'v1'", "vulkan9")),
+    ('return [{"name": "v1", "source": "a.comp", "validate": "no"}]', ("gen.py", "'v1'", "validate")),
+    ('return [{"name": "v1", "source": "a.comp", "defines": {"X": 1}}]', ("gen.py", "'v1'", "defines.X")),
+    ('return [{"name": "v1", "source": "a.comp", "defines": {"X": "a\\nb"}}]',
+     ("gen.py", "'v1'", "control character")),
+    ('return [{"name": "v1", "source": "nowhere.comp"}]', ("gen.py", "'v1'", "glsl/nowhere.comp")),
+    ('return [{"name": "v-1", "source": "a.comp"}]', ("gen.py", "'v-1'", "must match")),
+    ('return [{"source": "a.comp"}]', ("gen.py", "variant #0", "'name'")),
+    ('return [{"name": "a", "source": "a.comp"}, {"name": "a", "source": "a.comp"}]', ("duplicate", "'a'")),
+    ('return {"name": "v1"}', ("gen.py", "list of mappings")),
+    ('return [1 / 0]', ("gen.py", "ZeroDivisionError", "line 2")),
+])
+def test_bad_generator_variants_name_the_generator_and_the_variant(tiny_project, body, needles):
+    root = tiny_project({"glsl/a.comp": COMP, "gen.py": _gen(body)},
+                        pyproject='[tool.genspirv]\ngenerator = "gen.py"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    for needle in needles:
+        assert needle in str(info.value), str(info.value)
+
+
+def test_generator_and_table_variants_share_one_name_space(tiny_project):
+    root = tiny_project({"glsl/a.comp": COMP, "glsl/b.comp": COMP,
+                         "gen.py": _gen('return [{"name": "b", "source": "a.comp"}]')},
+                        pyproject='[tool.genspirv]\ngenerator = "gen.py"\n')
+    with pytest.raises(ConfigError, match="duplicate variant name 'b'.*glsl/a.comp|glsl/b.comp"):
+        load_config(root)
+
+
+def test_exclude_keeps_sources_out_and_refuses_a_table_for_one(tiny_project):
+    files = {"glsl/a.comp": COMP, "glsl/wip/broken.comp": "not glsl", "glsl/wip/x.comp": COMP}
+    root = tiny_project(files, pyproject='[tool.genspirv]\nexclude = ["wip/*"]\n')
+    assert names(load_config(root)) == ["a"]
+    root = tiny_project(files, pyproject='[tool.genspirv]\nexclude = ["wip/*"]\n'
+                                         '[tool.genspirv.shaders."wip/x.comp"]\n')
+    with pytest.raises(ConfigError, match='"wip/x.comp".*excluded'):
+        load_config(root)
+
+
+def test_a_define_with_a_control_character_is_refused_naming_the_key(tiny_project):
+    root = tiny_project({"glsl/a.comp": COMP},
+                        pyproject='[tool.genspirv.shaders."a.comp"]\ndefines = { X = "1\\n#define Y 2" }\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    assert 'tool.genspirv.shaders."a.comp".defines.X' in str(info.value)
+    assert "control character" in str(info.value) and info.value.exit_code == 2
+
+
+@pytest.mark.parametrize("output, needle", [("manifests/shaders.json", "the manifest"),
+                                            ("spirv/a.spv", "the blob of variant a")])
+def test_a_generated_file_colliding_with_an_output_is_refused(tiny_project, output, needle):
+    pyproject = f'[tool.genspirv]\ngenerate = [ {{ target = "c", output = "{output}" }} ]\n'
+    root = tiny_project({"glsl/a.comp": COMP}, pyproject=pyproject)
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    assert "tool.genspirv.generate[0].output" in str(info.value) and needle in str(info.value)

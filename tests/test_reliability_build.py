@@ -26,6 +26,9 @@ import pytest
 from faults import (ADD_COMP, SHADER_TABLE, assert_refusal, committed_files, fake_glslang,
                     pyproject_text, run_cli, set_salt, stray_files, write_project)
 from genspirv import GenspirvError
+from genspirv.build import build
+from genspirv.check import check
+from genspirv.config import load_config
 from genspirv.errors import (BlobIntegrityError, CompileError, ConfigError, ManifestError,
                              ToolchainError)
 from genspirv.manifest import load_manifest
@@ -137,10 +140,29 @@ def _include_cycle(proj):
     (proj / "glsl" / "add.comp").write_text(text)
 
 
-def test_include_cycle_is_stopped_and_named(proj):
+def test_include_cycle_is_a_compile_error_found_before_glslang_runs(proj):
     # glslang 13 never returns from an include cycle without guards (it allocates
-    # without bound), so only the compile timeout stops it: keep it short here.
+    # without bound): the include graph shows the cycle, so no compiler runs at all.
     _include_cycle(proj)
+    start = time.monotonic()
+    stderr = refuse_build(proj, 1, "add_f32", "include cycle", "ping.glsl", "pong.glsl", "include guard",
+                          env={"GENSPIRV_COMPILER_TIMEOUT": "60"}, timeout=60)
+    assert "error:" in stderr and "did not finish" not in stderr
+    assert time.monotonic() - start < 10, stderr      # a subprocess start, not a compile timeout
+
+
+def _guard_undone_cycle(proj):
+    # Looks guarded, is not (the guard closes before the include): the textual check cannot
+    # prove the loop, so glslang runs into it.
+    inc = proj / "glsl" / "include"
+    (inc / "ping.glsl").write_text('#ifndef PING\n#define PING\n#endif\n#include "pong.glsl"\n')
+    (inc / "pong.glsl").write_text('#ifndef PONG\n#define PONG\n#endif\n#include "ping.glsl"\n')
+    text = ADD_COMP.format().replace('#include "common.glsl"', '#include "common.glsl"\n#include "ping.glsl"')
+    (proj / "glsl" / "add.comp").write_text(text)
+
+
+def test_include_cycle_glslang_runs_into_is_stopped_and_named(proj):
+    _guard_undone_cycle(proj)
     start = time.monotonic()
     stderr = refuse_build(proj, 2, "add_f32", "did not finish", "include cycle", "ping.glsl",
                           env={"GENSPIRV_COMPILER_TIMEOUT": "2"}, timeout=60)
@@ -150,7 +172,7 @@ def test_include_cycle_is_stopped_and_named(proj):
 def test_runaway_compiler_memory_is_capped(proj):
     # The same cycle with a long timeout: the address-space cap, not the clock,
     # stops glslang, and the message still names the cycle.
-    _include_cycle(proj)
+    _guard_undone_cycle(proj)
     stderr = refuse_build(proj, 2, "add_f32", "died", "include cycle", "ping.glsl",
                           env={"GENSPIRV_COMPILER_TIMEOUT": "300", "GENSPIRV_COMPILER_MEMORY_MB": "200"},
                           timeout=120)
@@ -330,6 +352,45 @@ def test_full_disk(proj):
         subprocess.run(["umount", str(blobs)], capture_output=True, timeout=30)
 
 
+def test_full_disk_under_the_compiler_names_the_disk(proj):
+    """glslang exits 0 when it cannot write its output: on a full disk that is the disk, named."""
+    work = proj / ".genspirv"
+    saved = proj.parent / "saved-state"
+    shutil.copytree(work, saved)
+    if not _mount_tmpfs(work, "64k"):
+        pytest.skip("cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)")
+    try:
+        shutil.copytree(saved, work, dirs_exist_ok=True, ignore=shutil.ignore_patterns("cache"))
+        filler = work / "filler"
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+        finally:
+            os.close(fd)
+        set_salt(proj, "11")
+        before = committed_files(proj)
+        proc = run_cli(["build"], proj)
+        assert_refusal(proc, 2, "the disk is full", os.strerror(errno.ENOSPC))
+        assert "wrote no SPIR-V" not in proc.stderr
+        assert committed_files(proj) == before
+    finally:
+        subprocess.run(["umount", str(work)], capture_output=True, timeout=30)
+
+
+def test_leftover_temp_files_are_removed_by_a_noop_build_and_reported_by_check(proj):
+    leftover = proj / "spirv" / ".add_i32.spv.k3j_9x2a.tmp"      # what a SIGKILL mid-write leaves
+    leftover.write_bytes(b"half a blob")
+    report = check(load_config(proj))
+    assert [(d.kind, d.path) for d in report.differences] == [("leftover", "spirv/.add_i32.spv.k3j_9x2a.tmp")]
+    assert "interrupted build" in str(report.differences[0])
+    result = build(load_config(proj))
+    assert result.compiled == () and result.written == ()        # a no-op build ...
+    assert not leftover.exists()                                  # ... still cleans up
+
+
 def test_lock_held_too_long(proj):
     lock = proj / ".genspirv" / "lock"
     lock.parent.mkdir(exist_ok=True)
@@ -359,6 +420,8 @@ def test_tampered_blob_is_refused_at_load_and_by_check(proj, tamper):
     with pytest.raises(expected, match="add_i32") as info:
         load_manifest(proj / MANIFEST, root=proj)
     assert "spirv/add_i32.spv" in str(info.value)
+    if expected is BlobIntegrityError:
+        assert "`genspirv build` repairs it" in str(info.value)
     assert_refusal(run_cli(["list"], proj), 1, "add_i32", "spirv/add_i32.spv")
     if tamper in ("corrupted", "deleted"):      # check recompiles everything: twice is enough
         check = run_cli(["check"], proj)

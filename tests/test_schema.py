@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from genspirv.errors import GenspirvError, ManifestError
-from genspirv.manifest import (Manifest, ManifestEntry, Toolchain, dumps, load_manifest,
+from genspirv.manifest import (Manifest, ManifestEntry, Toolchain, Unavailable, dumps, load_manifest,
                                manifest_from_dict, schema_errors)
 from genspirv.reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, SPEC_TYPES, Binding,
                               ShaderInfo, SpecConstant)
@@ -36,8 +36,12 @@ def sample_manifest() -> dict:
                         SpecConstant(2, "FAST", "bool", True), SpecConstant(3, "BIAS", "int32", -3)),
         push_constant_size=8, shared_memory=1024)
     entry = ManifestEntry(name="add_f32", source="glsl/add.comp", defines=(("TYPE", "float"),),
-                          spirv="spirv/add_f32.spv", sha256="ab" * 32, size=1236, info=info)
-    m = Manifest(Toolchain("13.1.1", "vulkan1.2", ("-Os",)), (entry,))
+                          spirv="spirv/add_f32.spv", sha256="ab" * 32, size=1236, info=info,
+                          inputs="cd" * 32, depends=("glsl/add.comp", "glsl/include/t.glsl"),
+                          validated=False, optimized=True, target_env="vulkan1.3")
+    m = Manifest(Toolchain("13.1.1", "vulkan1.2", ("-Os",), spirv_opt="2025.5"), (entry,),
+                 unavailable=(Unavailable("add_cm2", "glsl/add.comp", ("GL_NV_cooperative_matrix2",),
+                                          "ef" * 32, ("glsl/add.comp",)),))
     return json.loads(dumps(m))
 
 
@@ -62,10 +66,15 @@ def test_schema_requires_every_field_the_writer_emits():
     """The writer and the schema describe the same fields, no more, no fewer."""
     d = sample_manifest()
     s = schema()
-    assert set(s["required"]) == set(d) == set(s["properties"])
-    assert set(s["properties"]["toolchain"]["required"]) == set(d["toolchain"])
+    # Optional fields (provenance, per-variant facts, unavailable variants) are written only
+    # when they say something; the sample has every one of them.
+    assert set(s["required"]) <= set(d) == set(s["properties"])
+    assert set(s["properties"]["toolchain"]["required"]) <= set(d["toolchain"]) == \
+        set(s["properties"]["toolchain"]["properties"])
     shader = s["$defs"]["shader"]
-    assert set(shader["required"]) == set(d["shaders"][0]) == set(shader["properties"])
+    assert set(shader["required"]) <= set(d["shaders"][0]) == set(shader["properties"])
+    unavailable = s["properties"]["unavailable"]["items"]
+    assert set(unavailable["required"]) <= set(d["unavailable"][0]) == set(unavailable["properties"])
     binding = s["$defs"]["binding"]
     assert set(binding["required"]) == set(d["shaders"][0]["bindings"][0]) == set(binding["properties"])
     spec = s["$defs"]["spec_constant"]

@@ -99,3 +99,64 @@ def test_blobs_do_not_embed_the_project_path(tiny_project, genspirv):
         # No -g: no OpString/OpSource text naming the file, and no absolute path at all.
         assert str(root).encode() not in data
         assert b"add.comp" not in data and b"common.glsl" not in data
+
+
+# -- include handling, missing extensions, the optimiser -------------------------
+
+INCLUDER = "#version 450\n#include \"h.glsl\"\nlayout(local_size_x = 1) in;\nvoid main() {}\n"
+PLAIN = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"
+
+
+def _compile(tmp_path, text, **kw):
+    from genspirv.toolchain import compile_glsl
+    (tmp_path / "s.comp").write_text(text)
+    (tmp_path / "h.glsl").write_text("// a header\n")
+    return compile_glsl(find_glslang("13.1.1"), source="s.comp", output=tmp_path / "s.spv",
+                        depfile=tmp_path / "s.d", cwd=tmp_path, target_env="vulkan1.2", defines={}, **kw)
+
+
+def test_include_without_the_extension_line_needs_the_preamble(tmp_path):
+    from genspirv.errors import CompileError
+    from genspirv.toolchain import uses_include
+    assert uses_include(INCLUDER.encode()) and not uses_include(PLAIN.encode())
+    with pytest.raises(CompileError, match="required extension not requested: GL_GOOGLE_include_directive"):
+        _compile(tmp_path, INCLUDER)                       # control: plain glslang refuses it
+    out = _compile(tmp_path, INCLUDER, include_preamble=True)
+    assert out.blob[:4] == b"\x03\x02\x23\x07" and "./h.glsl" in out.deps
+    # The preamble is passed only to sources that include: the others keep their bytes.
+    assert _compile(tmp_path, PLAIN).blob != _compile(tmp_path, PLAIN, include_preamble=True).blob
+
+
+def test_a_missing_extension_is_named_with_the_compiler_version(tmp_path):
+    from genspirv.errors import UnavailableError
+    from genspirv.toolchain import missing_extensions
+    with pytest.raises(UnavailableError) as info:
+        _compile(tmp_path, "#version 450\n#extension GL_EXT_bfloat16 : require\n" + PLAIN.split("\n", 1)[1])
+    assert info.value.missing == ("GL_EXT_bfloat16",)
+    assert "GL_EXT_bfloat16" in str(info.value) and "glslang 13.1.1" in str(info.value)
+    assert "s.comp:2: error: '#extension' : extension not supported: GL_EXT_bfloat16" in info.value.messages
+    assert missing_extensions("x:1: error: 'y' : undeclared identifier") == ()
+
+
+def test_the_optimiser_version_is_read_from_the_wheel():
+    from genspirv.toolchain import tool_version
+    assert tool_version(find_tool("spirv-opt")) == "2025.5"
+
+
+def test_tool_versions_are_remembered_by_binary_identity(tmp_path):
+    import os
+    from genspirv.toolchain import Tool, cached_version
+    binary = tmp_path / "tool"
+    binary.write_text("v1")
+    tool, cache, calls = Tool("glslangValidator", binary), tmp_path / "tools.json", []
+
+    def probe(t):
+        calls.append(t.path)
+        return binary.read_text()
+
+    assert cached_version(tool, probe, cache) == "v1" and len(calls) == 1
+    assert cached_version(tool, probe, cache) == "v1" and len(calls) == 1      # remembered
+    binary.write_text("v2")                                                    # a new binary
+    os.utime(binary, ns=(1, 1))
+    assert cached_version(tool, probe, cache) == "v2" and len(calls) == 2
+    assert cached_version(tool, probe, None) == "v2" and len(calls) == 3       # no cache: asks

@@ -7,6 +7,10 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``build``   — ``build_suite``: a synthetic project at several sizes and job
   counts; cold build, no-op, one-header edit and check beside glslangValidator
   alone over the same variants.
+- ``build-generator`` — ``build_suite``: the same at a real backend's scale (400,
+  1,000, 2,000 variants from a generator file, most optimised): cold build
+  beside glslang alone and glslang + spirv-opt, no-op, fresh-clone no-op,
+  one-header edit and check (``--quick``: cold, no-op and fresh-clone no-op only).
 - ``reflect`` — ``reflect_suite``: ``reflect()`` against blob size and count,
   beside ``spirv-cross <blob> --reflect`` and the ``genspirv reflect`` command.
 - ``runtime`` — ``runtime_suite`` with ``runtime_micro``'s workloads: barrier
@@ -33,6 +37,7 @@ QUICK_BUILD = {"sizes": (50,), "jobs": (1,), "repeat": 2}
 # suite name -> (module, function)
 SUITES = {
     "build": ("build_suite", "bench_build"),
+    "build-generator": ("build_suite", "bench_build_generator"),
     "reflect": ("reflect_suite", "bench_reflect_suite"),
     "runtime": ("runtime_suite", "bench_runtime"),
     "demo": ("runtime_suite", "bench_demo"),

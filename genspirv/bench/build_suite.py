@@ -206,3 +206,136 @@ def _expect_changed(before: dict, after: dict, project, case: str) -> None:
     if changed != project.header_dependents:
         raise BenchError(f"bench build {case}: the header edit changed {changed} blobs, "
                          f"expected the {project.header_dependents} variants that include it")
+
+
+# -- generator variants at a real backend's scale --------------------------------
+
+GENERATOR_SIZES = (400, 1000, 2000)
+QUICK_NOOPS = 3         # --quick: no-op and fresh-clone no-op runs after each cold build
+
+
+def glslang_opt_floor(tool: FloorTool, opt: FloorTool, gen, jobs: int, out_dir: Path) -> int:
+    """The floor with the optimiser: glslang, then spirv-opt -O for the optimised variants."""
+    from ..toolchain import OPTIMIZE_ARGS
+    project = gen.project
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def one(v) -> None:
+        env = "vulkan1.3" if v.name in gen.vulkan13 else project.target_env
+        out = out_dir / f"{v.name}.spv"
+        cmd = [tool.path, "-V", "--target-env", env] + [f"-I{d}" for d in tool.include_dirs]
+        cmd += [f"-D{k}={val}" for k, val in v.defines] + list(project.flags) + ["-o", str(out), v.source]
+        run_command(cmd, what=f"floor: {v.name}", cwd=project.root, env=tool.env, timeout=600)
+        if v.name in gen.optimized:
+            run_command([opt.path, *OPTIMIZE_ARGS, f"--target-env={env}", str(out), "-o", str(out)],
+                        what=f"floor: spirv-opt {v.name}", env=opt.env, timeout=600)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, project.variants))
+    return len(project.variants)
+
+
+def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
+    """``genspirv bench build-generator``: a generator-driven project at 400, 1,000 and 2,000 variants."""
+    from .. import toolchain
+    jobs = (opts.jobs or (2,))[0]
+    sizes = opts.sizes or GENERATOR_SIZES
+    repeats = {size: opts.repeat or (3 if size <= 400 else 1) for size in sizes}
+    # --quick: only what no-op figures need (cold build untimed against a floor, no edit, no check).
+    steps = ("cold",) + ("noop", "fresh clone noop") * QUICK_NOOPS if opts.quick else \
+        ("cold", "floor", "floor+opt", "noop", "fresh clone noop", "edit", "check")
+    progress = Progress(sum(repeats.values()) * len(steps), opts.quiet)
+    scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-gen-"))
+    rec.notes.append(
+        "generator projects: the synthetic project's variants listed by a generator file, "
+        f"{synth.OPTIMIZED_SHARE:.0%} optimised (spirv-opt -O) and {synth.VULKAN13_SHARE:.0%} for vulkan1.3, "
+        "as in llama.cpp; floor = glslangValidator alone, floor+opt = glslangValidator then spirv-opt -O "
+        "for the optimised variants (what the build runs besides spirv-val and reflection); "
+        "fresh clone noop = the build in a copy without .genspirv/ (committed outputs only); "
+        f"edit = one edit of a header {opts.header_share:.0%} of the sources include; jobs = {jobs}.")
+    try:
+        code = snapshot_package(scratch)
+        opt_tool = toolchain.find_tool("spirv-opt")
+        opt = FloorTool(str(opt_tool.path), opt_tool.env(), ())
+        for size in sizes:
+            fan_out = {} if opts.per_source is None else {"per_source": opts.per_source}
+            gen = synth.generate_generator_project(opts.root, scratch / f"pristine-{size}", size,
+                                                   opts.header_share, **fan_out)
+            rec.extra.setdefault("projects", {})[str(size)] = {
+                "variants": len(gen.project.variants), "sources": gen.project.source_count,
+                "optimized": len(gen.optimized), "vulkan1.3": len(gen.vulkan13),
+                "header_dependents": gen.project.header_dependents}
+            tool = floor_tool(gen.project)
+            case = f"generator variants={size} jobs={jobs}"
+            _run_generator_case(case, size, jobs, repeats[size], gen, tool, opt, scratch, rec, progress, code,
+                                opts.quick)
+            if not opts.quick:
+                rec.ratio(case, "cold / floor+opt", "cold", "floor+opt")
+                rec.ratio(case, "cold / floor", "cold", "floor")
+                rec.ratio(case, "check / floor+opt", "check", "floor+opt")
+                rec.ratio(case, "cold / floor+opt, CPU time", "cold", "floor+opt", of="cpu_median")
+            rec.checkpoint()
+            if opts.keep is None:
+                shutil.rmtree(gen.root, ignore_errors=True)
+    finally:
+        progress.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec, progress, code,
+                        quick=False) -> None:
+    info = {"variants": size, "jobs": jobs}
+
+    def genspirv(root: Path, *args: str, what: str) -> None:
+        run_command(genspirv_command(*args, "--root", str(root), "--jobs", str(jobs), "--quiet"),
+                    what=f"bench build-generator {case}: {what}", env=genspirv_env(code))
+
+    for r in range(repeats):
+        label = f"{case} (run {r + 1}/{repeats})"
+        work = None
+        for arm in ("cold",) if quick else paired_order(r, ("cold", "floor", "floor+opt")):
+            progress.step(f"{label} {arm}")
+            if arm == "cold":
+                work = _fresh_copy(gen.project, scratch / f"work-{size}-{r}")
+                t, cpu, _ = timed_cpu(lambda: genspirv(work.root, "build", what="cold build"))
+                _expect_blobs(work, f"{case} cold build")
+            else:
+                out = scratch / f"floor-{size}-{r}"
+                fn = (lambda: glslang_floor(tool, gen.project, jobs, out)) if arm == "floor" else \
+                    (lambda: glslang_opt_floor(tool, opt, gen, jobs, out))
+                t, cpu, _ = timed_cpu(fn)
+                shutil.rmtree(out, ignore_errors=True)
+            rec.add(case, arm, t, repeat=r, cpu_s=cpu, **info)
+
+        for k in range(QUICK_NOOPS if quick else 1):
+            progress.step(f"{label} noop")
+            before = output_digests(work)
+            t, cpu, _ = timed_cpu(lambda: genspirv(work.root, "build", what="no-op build"))
+            if output_digests(work) != before:
+                raise BenchError(f"bench build-generator {case}: the no-op build rewrote outputs")
+            rec.add(case, "noop", t, repeat=r, run=k, cpu_s=cpu, **info)
+
+            progress.step(f"{label} fresh clone noop")
+            clone = scratch / f"clone-{size}-{r}-{k}"
+            shutil.copytree(work.root, clone, ignore=shutil.ignore_patterns(".genspirv"))
+            clone_project = dataclasses.replace(work, root=clone)
+            clone_before = output_digests(clone_project)
+            t, cpu, _ = timed_cpu(lambda: genspirv(clone, "build", what="fresh-clone no-op build"))
+            if output_digests(clone_project) != clone_before:
+                raise BenchError(f"bench build-generator {case}: the fresh clone's build rewrote outputs")
+            rec.add(case, "fresh clone noop", t, repeat=r, run=k, cpu_s=cpu, **info)
+            shutil.rmtree(clone, ignore_errors=True)
+        if quick:
+            shutil.rmtree(work.root, ignore_errors=True)
+            continue
+
+        progress.step(f"{label} edit")
+        synth.edit_header(work)
+        t, cpu, _ = timed_cpu(lambda: genspirv(work.root, "build", what="header-edit rebuild"))
+        _expect_changed(before, output_digests(work), work, case)
+        rec.add(case, "edit", t, repeat=r, rebuilt=work.header_dependents, cpu_s=cpu, **info)
+
+        progress.step(f"{label} check")
+        t, cpu, _ = timed_cpu(lambda: genspirv(work.root, "check", what="check"))
+        rec.add(case, "check", t, repeat=r, cpu_s=cpu, **info)
+        shutil.rmtree(work.root, ignore_errors=True)

@@ -255,3 +255,59 @@ def _pyproject_text(settings: Mapping, spirv_dir: str, manifest: str,
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+# -- generator-driven projects (a real backend's shape) -------------------------
+
+# llama.cpp's Vulkan backend optimises 1,380 of its 1,979 variants and builds 125 for vulkan1.3.
+OPTIMIZED_SHARE = 1380 / 1979
+VULKAN13_SHARE = 125 / 1979
+GENERATOR_FILE = "shaders/variants.py"
+
+
+@dataclass(frozen=True)
+class GeneratorProject:
+    """A synthetic project whose variants come from a generator file, not the TOML table."""
+
+    project: SyntheticProject
+    optimized: frozenset[str]        # names of the variants built with optimize = true
+    vulkan13: frozenset[str]         # names built for vulkan1.3
+
+    @property
+    def root(self) -> Path:
+        return self.project.root
+
+
+def generate_generator_project(repo_root, dest, variants: int, header_share: float = 0.25,
+                               per_source: float = LLAMA_CPP_VARIANTS_PER_SOURCE,
+                               optimized_share: float = OPTIMIZED_SHARE,
+                               vulkan13_share: float = VULKAN13_SHARE) -> GeneratorProject:
+    """``generate_project``'s sources and variants, listed by a generator file (``shaders/variants.py``)
+    with a share of the variants optimised and a share built for vulkan1.3, as in llama.cpp."""
+    project = generate_project(repo_root, dest, variants, header_share, per_source)
+    glsl_prefix = project.glsl_dir + "/"
+    optimized, vulkan13, rows = set(), set(), []
+    for i, v in enumerate(project.variants):
+        row = {"name": v.name, "source": v.source[len(glsl_prefix):], "defines": dict(v.defines)}
+        if _spread(i, optimized_share):
+            row["optimize"] = True
+            optimized.add(v.name)
+        if _spread(i, vulkan13_share):
+            row["target_env"] = "vulkan1.3"
+            vulkan13.add(v.name)
+        rows.append(row)
+    _write(Path(dest) / GENERATOR_FILE, _generator_text(rows))
+    settings = {"glsl_dir": project.glsl_dir, "target_env": project.target_env, "glslang": "13.1.1",
+                "flags": project.flags}
+    text = _pyproject_text(settings, project.spirv_dir, project.manifest, [])
+    _write(Path(dest) / "pyproject.toml", text + f"generator = {_toml_str(GENERATOR_FILE)}\n")
+    return GeneratorProject(project, frozenset(optimized), frozenset(vulkan13))
+
+
+def _generator_text(rows: list[dict]) -> str:
+    # The variants as data and a loop over them, the way a backend's generator reads its tables.
+    return ("# Written by genspirv's build benchmark: the synthetic backend's variants.\n"
+            "import json\n\n"
+            f"_TABLE = json.loads({json.dumps(json.dumps(rows))})\n\n\n"
+            "def variants():\n"
+            "    return [dict(row) for row in _TABLE]\n")

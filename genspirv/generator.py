@@ -1,0 +1,107 @@
+"""Generator files: a project's own Python that lists variants, checked into ``Variant`` records.
+
+Takes the path of a generator file (``[tool.genspirv] generator = "shaders/variants.py"``),
+runs its ``variants()`` and gives ``Variant``s with settings resolved (the
+variant's own over its source's table over the top level; flags accumulate).
+Each variant is a mapping with ``name`` and ``source`` (relative to ``glsl_dir``)
+and optionally ``defines``, ``flags``, ``target_env``, ``optimize``,
+``validate``, ``optional``. An unknown key, a bad value, a missing source or an
+exception inside the generator is a ``ConfigError`` naming the generator file
+and the variant.
+
+The generator runs on every build and check, so it should be quick and pure:
+it decides what is built, the sources and defines decide the bytes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable
+
+from .errors import ConfigError
+
+GENERATOR_KEYS = {"name", "source", "defines", "flags", "target_env", "optimize", "validate", "optional"}
+
+
+def _load(path: Path, rel: str):
+    spec = importlib.util.spec_from_file_location(f"genspirv_generator_{abs(hash(str(path)))}", path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"tool.genspirv.generator: {rel}: cannot load it as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    # The generator may import helpers that sit beside it.
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise ConfigError(f"{rel}: the generator failed while loading: {_where(exc, path)}") from None
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def _where(exc: BaseException, path: Path) -> str:
+    """``line N: Type: message`` for the innermost frame inside the generator file."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename) == path:
+            line = frame.lineno
+    return (f"line {line}: " if line else "") + f"{type(exc).__name__}: {exc}"
+
+
+def generator_variants(root: Path, rel: str) -> list[Any]:
+    """What the generator's ``variants()`` returned, as a list (not yet checked)."""
+    path = root / rel
+    if not path.is_file():
+        raise ConfigError(f"tool.genspirv.generator: no such file {rel}")
+    module = _load(path, rel)
+    fn = getattr(module, "variants", None)
+    if not callable(fn):
+        raise ConfigError(f"{rel}: a generator must define variants() returning the variants")
+    try:
+        result = fn()
+        if isinstance(result, (str, bytes, Mapping)) or not isinstance(result, Iterable):
+            raise ConfigError(f"{rel}: variants() must return a list of mappings, "
+                              f"not {type(result).__name__}")
+        return list(result)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"{rel}: variants() failed: {_where(exc, path)}") from None
+
+
+def run_generator(root: Path, rel: str, glsl_dir: str, exclude: tuple[str, ...],
+                  settings_for: Callable[[str], Any]) -> list:
+    """The generator's variants as checked ``Variant``s (settings resolved through ``settings_for``)."""
+    from .config import _check_name, _defines, is_excluded, make_variant, settings_of
+    out = []
+    for i, item in enumerate(generator_variants(root, rel)):
+        name = item.get("name") if isinstance(item, Mapping) else None
+        where = f"{rel}: variant {name!r}" if isinstance(name, str) else f"{rel}: variant #{i}"
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"{where}: expected a mapping, got {type(item).__name__}")
+        unknown = sorted(set(item) - GENERATOR_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(GENERATOR_KEYS))})")
+        for key in ("name", "source"):
+            if not isinstance(item.get(key), str):
+                raise ConfigError(f"{where}: {key!r} must be a string, got {item.get(key)!r}")
+        _check_name(name, f"{where}: name")
+        source = item["source"]
+        p = PurePosixPath(source)
+        if not source or p.is_absolute() or ".." in p.parts or "\\" in source:
+            raise ConfigError(f"{where}: source {source!r} must be a relative posix path inside {glsl_dir}")
+        if not (root / glsl_dir / source).is_file():
+            raise ConfigError(f"{where}: no such source {glsl_dir}/{source}")
+        if is_excluded(p.as_posix(), exclude):
+            raise ConfigError(f"{where}: source {source} is excluded by tool.genspirv.exclude")
+        defines = item.get("defines", {})
+        if not isinstance(defines, Mapping):
+            raise ConfigError(f"{where}: 'defines' must be a mapping of name to string, got {defines!r}")
+        defines = _defines(dict(defines), f"{where}: defines")
+        settings = settings_of(item, settings_for(p.as_posix()), where)
+        out.append(make_variant(name, f"{glsl_dir}/{p.as_posix()}", defines, settings))
+    return out
