@@ -166,14 +166,23 @@ def cmd_copy(cb, src, dst, src_offset: int, dst_offset: int, size: int) -> None:
     _lib.vkCmdCopyBuffer(cb, src, dst, 1, region)
 
 
-def cmd_dispatch(cb, pipeline, bind_pipeline: bool, layout, sets, push: bytes, groups) -> None:
-    if bind_pipeline:
-        _lib.vkCmdBindPipeline(cb, _COMPUTE, pipeline)
+_cmd_bind_pipeline = _lib.vkCmdBindPipeline
+_cmd_bind_descriptor_sets = _lib.vkCmdBindDescriptorSets
+_cmd_push_constants = _lib.vkCmdPushConstants
+_cmd_dispatch = _lib.vkCmdDispatch
+
+
+def cmd_dispatch(cb, pipeline, layout, sets, push: bytes, x: int, y: int, z: int) -> None:
+    """Record a dispatch; ``pipeline`` / ``sets`` None when already bound, ``push``
+    empty when the kernel has no push constants."""
+    if pipeline is not None:
+        _cmd_bind_pipeline(cb, _COMPUTE, pipeline)
     if sets is not None:
-        _lib.vkCmdBindDescriptorSets(cb, _COMPUTE, layout, 0, len(sets), sets, 0, _NULL)
+        _cmd_bind_descriptor_sets(cb, _COMPUTE, layout, 0, len(sets), sets, 0, _NULL)
     if push:
-        _lib.vkCmdPushConstants(cb, layout, _COMPUTE_STAGE, 0, len(push), ffi.from_buffer(push))
-    _lib.vkCmdDispatch(cb, groups[0], groups[1], groups[2])
+        # cffi passes a bytes object's own buffer as the const void*: no copy.
+        _cmd_push_constants(cb, layout, _COMPUTE_STAGE, 0, len(push), push)
+    _cmd_dispatch(cb, x, y, z)
 
 
 def query_results(device, pool, first: int, count: int, data) -> bool:

@@ -137,6 +137,7 @@ class Device(Transfers):
         self.handle, self.queue, self.transfer_queue = ctx.handle, ctx.queue, ctx.transfer_queue
         self.queue_family, self.transfer_family = ctx.queue_family, ctx.transfer_family
         self.properties, self.features, self._limits = ctx.properties, ctx.features, ctx.limits
+        self._max_groups_x = ctx.limits["max_compute_work_group_count"][0]
         self._instance = ctx.instance
         try:
             self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
@@ -264,45 +265,67 @@ class Device(Transfers):
 
     def dispatch(self, kernel, buffers: Sequence, groups, push=None) -> None:
         """Record one dispatch of ``kernel`` over ``buffers`` (in binding order)."""
-        t0 = self._profile.start()
+        profiling = self._profile.enabled
+        if profiling:
+            t0 = self._profile.start()
         if self._closed:
             self._check_open()
-        bound = kernel if isinstance(kernel, BoundKernel) else self.kernel(kernel)
-        k = bound.kernel
-        if isinstance(buffers, (Buffer, BufferView)) or not isinstance(buffers, (list, tuple)):
-            raise DispatchError(f"kernel {k.name}: buffers must be a list in binding order, "
-                                f"not {type(buffers).__name__}")
-        push_data = push_bytes(push)
+        bound = kernel if type(kernel) is BoundKernel else self._bound_kernel(kernel)
         # The checks of the bound buffers depend on nothing but the kernel and the
-        # buffers: made once per combination, the plan is looked up after that.
+        # buffers: made once per combination, the plan is looked up after that. A
+        # hit proves ``buffers`` iterated to a list checked before, all still alive
+        # (destroying a buffer drops every plan).
         try:
-            key = (k, *buffers)
+            key = (bound, *buffers)
             plan = self._plans.get(key)
-        except TypeError:          # an unhashable item: the plan's checks name it
+        except TypeError:          # not iterable, or an unhashable item: the checks name it
             key = plan = None
-        limit = self._limits["max_compute_work_group_count"]
+        if push.__class__ is not bytes:
+            push = push_bytes(push)
         if plan is None:
-            check_dispatch_args(k.entry, len(buffers), len(push_data))
-            groups = check_groups(k.name, groups, limit)
-            plan = make_plan(k, buffers, self._limits)
-            if key is not None:
-                if len(self._plans) >= MAX_PLANS:
-                    self._plans.clear()
-                self._plans[key] = plan
+            plan = self._make_plan(bound, key, buffers, push)
+        elif len(push) != plan.push_size:
+            check_dispatch_args(bound.entry, len(buffers), len(push))
+        if groups.__class__ is int and 0 < groups <= self._max_groups_x:
+            x, y, z = groups, 1, 1
         else:
-            if len(push_data) != k.push_constant_size:
-                check_dispatch_args(k.entry, len(buffers), len(push_data))
-            groups = check_groups(k.name, groups, limit)
-        rec = self._recorder()
-        t0 = self._profile.stop("bookkeeping", t0)
-        self._track(rec, plan.access)
-        t0 = self._profile.stop("record", t0)
-        sets = self._descriptor_sets(rec, k, plan)
-        t0 = self._profile.stop("descriptors", t0)
-        bind = rec.bound_pipeline is not bound.pipeline
-        rec.bound_pipeline = bound.pipeline
-        _vk.cmd_dispatch(rec.command_buffer, bound.pipeline, bind, k.pipeline_layout, sets,
-                         push_data, groups)
+            x, y, z = check_groups(bound.name, groups, self._limits["max_compute_work_group_count"])
+        rec = self._recording
+        if rec is None:
+            sub = self._submission
+            rec = sub.slots[sub.current]
+            if rec.state != "recording":
+                rec = sub.batch()
+            barrier, skipped = self._tracker.access(plan.access)
+        else:
+            barrier, skipped = rec.track(plan.access)
+        if profiling:
+            t0 = self._profile.stop("bookkeeping", t0)
+        if barrier is not None:
+            self._record_barrier(rec, barrier)
+        elif skipped:
+            self._stats["barriers_skipped"] += 1
+        if profiling:
+            t0 = self._profile.stop("record", t0)
+        sets = None
+        if plan.views:
+            sets = rec.descriptors.cache.get(plan.descriptor_key)
+            if sets is None:
+                sets = self._descriptor_sets(rec, bound.kernel, plan)
+            if profiling:
+                t0 = self._profile.stop("descriptors", t0)
+            # The same sets bound last stay bound (they belong to this kernel's
+            # layout, so nothing recorded since can have disturbed them).
+            if sets is rec.bound_sets:
+                sets = None
+            else:
+                rec.bound_sets = sets
+        pipeline = bound.pipeline
+        if pipeline is rec.bound_pipeline:
+            pipeline = None
+        else:
+            rec.bound_pipeline = pipeline
+        _vk.cmd_dispatch(rec.command_buffer, pipeline, plan.pipeline_layout, sets, push, x, y, z)
         rec.dispatches += 1
         rec.commands += 1
         self._stats["dispatches"] += 1
@@ -310,10 +333,31 @@ class Device(Transfers):
         for b in plan.buffers:
             b.last_batch = serial
         if rec is self._recording:
-            rec.buffers.update((b.uid, b) for b in plan.buffers)
-        t0 = self._profile.stop("record", t0)
-        if rec is not self._recording and rec.dispatches >= self.batch_size:
+            for b in plan.buffers:
+                rec.buffers[b.uid] = b
+        elif rec.dispatches >= self.batch_size:
             self.flush()
+        if profiling:
+            self._profile.stop("record", t0)
+
+    def _bound_kernel(self, kernel) -> BoundKernel:
+        if isinstance(kernel, BoundKernel):
+            return kernel
+        return self.kernel(kernel)
+
+    def _make_plan(self, bound: BoundKernel, key, buffers, push: bytes) -> DispatchPlan:
+        """Check a kernel and buffers met for the first time; cache the plan (when hashable)."""
+        k = bound.kernel
+        if isinstance(buffers, (Buffer, BufferView)) or not isinstance(buffers, (list, tuple)):
+            raise DispatchError(f"kernel {k.name}: buffers must be a list in binding order, "
+                                f"not {type(buffers).__name__}")
+        check_dispatch_args(k.entry, len(buffers), len(push))
+        plan = make_plan(k, buffers, self._limits)
+        if key is not None:
+            if len(self._plans) >= MAX_PLANS:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
 
     def flush(self) -> None:
         """Submit the open batch (if it holds any command) and return without waiting."""

@@ -44,6 +44,7 @@ class Graph:
         self.tail: list[Access] = []      # accesses after the last internal barrier
         self.buffers: dict[int, object] = {}
         self.bound_pipeline = None
+        self.bound_sets = None
         self.dispatches = 0
         self.commands = 0
         self.serial = -1                  # never equal to a slot's batch serial

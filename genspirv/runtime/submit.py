@@ -236,6 +236,7 @@ class Slot:
         self.dispatches = 0        # dispatch commands in the current batch
         self.commands = 0          # any commands (dispatch, copy, barrier, timestamp)
         self.bound_pipeline = None
+        self.bound_sets = None         # the descriptor-set array bound last in this batch
         self.keep_alive: list = []     # objects the batch references (e.g. a replay graph)
         self.transfer: Optional[TransferLane] = None   # created on first use
         # Two timestamps of the device's query pool: the batch's start and end on the GPU.
@@ -255,6 +256,7 @@ class Slot:
         self.dispatches = 0
         self.commands = 0
         self.bound_pipeline = None
+        self.bound_sets = None
 
     def end(self) -> None:
         """Close the command buffer (with the batch's end timestamp)."""
