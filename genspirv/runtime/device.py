@@ -511,7 +511,7 @@ class Device(Transfers):
             self._record_barrier(slot, barrier)
         elif skipped:
             self._stats["barriers_skipped"] += 1
-        for access in graph.tail:
+        for access in graph.tail_footprint:
             self._tracker.add_pending(access)
         for buf in graph.buffers.values():
             buf.last_batch = slot.serial

@@ -108,6 +108,28 @@ def access_of(entry, ranges, stage: str = "compute") -> Access:
     return Access(stage, reads, writes)
 
 
+def merge_accesses(accesses) -> tuple[Access, ...]:
+    """The bytes ``accesses`` read and write, as one ``Access`` per stage with each
+    memory object's ranges merged: the same hazards against any pending state
+    (each check is a union over ranges) and the same pending state once recorded."""
+    by_stage: dict[str, tuple[dict, dict]] = {}
+    for a in accesses:
+        reads, writes = by_stage.setdefault(a.stage, ({}, {}))
+        for sets, spans in ((reads, a.read_spans), (writes, a.write_spans)):
+            for memory, lo, hi in spans:
+                s = sets.get(memory)
+                if s is None:
+                    s = sets[memory] = _RangeSet()
+                s.add(lo, hi)
+    return tuple(Access(stage, _ranges(reads), _ranges(writes))
+                 for stage, (reads, writes) in by_stage.items())
+
+
+def _ranges(sets: dict) -> tuple[Range, ...]:
+    return tuple(Range(memory, lo, hi - lo) for memory, s in sets.items()
+                 for lo, hi in zip(s.starts, s.ends))
+
+
 DEVICE_STAGES = frozenset({"compute", "transfer"})
 _NO_KINDS: frozenset[str] = frozenset()
 # hazards() answers with one of these eight, indexed by the bits RAW 4, WAW 2, WAR 1.

@@ -23,7 +23,7 @@ from typing import Optional
 
 from ..errors import GenspirvError
 from ._vk import call, vk
-from .hazards import Access, Barrier, HazardTracker
+from .hazards import Access, Barrier, HazardTracker, merge_accesses
 from .submit import DescriptorPools
 
 
@@ -64,6 +64,10 @@ class Graph:
 
     def finish(self) -> None:
         call(vk.vkEndCommandBuffer, self.command_buffer)
+        # What every run checks against and leaves pending, merged once: a few
+        # ranges per buffer instead of one access per captured command.
+        self.footprint = merge_accesses(self.accesses)
+        self.tail_footprint = merge_accesses(self.tail)
         self.finished = True
 
     # -- replay ---------------------------------------------------------------
@@ -92,7 +96,7 @@ def entry_barrier(tracker: HazardTracker, graph: Graph) -> tuple[Optional[Barrie
     if not tracker.pending:
         return None, False
     if tracker.policy == "always" or (
-            tracker.policy == "smart" and any(tracker.hazards(a) for a in graph.accesses)):
+            tracker.policy == "smart" and any(tracker.hazards(a) for a in graph.footprint)):
         return tracker.barrier_all(), False
     return None, True
 

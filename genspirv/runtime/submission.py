@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from . import _vk
 from ._vk import call, ffi, query_results, vk
 from .submit import InFlightGuard, Slot
 
@@ -25,16 +26,7 @@ def queue_submit(queue, command_buffers: Sequence = (), fence=None, *,
                  wait: Sequence = (), signal: Sequence = ()) -> None:
     """Submit ``command_buffers`` to ``queue``: wait on the binary semaphores ``wait``
     (before any command), signal ``signal`` and ``fence`` when done."""
-    cbs, waits, signals = list(command_buffers), list(wait), list(signal)
-    stages = [vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(waits)
-    # The binding frees inline temporaries before the call reads them: keep every
-    # array in a local until vkQueueSubmit returns.
-    info = vk.VkSubmitInfo(commandBufferCount=len(cbs), pCommandBuffers=cbs or None,
-                           waitSemaphoreCount=len(waits), pWaitSemaphores=waits or None,
-                           pWaitDstStageMask=stages or None,
-                           signalSemaphoreCount=len(signals), pSignalSemaphores=signals or None)
-    submits = [info]
-    call(vk.vkQueueSubmit, queue, 1, submits, fence)
+    _vk.queue_submit(queue, command_buffers, fence, wait, signal)
 
 
 class Submission:
@@ -161,7 +153,7 @@ class Submission:
 
     def submit_transfer(self, slot: Slot, command_buffer, semaphore) -> None:
         """Submit a copy on the transfer queue; ``slot``'s next submission waits on it."""
-        call(vk.vkEndCommandBuffer, command_buffer)
+        _vk.end(command_buffer)
         queue_submit(self._ctx.transfer_queue, [command_buffer], signal=[semaphore])
         slot.transfer.waits.append(semaphore)
         slot.commands += 1          # the batch must be submitted to consume the semaphore
