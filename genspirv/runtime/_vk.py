@@ -155,18 +155,21 @@ def _raise(result: int, name: str) -> None:
 
 
 # Recording copies the barrier struct, so one struct per distinct Barrier serves
-# every command buffer; the runtime meets a handful of distinct ones.
-_BARRIER_STRUCTS: dict[Barrier, tuple] = {}
+# every command buffer; the runtime meets a handful of distinct ones (the tracker
+# hands out one object per distinct barrier). Keyed by identity, which costs no
+# hash of six frozensets; the entry holds the Barrier, so its id is never reused.
+_BARRIER_STRUCTS: dict[int, tuple] = {}
+_cmd_pipeline_barrier = _lib.vkCmdPipelineBarrier
 
 
 def cmd_barrier(cb, b: Barrier) -> None:
-    made = _BARRIER_STRUCTS.get(b)
+    made = _BARRIER_STRUCTS.get(id(b))
     if made is None:
         src_stage, dst_stage, src_access, dst_access = barrier_masks(b)
         mb = ffi.new("VkMemoryBarrier*", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                           "srcAccessMask": src_access, "dstAccessMask": dst_access})
-        made = _BARRIER_STRUCTS[b] = (src_stage, dst_stage, mb)
-    _lib.vkCmdPipelineBarrier(cb, made[0], made[1], 0, 1, made[2], 0, _NULL, 0, _NULL)
+        made = _BARRIER_STRUCTS[id(b)] = (src_stage, dst_stage, mb, b)
+    _cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, _NULL, 0, _NULL)
 
 
 def cmd_copy(cb, src, dst, src_offset: int, dst_offset: int, size: int) -> None:

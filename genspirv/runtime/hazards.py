@@ -261,9 +261,13 @@ class HazardTracker:
         """A barrier ordering everything pending before everything after, or None."""
         if not self.pending:
             return None
-        b = Barrier(src_stages=_STAGE_SETS[self._read_stages | self._write_stages],
-                    src_writes=_STAGE_SETS[self._write_stages], dst_stages=DEVICE_STAGES,
-                    dst_reads=DEVICE_STAGES, dst_writes=DEVICE_STAGES, kinds=frozenset())
+        key = (self._read_stages, self._write_stages)
+        b = _BARRIERS.get(key)
+        if b is None:
+            b = _BARRIERS[key] = Barrier(src_stages=_STAGE_SETS[self._read_stages | self._write_stages],
+                                         src_writes=_STAGE_SETS[self._write_stages],
+                                         dst_stages=DEVICE_STAGES, dst_reads=DEVICE_STAGES,
+                                         dst_writes=DEVICE_STAGES, kinds=_NO_KINDS)
         self.clear()
         return b
 
