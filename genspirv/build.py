@@ -36,6 +36,7 @@ from . import settings
 from .config import Config, Variant
 from .errors import (CompileError, GenspirvError, LockError, OutputError, ReflectError, SpirvError,
                      ToolchainError)
+from .fsutil import atomic_write
 from .manifest import Manifest, ManifestEntry, Toolchain
 from . import reflect as reflect_mod
 from .reflect import ShaderInfo
@@ -50,33 +51,6 @@ Log = Optional[Callable[[str], None]]
 
 
 # -- files --------------------------------------------------------------------
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        # mkstemp makes the file 0600; give it the mode a plain open() would have.
-        os.chmod(tmp, _new_file_mode(path))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _new_file_mode(path: Path) -> int:
-    try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 def write_if_changed(path: Path, data: bytes) -> bool:
@@ -274,19 +248,25 @@ def load_state_file(config: Config) -> dict:
     return data
 
 
-def load_state(config: Config) -> dict[str, dict]:
-    """The last build's {variant: {key, deps, sha256}}."""
-    return load_state_file(config).get("variants", {})
-
-
 def outputs_key(config: Config, compiler_version: str, variant_keys: Mapping[str, str]) -> str:
     """What the manifest and generated files are a function of, besides the blobs' keys."""
     doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys[v.name]]
                         for v in config.variants],
            "manifest": str(config.manifest), "generate": [list(map(str, (g.target, g.output)))
+                                                      + _template_key(config, g)
                                                       for g in config.generate],
            "toolchain": [compiler_version, config.target_env, list(config.flags)]}
     return sha256_hex(json.dumps(doc, sort_keys=True).encode())
+
+
+def _template_key(config: Config, g) -> list[str]:
+    """A project template's path and bytes: editing it re-renders its output."""
+    if getattr(g, "template", None) is None:
+        return []
+    try:
+        return [g.template, sha256_hex(config.path(g.template).read_bytes())]
+    except OSError:
+        return [g.template, "unreadable"]   # render then names the problem
 
 
 def _outputs_current(config: Config, recorded: object, key: str) -> bool:
@@ -337,7 +317,7 @@ def render_outputs(config: Config, compiled: Sequence[Compiled]) -> dict[str, by
         for g in config.generate:
             # The blobs are not written yet: hand codegen the fresh bytes, not the old files.
             blobs = {c.variant.name: c.blob for c in compiled}
-            for rel, data in codegen.render(g.target, manifest, g.output, blobs=blobs).items():
+            for rel, data in codegen.render(g.target, manifest, g.output, blobs=blobs, template=g.template).items():
                 outputs[rel] = data
     return outputs
 

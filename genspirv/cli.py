@@ -68,11 +68,16 @@ def _add_manifest_option(p: argparse.ArgumentParser) -> None:
 def _build_args(p: argparse.ArgumentParser) -> None:
     _add_jobs_quiet(p)
     p.add_argument("--force", action="store_true", help="recompile every variant")
+    from .cmake_support import add_build_arguments
+    add_build_arguments(p)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
-    report = build(_config(args), jobs=args.jobs, force=args.force, log=None if args.quiet else _say)
+    from .cmake_support import write_depfile_from_args
+    config = _config(args)
+    report = build(config, jobs=args.jobs, force=args.force, log=None if args.quiet else _say)
+    write_depfile_from_args(config, args)
     if not args.quiet:
         _say(f"genspirv build: {report.summary()}")
     return 0
@@ -114,13 +119,14 @@ def _describe_info(info) -> list[str]:
     size = "x".join(str(n) for n in info.local_size)
     spec = [f"{'xyz'[i]}=spec {s}" for i, s in enumerate(info.local_size_spec_ids) if s is not None]
     lines = [f"entry point {info.entry_point}: local size {size}" + (f" ({', '.join(spec)})" if spec else ""),
-             f"  push constants: {info.push_constant_size} bytes"]
+             f"  push constants: {info.push_constant_size} bytes",
+             f"  shared memory: {info.shared_memory} bytes"]
     for b in info.bindings:
         use = "written" if b.written else "accessed" if b.accessed else "unused"
         count = "" if b.count == 1 else f"[{b.count or ''}]"
         lines.append(f"  set {b.set} binding {b.binding}: {b.name}{count} {b.type} {b.access} ({use})")
     for s in info.spec_constants:
-        lines.append(f"  spec constant {s.id}: {s.name} {s.type} = {s.default!r}")
+        lines.append(f"  spec constant {s.id}: {s.name or '(unnamed)'} {s.type} = {s.default!r}")
     return lines
 
 
@@ -235,13 +241,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
-    from .demo import add_arguments
+    from .llm.demo import add_arguments
     add_arguments(p)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run
+    from .llm.demo import run
     return run(args)
+
+
+# -- cmake-dir ----------------------------------------------------------------
+
+
+def cmd_cmake_dir(args: argparse.Namespace) -> int:
+    from .cmake_support import cmake_dir
+    _say(str(cmake_dir()))
+    return 0
 
 
 # -- the table ----------------------------------------------------------------
@@ -265,6 +280,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("init", "scaffold a new genspirv project in DIR", _init_args, cmd_init),
     Command("bench", "benchmarks: build, reflect, runtime, demo (--json FILE for every run)",
             _bench_args, cmd_bench),
+    Command("cmake-dir", "the folder of genspirv's CMake package (for -Dgenspirv_DIR=...)",
+            lambda p: None, cmd_cmake_dir),
     Command("demo", "greedy decode of a small transformer on the device, checked against numpy",
             _demo_args, cmd_demo),
 )

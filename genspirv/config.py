@@ -43,7 +43,7 @@ TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3", "spirv1.3", "
 TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders"}
 SHADER_KEYS = {"name", "defines", "matrix", "variants"}
 VARIANT_KEYS = {"name", "defines"}
-GENERATE_KEYS = {"target", "output"}
+GENERATE_KEYS = {"target", "output", "template"}
 
 # Variant names become file names (<spirv_dir>/<name>.spv) and C identifiers in
 # generated code, so keep them to a safe alphabet.
@@ -64,8 +64,9 @@ class Variant:
 
 @dataclass(frozen=True)
 class Generate:
-    target: str       # codegen target, e.g. "c"
-    output: str       # posix path relative to the root, without extension
+    target: str       # codegen target, e.g. "c"; "template" for a project's own template
+    output: str       # posix path relative to the root (without extension for target "c")
+    template: Optional[str] = None   # the jinja2 file, relative to the root
 
 
 @dataclass(frozen=True)
@@ -240,11 +241,15 @@ def load_config(root: Path | str) -> Config:
         k = f"tool.genspirv.generate[{i}]"
         _expect(g, dict, k, "a table")
         _check_keys(g, GENERATE_KEYS, k)
-        for field in ("target", "output"):
-            if field not in g:
-                raise ConfigError(f"{k}.{field}: missing")
-        generate.append(Generate(_expect(g["target"], str, f"{k}.target", "a string"),
-                                 _relative_dir(g["output"], f"{k}.output")))
+        if "output" not in g:
+            raise ConfigError(f"{k}.output: missing")
+        if ("target" in g) == ("template" in g):
+            raise ConfigError(f"{k}: give either target = \"c\" or template = \"path/x.j2\"")
+        template = _relative_dir(g["template"], f"{k}.template") if "template" in g else None
+        if template is not None and not (root / template).is_file():
+            raise ConfigError(f"{k}.template: no such file {template}")
+        generate.append(Generate(_expect(g.get("target", "template"), str, f"{k}.target", "a string"),
+                                 _relative_dir(g["output"], f"{k}.output"), template))
 
     glsl_dir = values["glsl_dir"]
     shaders = _expect(table.get("shaders", {}), dict, "tool.genspirv.shaders", "a table")

@@ -107,6 +107,10 @@ class BlobIntegrityError(RuntimeCheckError):
     """A blob's sha256 differs from the one the manifest records."""
 
 
+class ManifestMismatchError(RuntimeCheckError):
+    """A manifest entry's reflected field differs from what its blob reflects to."""
+
+
 class BufferRangeError(RuntimeCheckError):
     """A buffer view or transfer outside its buffer."""
 

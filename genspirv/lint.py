@@ -13,6 +13,12 @@ binding is ever read).  It reports:
   bound, synchronised and counted against the kernel's binding_count).
 - ``sparse-bindings``: binding numbers of a set that are not 0..n-1 (the masks
   number bindings by position, so gaps make bit *i* differ from binding *i*).
+- ``spec-defaults-disagree``: constants sharing a specialisation id whose
+  defaults differ, e.g. ``layout(local_size_x_id = 0)`` (default 1) beside
+  ``layout(constant_id = 0) const uint BLOCK_SIZE = 64``.  Vulkan without
+  specialisation runs each with its own default (1-wide workgroups here);
+  genspirv's runtime gives all of them the named constant's default, other
+  consumers may not.  Make the defaults agree (``local_size_x = 64``).
 
 No Vulkan, no side effects apart from reading the blobs.  The CLI prints one
 line per finding and exits 1 when there is any.
@@ -33,13 +39,17 @@ STORAGE_KINDS = ("storage_buffer", "storage_image", "storage_texel_buffer")
 class Finding:
     shader: str
     binding: Optional[int]      # None for a finding about a whole set
-    kind: str                   # never-written, never-read, never-accessed, sparse-bindings
+    kind: str                   # never-written, never-read, never-accessed, sparse-bindings,
+                                # spec-defaults-disagree
     message: str
     set: int = 0
+    spec_id: Optional[int] = None   # set for a finding about spec constants
 
     def __str__(self) -> str:
         where = f"set {self.set}"
-        if self.binding is not None:
+        if self.spec_id is not None:
+            where = f"spec id {self.spec_id}"
+        elif self.binding is not None:
             where += f" binding {self.binding}"
         return f"{self.shader}: {where}: {self.message} [{self.kind}]"
 
@@ -67,7 +77,26 @@ def lint_info(shader: str, info: ShaderInfo,
                                     f"{label} is read_write but never read; declare it "
                                     "writeonly", b.set))
     findings.extend(_sparse_sets(shader, info))
+    findings.extend(_disagreeing_spec_defaults(shader, info))
     return findings
+
+
+def _disagreeing_spec_defaults(shader: str, info: ShaderInfo) -> Iterable[Finding]:
+    by_id: dict[int, list] = {}
+    for s in info.spec_constants:
+        by_id.setdefault(s.id, []).append(s)
+    for spec_id, consts in sorted(by_id.items()):
+        if len({(type(c.default), c.default) for c in consts}) < 2:
+            continue
+        listed = ", ".join(f"{c.name or _unnamed(info, spec_id)} = {c.default!r}" for c in consts)
+        yield Finding(shader, None, "spec-defaults-disagree",
+                      f"constants sharing spec id {spec_id} have different defaults ({listed}); "
+                      "make them agree: unspecialised, Vulkan gives each its own", spec_id=spec_id)
+
+
+def _unnamed(info: ShaderInfo, spec_id: int) -> str:
+    axes = [a for a, sid in zip("xyz", info.local_size_spec_ids) if sid == spec_id]
+    return f"unnamed (local_size_{axes[0]}_id)" if axes else "unnamed"
 
 
 def _sparse_sets(shader: str, info: ShaderInfo) -> Iterable[Finding]:

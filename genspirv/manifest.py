@@ -99,7 +99,7 @@ def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
         "bindings": [
             {"set": b.set, "binding": b.binding, "name": b.name, "type": b.type,
              "count": b.count, "access": b.access, "accessed": b.accessed,
-             "written": b.written}
+             "written": b.written, "min_size": b.min_size, "array_stride": b.array_stride}
             for b in info.bindings
         ],
         "binding_count": info.binding_count,
@@ -110,6 +110,7 @@ def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
             for s in info.spec_constants
         ],
         "push_constant_size": info.push_constant_size,
+        "shared_memory": info.shared_memory,
     }
 
 
@@ -176,7 +177,9 @@ def info_from_dict(d: Mapping[str, Any], where: str) -> ShaderInfo:
                                 name=_need(b, "name", str, w), type=btype,
                                 count=_need(b, "count", int, w), access=access,
                                 accessed=_need(b, "accessed", bool, w),
-                                written=_need(b, "written", bool, w)))
+                                written=_need(b, "written", bool, w),
+                                min_size=_need(b, "min_size", int, w),
+                                array_stride=_need(b, "array_stride", int, w)))
     specs = []
     for i, s in enumerate(_need(d, "spec_constants", list, where)):
         w = f"{where}, spec constant #{i}"
@@ -196,7 +199,8 @@ def info_from_dict(d: Mapping[str, Any], where: str) -> ShaderInfo:
     info = ShaderInfo(entry_point=_need(d, "entry_point", str, where),
                       local_size=tuple(local_size), local_size_spec_ids=tuple(spec_ids),
                       bindings=tuple(bindings), spec_constants=tuple(specs),
-                      push_constant_size=_need(d, "push_constant_size", int, where))
+                      push_constant_size=_need(d, "push_constant_size", int, where),
+                      shared_memory=_need(d, "shared_memory", int, where))
     # The derived fields are stored for other consumers; they must agree.
     for key in ("binding_count", "writable_mask", "readable_mask"):
         if _need(d, key, int, where) != getattr(info, key):

@@ -76,6 +76,11 @@ static const uint32_t genspirv_words_0[519] = {
     0x00000008, 0x00050080, 0x00000006, 0x00000041, 0x00000040, 0x0000003f, 0x0003003e, 0x00000008,
     0x00000041, 0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
+static const genspirv_binding genspirv_bindings_0[3] = {
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u }
+};
 
 /* add_f32: glsl/add.comp, 502 words */
 static const uint32_t genspirv_words_1[502] = {
@@ -142,6 +147,11 @@ static const uint32_t genspirv_words_1[502] = {
     0x00000006, 0x0000003b, 0x00000039, 0x0000003a, 0x0004003d, 0x00000006, 0x0000003c, 0x00000008,
     0x00050080, 0x00000006, 0x0000003d, 0x0000003c, 0x0000003b, 0x0003003e, 0x00000008, 0x0000003d,
     0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
+};
+static const genspirv_binding genspirv_bindings_1[3] = {
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
 };
 
 /* argmax: glsl/argmax.comp, 1085 words */
@@ -283,8 +293,16 @@ static const uint32_t genspirv_words_2[1085] = {
     0x00000017, 0x000200f8, 0x00000017, 0x000700f5, 0x0000000a, 0x0000001f, 0x00000014, 0x00000011,
     0x0000001e, 0x00000016, 0x000200fe, 0x0000001f, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_2[1] = { 0u };
-static const char *const genspirv_spec_names_2[1] = { "BLOCK_SIZE" };
+static const genspirv_binding genspirv_bindings_2[2] = {
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "Out", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_2[2] = { 0u, 0u };
+static const char *const genspirv_spec_names_2[2] = { "", "BLOCK_SIZE" };
+static const genspirv_spec_constant genspirv_spec_constants_2[2] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) } /* = 128 */
+};
 
 /* attention: glsl/attention.comp, 2068 words */
 static const uint32_t genspirv_words_3[2068] = {
@@ -548,8 +566,19 @@ static const uint32_t genspirv_words_3[2068] = {
     0x00000072, 0x000400e0, 0x00000021, 0x00000021, 0x00000022, 0x0004003d, 0x00000006, 0x00000073,
     0x00000070, 0x000200fe, 0x00000073, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_3[2] = { 0u, 1u };
-static const char *const genspirv_spec_names_3[2] = { "BLOCK_SIZE", "MAX_CTX" };
+static const genspirv_binding genspirv_bindings_3[4] = {
+    { 0u, 0u, "Q", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "K", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 2u, "V", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 3u, "Out", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_3[3] = { 0u, 0u, 1u };
+static const char *const genspirv_spec_names_3[3] = { "", "BLOCK_SIZE", "MAX_CTX" };
+static const genspirv_spec_constant genspirv_spec_constants_3[3] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 1u, "MAX_CTX", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x400) } /* = 1024 */
+};
 
 /* copy_f16: glsl/copy.comp, 434 words */
 static const uint32_t genspirv_words_4[434] = {
@@ -609,6 +638,10 @@ static const uint32_t genspirv_words_4[434] = {
     0x00000033, 0x0003003e, 0x00000008, 0x00000035, 0x000200f9, 0x00000010, 0x000200f8, 0x00000012,
     0x000100fd, 0x00010038
 };
+static const genspirv_binding genspirv_bindings_4[2] = {
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
+    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u }
+};
 
 /* copy_f32: glsl/copy.comp, 432 words */
 static const uint32_t genspirv_words_5[432] = {
@@ -667,6 +700,10 @@ static const uint32_t genspirv_words_5[432] = {
     0x00000034, 0x00000008, 0x00050080, 0x00000006, 0x00000035, 0x00000034, 0x00000033, 0x0003003e,
     0x00000008, 0x00000035, 0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
+static const genspirv_binding genspirv_bindings_5[2] = {
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
 
 /* fill_f16: glsl/fill.comp, 404 words */
 static const uint32_t genspirv_words_6[404] = {
@@ -722,6 +759,9 @@ static const uint32_t genspirv_words_6[404] = {
     0x00000034, 0x00000033, 0x00000032, 0x0003003e, 0x00000008, 0x00000034, 0x000200f9, 0x00000010,
     0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
+static const genspirv_binding genspirv_bindings_6[1] = {
+    { 0u, 0u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u }
+};
 
 /* fill_f32: glsl/fill.comp, 395 words */
 static const uint32_t genspirv_words_7[395] = {
@@ -775,6 +815,9 @@ static const uint32_t genspirv_words_7[395] = {
     0x0000002f, 0x0004003d, 0x00000006, 0x00000031, 0x00000008, 0x00050080, 0x00000006, 0x00000032,
     0x00000031, 0x00000030, 0x0003003e, 0x00000008, 0x00000032, 0x000200f9, 0x00000010, 0x000200f8,
     0x00000012, 0x000100fd, 0x00010038
+};
+static const genspirv_binding genspirv_bindings_7[1] = {
+    { 0u, 0u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
 };
 
 /* get_rows_f16: glsl/get_rows.comp, 697 words */
@@ -868,8 +911,17 @@ static const uint32_t genspirv_words_8[697] = {
     0x0000005b, 0x00000052, 0x0000001b, 0x00000058, 0x0003003e, 0x0000005b, 0x00000059, 0x000100fd,
     0x00010038
 };
-static const uint32_t genspirv_spec_ids_8[1] = { 0u };
-static const char *const genspirv_spec_names_8[1] = { "BLOCK_SIZE" };
+static const genspirv_binding genspirv_bindings_8[3] = {
+    { 0u, 0u, "Ids", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "Table", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
+    { 0u, 2u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_8[2] = { 0u, 0u };
+static const char *const genspirv_spec_names_8[2] = { "", "BLOCK_SIZE" };
+static const genspirv_spec_constant genspirv_spec_constants_8[2] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) } /* = 128 */
+};
 
 /* get_rows_f32: glsl/get_rows.comp, 676 words */
 static const uint32_t genspirv_words_9[676] = {
@@ -959,8 +1011,17 @@ static const uint32_t genspirv_words_9[676] = {
     0x00000037, 0x00060041, 0x0000004a, 0x00000058, 0x00000050, 0x0000001b, 0x00000056, 0x0003003e,
     0x00000058, 0x00000057, 0x000100fd, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_9[1] = { 0u };
-static const char *const genspirv_spec_names_9[1] = { "BLOCK_SIZE" };
+static const genspirv_binding genspirv_bindings_9[3] = {
+    { 0u, 0u, "Ids", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "Table", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 2u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_9[2] = { 0u, 0u };
+static const char *const genspirv_spec_names_9[2] = { "", "BLOCK_SIZE" };
+static const genspirv_spec_constant genspirv_spec_constants_9[2] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) } /* = 128 */
+};
 
 /* matmul_f16: glsl/matmul.comp, 1785 words */
 static const uint32_t genspirv_words_10[1785] = {
@@ -1189,8 +1250,20 @@ static const uint32_t genspirv_words_10[1785] = {
     0x0003003e, 0x000000f6, 0x00000121, 0x000200f9, 0x000000f7, 0x000200f8, 0x000000f9, 0x000100fd,
     0x00010038
 };
-static const uint32_t genspirv_spec_ids_10[3] = { 0u, 1u, 2u };
-static const char *const genspirv_spec_names_10[3] = { "TILE_N", "TILE_M", "TILE_K" };
+static const genspirv_binding genspirv_bindings_10[3] = {
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_10[5] = { 0u, 0u, 1u, 1u, 2u };
+static const char *const genspirv_spec_names_10[5] = { "", "TILE_N", "", "TILE_M", "TILE_K" };
+static const genspirv_spec_constant genspirv_spec_constants_10[5] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x10) }, /* = 16 */
+    { 0u, "TILE_N", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x10) }, /* = 16 */
+    { 1u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x10) }, /* = 16 */
+    { 1u, "TILE_M", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x10) }, /* = 16 */
+    { 2u, "TILE_K", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x10) } /* = 16 */
+};
 
 /* matmul_f32: glsl/matmul.comp, 1764 words */
 static const uint32_t genspirv_words_11[1764] = {
@@ -1416,8 +1489,20 @@ static const uint32_t genspirv_words_11[1764] = {
     0x0000011e, 0x0000011d, 0x00000039, 0x0003003e, 0x000000f3, 0x0000011e, 0x000200f9, 0x000000f4,
     0x000200f8, 0x000000f6, 0x000100fd, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_11[3] = { 0u, 1u, 2u };
-static const char *const genspirv_spec_names_11[3] = { "TILE_N", "TILE_M", "TILE_K" };
+static const genspirv_binding genspirv_bindings_11[3] = {
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_11[5] = { 0u, 0u, 1u, 1u, 2u };
+static const char *const genspirv_spec_names_11[5] = { "", "TILE_N", "", "TILE_M", "TILE_K" };
+static const genspirv_spec_constant genspirv_spec_constants_11[5] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x10) }, /* = 16 */
+    { 0u, "TILE_N", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x10) }, /* = 16 */
+    { 1u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x10) }, /* = 16 */
+    { 1u, "TILE_M", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x10) }, /* = 16 */
+    { 2u, "TILE_K", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x10) } /* = 16 */
+};
 
 /* matvec_f32: glsl/matvec.comp, 912 words */
 static const uint32_t genspirv_words_12[912] = {
@@ -1536,8 +1621,17 @@ static const uint32_t genspirv_words_12[912] = {
     0x00000087, 0x00000010, 0x00050080, 0x00000006, 0x00000088, 0x00000087, 0x00000086, 0x0003003e,
     0x00000010, 0x00000088, 0x000200f9, 0x00000014, 0x000200f8, 0x00000016, 0x000100fd, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_12[1] = { 0u };
-static const char *const genspirv_spec_names_12[1] = { "BLOCK_SIZE" };
+static const genspirv_binding genspirv_bindings_12[3] = {
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_12[2] = { 0u, 0u };
+static const char *const genspirv_spec_names_12[2] = { "", "BLOCK_SIZE" };
+static const genspirv_spec_constant genspirv_spec_constants_12[2] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x100) }, /* = 256 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x100) } /* = 256 */
+};
 
 /* mul_f16: glsl/mul.comp, 519 words */
 static const uint32_t genspirv_words_13[519] = {
@@ -1607,6 +1701,11 @@ static const uint32_t genspirv_words_13[519] = {
     0x00000008, 0x00050080, 0x00000006, 0x00000041, 0x00000040, 0x0000003f, 0x0003003e, 0x00000008,
     0x00000041, 0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
+static const genspirv_binding genspirv_bindings_13[3] = {
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u }
+};
 
 /* mul_f32: glsl/mul.comp, 502 words */
 static const uint32_t genspirv_words_14[502] = {
@@ -1673,6 +1772,11 @@ static const uint32_t genspirv_words_14[502] = {
     0x00000006, 0x0000003b, 0x00000039, 0x0000003a, 0x0004003d, 0x00000006, 0x0000003c, 0x00000008,
     0x00050080, 0x00000006, 0x0000003d, 0x0000003c, 0x0000003b, 0x0003003e, 0x00000008, 0x0000003d,
     0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
+};
+static const genspirv_binding genspirv_bindings_14[3] = {
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
 };
 
 /* mul_mat_vec_f16: glsl/mul_mat_vec.comp, 1047 words */
@@ -1809,8 +1913,17 @@ static const uint32_t genspirv_words_15[1047] = {
     0x00000052, 0x0000004b, 0x00000015, 0x0004003d, 0x0000000c, 0x00000053, 0x00000052, 0x00050080,
     0x0000000c, 0x00000054, 0x00000051, 0x00000053, 0x000200fe, 0x00000054, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_15[1] = { 0u };
-static const char *const genspirv_spec_names_15[1] = { "BLOCK_SIZE" };
+static const genspirv_binding genspirv_bindings_15[3] = {
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_15[2] = { 0u, 0u };
+static const char *const genspirv_spec_names_15[2] = { "", "BLOCK_SIZE" };
+static const genspirv_spec_constant genspirv_spec_constants_15[2] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) } /* = 128 */
+};
 
 /* mul_mat_vec_f32: glsl/mul_mat_vec.comp, 1026 words */
 static const uint32_t genspirv_words_16[1026] = {
@@ -1944,8 +2057,17 @@ static const uint32_t genspirv_words_16[1026] = {
     0x00000053, 0x00000052, 0x00050080, 0x0000000c, 0x00000054, 0x00000051, 0x00000053, 0x000200fe,
     0x00000054, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_16[1] = { 0u };
-static const char *const genspirv_spec_names_16[1] = { "BLOCK_SIZE" };
+static const genspirv_binding genspirv_bindings_16[3] = {
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_16[2] = { 0u, 0u };
+static const char *const genspirv_spec_names_16[2] = { "", "BLOCK_SIZE" };
+static const genspirv_spec_constant genspirv_spec_constants_16[2] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) } /* = 128 */
+};
 
 /* rms_norm: glsl/rms_norm.comp, 1192 words */
 static const uint32_t genspirv_words_17[1192] = {
@@ -2099,8 +2221,17 @@ static const uint32_t genspirv_words_17[1192] = {
     0x00000016, 0x00000052, 0x0000004b, 0x00000015, 0x0004003d, 0x0000000c, 0x00000053, 0x00000052,
     0x00050080, 0x0000000c, 0x00000054, 0x00000051, 0x00000053, 0x000200fe, 0x00000054, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_17[1] = { 0u };
-static const char *const genspirv_spec_names_17[1] = { "BLOCK_SIZE" };
+static const genspirv_binding genspirv_bindings_17[3] = {
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "Weight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_17[2] = { 0u, 0u };
+static const char *const genspirv_spec_names_17[2] = { "", "BLOCK_SIZE" };
+static const genspirv_spec_constant genspirv_spec_constants_17[2] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) } /* = 128 */
+};
 
 /* rope_neox: glsl/rope.comp, 830 words */
 static const uint32_t genspirv_words_18[830] = {
@@ -2209,8 +2340,16 @@ static const uint32_t genspirv_words_18[830] = {
     0x00000077, 0x00000073, 0x00000076, 0x00060041, 0x0000005c, 0x00000078, 0x00000066, 0x0000001d,
     0x00000070, 0x0003003e, 0x00000078, 0x00000077, 0x000100fd, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_18[1] = { 0u };
-static const char *const genspirv_spec_names_18[1] = { "BLOCK_SIZE" };
+static const genspirv_binding genspirv_bindings_18[2] = {
+    { 0u, 0u, "Src", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_18[2] = { 0u, 0u };
+static const char *const genspirv_spec_names_18[2] = { "", "BLOCK_SIZE" };
+static const genspirv_spec_constant genspirv_spec_constants_18[2] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) } /* = 128 */
+};
 
 /* rope_norm: glsl/rope.comp, 831 words */
 static const uint32_t genspirv_words_19[831] = {
@@ -2319,8 +2458,16 @@ static const uint32_t genspirv_words_19[831] = {
     0x00000009, 0x00000078, 0x00000074, 0x00000077, 0x00060041, 0x0000005d, 0x00000079, 0x00000067,
     0x0000001d, 0x00000071, 0x0003003e, 0x00000079, 0x00000078, 0x000100fd, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_19[1] = { 0u };
-static const char *const genspirv_spec_names_19[1] = { "BLOCK_SIZE" };
+static const genspirv_binding genspirv_bindings_19[2] = {
+    { 0u, 0u, "Src", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_19[2] = { 0u, 0u };
+static const char *const genspirv_spec_names_19[2] = { "", "BLOCK_SIZE" };
+static const genspirv_spec_constant genspirv_spec_constants_19[2] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) } /* = 128 */
+};
 
 /* scale_f16: glsl/scale.comp, 478 words */
 static const uint32_t genspirv_words_20[478] = {
@@ -2385,6 +2532,10 @@ static const uint32_t genspirv_words_20[478] = {
     0x00050080, 0x00000006, 0x0000003d, 0x0000003c, 0x0000003b, 0x0003003e, 0x00000008, 0x0000003d,
     0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
+static const genspirv_binding genspirv_bindings_20[2] = {
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
+    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u }
+};
 
 /* scale_f32: glsl/scale.comp, 465 words */
 static const uint32_t genspirv_words_21[465] = {
@@ -2447,6 +2598,10 @@ static const uint32_t genspirv_words_21[465] = {
     0x00000006, 0x00000039, 0x00000008, 0x00050080, 0x00000006, 0x0000003a, 0x00000039, 0x00000038,
     0x0003003e, 0x00000008, 0x0000003a, 0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd,
     0x00010038
+};
+static const genspirv_binding genspirv_bindings_21[2] = {
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
 };
 
 /* silu_mul: glsl/silu_mul.comp, 501 words */
@@ -2515,8 +2670,17 @@ static const uint32_t genspirv_words_22[501] = {
     0x00000034, 0x0000003b, 0x00060041, 0x00000026, 0x0000003d, 0x0000002c, 0x00000015, 0x0000002d,
     0x0003003e, 0x0000003d, 0x0000003c, 0x000100fd, 0x00010038
 };
-static const uint32_t genspirv_spec_ids_22[1] = { 0u };
-static const char *const genspirv_spec_names_22[1] = { "BLOCK_SIZE" };
+static const genspirv_binding genspirv_bindings_22[3] = {
+    { 0u, 0u, "Gate", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 1u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
+    { 0u, 2u, "Out", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+};
+static const uint32_t genspirv_spec_ids_22[2] = { 0u, 0u };
+static const char *const genspirv_spec_names_22[2] = { "", "BLOCK_SIZE" };
+static const genspirv_spec_constant genspirv_spec_constants_22[2] = {
+    { 0u, "", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) }, /* = 128 */
+    { 0u, "BLOCK_SIZE", GENSPIRV_SPEC_UINT32, 4u, UINT64_C(0x80) } /* = 128 */
+};
 
 const genspirv_module genspirv_modules[] = {
     { "add_f16", "main",
@@ -2524,140 +2688,187 @@ const genspirv_module genspirv_modules[] = {
       NULL, NULL, 0u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       4u, { 256u, 1u, 1u },
-      "5bc1544d27e9f50f9badb23e01e731ab95dfb823fa5778c041dcff1191743ff0" },
+      "5bc1544d27e9f50f9badb23e01e731ab95dfb823fa5778c041dcff1191743ff0",
+      { -1, -1, -1 },
+      genspirv_bindings_0, NULL },
     { "add_f32", "main",
       genspirv_words_1, 502u,
       NULL, NULL, 0u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       4u, { 256u, 1u, 1u },
-      "ca2436110fe7e7bd1650bcb0c8600489eecf82669ac4e4b0f60e76c95e56306c" },
+      "ca2436110fe7e7bd1650bcb0c8600489eecf82669ac4e4b0f60e76c95e56306c",
+      { -1, -1, -1 },
+      genspirv_bindings_1, NULL },
     { "argmax", "main",
       genspirv_words_2, 1085u,
-      genspirv_spec_ids_2, genspirv_spec_names_2, 1u,
+      genspirv_spec_ids_2, genspirv_spec_names_2, 2u,
       2u, UINT64_C(0x2), UINT64_C(0x1),
       4u, { 128u, 1u, 1u },
-      "bc553f1a18c53e6573a4a2b89482216cb26ecc016c0971b61dd5b25b75aa9324" },
+      "bc553f1a18c53e6573a4a2b89482216cb26ecc016c0971b61dd5b25b75aa9324",
+      { 0, -1, -1 },
+      genspirv_bindings_2, genspirv_spec_constants_2 },
     { "attention", "main",
       genspirv_words_3, 2068u,
-      genspirv_spec_ids_3, genspirv_spec_names_3, 2u,
+      genspirv_spec_ids_3, genspirv_spec_names_3, 3u,
       4u, UINT64_C(0x8), UINT64_C(0x7),
       24u, { 128u, 1u, 1u },
-      "5d84d6469640e6efd60fb0af2c2a167c0ddf732ef8fe74781c073d9da614ce96" },
+      "5d84d6469640e6efd60fb0af2c2a167c0ddf732ef8fe74781c073d9da614ce96",
+      { 0, -1, -1 },
+      genspirv_bindings_3, genspirv_spec_constants_3 },
     { "copy_f16", "main",
       genspirv_words_4, 434u,
       NULL, NULL, 0u,
       2u, UINT64_C(0x2), UINT64_C(0x1),
       4u, { 256u, 1u, 1u },
-      "45a6f7be49c438ef6ff4a14920adfd1f000d77dbc9e0b9d085cc074312a24c77" },
+      "45a6f7be49c438ef6ff4a14920adfd1f000d77dbc9e0b9d085cc074312a24c77",
+      { -1, -1, -1 },
+      genspirv_bindings_4, NULL },
     { "copy_f32", "main",
       genspirv_words_5, 432u,
       NULL, NULL, 0u,
       2u, UINT64_C(0x2), UINT64_C(0x1),
       4u, { 256u, 1u, 1u },
-      "7144e97993bd9c023778cd3a2ef03b316b23c49ea9d30d3f1d50a78543e87eb4" },
+      "7144e97993bd9c023778cd3a2ef03b316b23c49ea9d30d3f1d50a78543e87eb4",
+      { -1, -1, -1 },
+      genspirv_bindings_5, NULL },
     { "fill_f16", "main",
       genspirv_words_6, 404u,
       NULL, NULL, 0u,
       1u, UINT64_C(0x1), UINT64_C(0x0),
       8u, { 256u, 1u, 1u },
-      "2b57c54df1c086fc01beb85c5d781b9e54dc85553c9339e1dc90fcf8d8dc14dd" },
+      "2b57c54df1c086fc01beb85c5d781b9e54dc85553c9339e1dc90fcf8d8dc14dd",
+      { -1, -1, -1 },
+      genspirv_bindings_6, NULL },
     { "fill_f32", "main",
       genspirv_words_7, 395u,
       NULL, NULL, 0u,
       1u, UINT64_C(0x1), UINT64_C(0x0),
       8u, { 256u, 1u, 1u },
-      "a5b5ecc53b43a3fe12d5a9307138b3dcf61a6238d8bb27558e7dc728d15905c3" },
+      "a5b5ecc53b43a3fe12d5a9307138b3dcf61a6238d8bb27558e7dc728d15905c3",
+      { -1, -1, -1 },
+      genspirv_bindings_7, NULL },
     { "get_rows_f16", "main",
       genspirv_words_8, 697u,
-      genspirv_spec_ids_8, genspirv_spec_names_8, 1u,
+      genspirv_spec_ids_8, genspirv_spec_names_8, 2u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       12u, { 128u, 1u, 1u },
-      "e141e731adfe7c4f20fd7ca9537a93517cafbd768df535db319b314d01eb6f52" },
+      "e141e731adfe7c4f20fd7ca9537a93517cafbd768df535db319b314d01eb6f52",
+      { 0, -1, -1 },
+      genspirv_bindings_8, genspirv_spec_constants_8 },
     { "get_rows_f32", "main",
       genspirv_words_9, 676u,
-      genspirv_spec_ids_9, genspirv_spec_names_9, 1u,
+      genspirv_spec_ids_9, genspirv_spec_names_9, 2u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       12u, { 128u, 1u, 1u },
-      "3d9c101e434af373a2d3b83017ca30ec9d8f79ab94ec3dd0987366b3740dd19d" },
+      "3d9c101e434af373a2d3b83017ca30ec9d8f79ab94ec3dd0987366b3740dd19d",
+      { 0, -1, -1 },
+      genspirv_bindings_9, genspirv_spec_constants_9 },
     { "matmul_f16", "main",
       genspirv_words_10, 1785u,
-      genspirv_spec_ids_10, genspirv_spec_names_10, 3u,
+      genspirv_spec_ids_10, genspirv_spec_names_10, 5u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       12u, { 16u, 16u, 1u },
-      "bfdb21267f0c8933db67ccda26049f89e0bc3a70dd0139e5fffbaeb713b03f06" },
+      "bfdb21267f0c8933db67ccda26049f89e0bc3a70dd0139e5fffbaeb713b03f06",
+      { 0, 1, -1 },
+      genspirv_bindings_10, genspirv_spec_constants_10 },
     { "matmul_f32", "main",
       genspirv_words_11, 1764u,
-      genspirv_spec_ids_11, genspirv_spec_names_11, 3u,
+      genspirv_spec_ids_11, genspirv_spec_names_11, 5u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       12u, { 16u, 16u, 1u },
-      "726659b66301919adc6c0b48fe6a31ebdb56abda688e8cf1c75563351ce57c33" },
+      "726659b66301919adc6c0b48fe6a31ebdb56abda688e8cf1c75563351ce57c33",
+      { 0, 1, -1 },
+      genspirv_bindings_11, genspirv_spec_constants_11 },
     { "matvec_f32", "main",
       genspirv_words_12, 912u,
-      genspirv_spec_ids_12, genspirv_spec_names_12, 1u,
+      genspirv_spec_ids_12, genspirv_spec_names_12, 2u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       8u, { 256u, 1u, 1u },
-      "85056893993fa82f692a9b79ae2b00dd652549a82e97bc92a066a5943d9fb8d4" },
+      "85056893993fa82f692a9b79ae2b00dd652549a82e97bc92a066a5943d9fb8d4",
+      { 0, -1, -1 },
+      genspirv_bindings_12, genspirv_spec_constants_12 },
     { "mul_f16", "main",
       genspirv_words_13, 519u,
       NULL, NULL, 0u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       4u, { 256u, 1u, 1u },
-      "707c786ba06fac31dc053357c17fe22e8e1cb2528f6c58248ca3f5e719f38d72" },
+      "707c786ba06fac31dc053357c17fe22e8e1cb2528f6c58248ca3f5e719f38d72",
+      { -1, -1, -1 },
+      genspirv_bindings_13, NULL },
     { "mul_f32", "main",
       genspirv_words_14, 502u,
       NULL, NULL, 0u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       4u, { 256u, 1u, 1u },
-      "bee4a718967c6a40bf15b3d896e3ff26e746485df149376135b2da7664b0311f" },
+      "bee4a718967c6a40bf15b3d896e3ff26e746485df149376135b2da7664b0311f",
+      { -1, -1, -1 },
+      genspirv_bindings_14, NULL },
     { "mul_mat_vec_f16", "main",
       genspirv_words_15, 1047u,
-      genspirv_spec_ids_15, genspirv_spec_names_15, 1u,
+      genspirv_spec_ids_15, genspirv_spec_names_15, 2u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       8u, { 128u, 1u, 1u },
-      "9c42f2ebd67d6cb43cf0915468ba63748ebe4bbb3738d972d622642949cb68e7" },
+      "9c42f2ebd67d6cb43cf0915468ba63748ebe4bbb3738d972d622642949cb68e7",
+      { 0, -1, -1 },
+      genspirv_bindings_15, genspirv_spec_constants_15 },
     { "mul_mat_vec_f32", "main",
       genspirv_words_16, 1026u,
-      genspirv_spec_ids_16, genspirv_spec_names_16, 1u,
+      genspirv_spec_ids_16, genspirv_spec_names_16, 2u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       8u, { 128u, 1u, 1u },
-      "9b45b716e4cee85b4014ddeb04a1bbabf21eed3fc94c341b05703e1c16c448e6" },
+      "9b45b716e4cee85b4014ddeb04a1bbabf21eed3fc94c341b05703e1c16c448e6",
+      { 0, -1, -1 },
+      genspirv_bindings_16, genspirv_spec_constants_16 },
     { "rms_norm", "main",
       genspirv_words_17, 1192u,
-      genspirv_spec_ids_17, genspirv_spec_names_17, 1u,
+      genspirv_spec_ids_17, genspirv_spec_names_17, 2u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       12u, { 128u, 1u, 1u },
-      "1d26df61695c30283f63337a7fd60620b7501b7d50fbfc2dc7c7a7014511ee39" },
+      "1d26df61695c30283f63337a7fd60620b7501b7d50fbfc2dc7c7a7014511ee39",
+      { 0, -1, -1 },
+      genspirv_bindings_17, genspirv_spec_constants_17 },
     { "rope_neox", "main",
       genspirv_words_18, 830u,
-      genspirv_spec_ids_18, genspirv_spec_names_18, 1u,
+      genspirv_spec_ids_18, genspirv_spec_names_18, 2u,
       2u, UINT64_C(0x2), UINT64_C(0x1),
       16u, { 128u, 1u, 1u },
-      "04f2d13b5ce562e6a55adfaaab6fc0dea01a38872262fe5306ad01608e08aed3" },
+      "04f2d13b5ce562e6a55adfaaab6fc0dea01a38872262fe5306ad01608e08aed3",
+      { 0, -1, -1 },
+      genspirv_bindings_18, genspirv_spec_constants_18 },
     { "rope_norm", "main",
       genspirv_words_19, 831u,
-      genspirv_spec_ids_19, genspirv_spec_names_19, 1u,
+      genspirv_spec_ids_19, genspirv_spec_names_19, 2u,
       2u, UINT64_C(0x2), UINT64_C(0x1),
       16u, { 128u, 1u, 1u },
-      "fb59b32595abb0c28790e79baa68e67a37ca0774ba776ebf16c3dd8d9529d0b1" },
+      "fb59b32595abb0c28790e79baa68e67a37ca0774ba776ebf16c3dd8d9529d0b1",
+      { 0, -1, -1 },
+      genspirv_bindings_19, genspirv_spec_constants_19 },
     { "scale_f16", "main",
       genspirv_words_20, 478u,
       NULL, NULL, 0u,
       2u, UINT64_C(0x2), UINT64_C(0x1),
       8u, { 256u, 1u, 1u },
-      "cd5d541e2a182ffd1e1deecfb749deb22af9bacec2a887bafda40a1b92a1c7c1" },
+      "cd5d541e2a182ffd1e1deecfb749deb22af9bacec2a887bafda40a1b92a1c7c1",
+      { -1, -1, -1 },
+      genspirv_bindings_20, NULL },
     { "scale_f32", "main",
       genspirv_words_21, 465u,
       NULL, NULL, 0u,
       2u, UINT64_C(0x2), UINT64_C(0x1),
       8u, { 256u, 1u, 1u },
-      "ed1e7f905ffb26c0cdd095ecaa1b6c6cd815f6f19088954669432cd2a89abc09" },
+      "ed1e7f905ffb26c0cdd095ecaa1b6c6cd815f6f19088954669432cd2a89abc09",
+      { -1, -1, -1 },
+      genspirv_bindings_21, NULL },
     { "silu_mul", "main",
       genspirv_words_22, 501u,
-      genspirv_spec_ids_22, genspirv_spec_names_22, 1u,
+      genspirv_spec_ids_22, genspirv_spec_names_22, 2u,
       3u, UINT64_C(0x4), UINT64_C(0x3),
       4u, { 128u, 1u, 1u },
-      "5ed4dde512525b9709edf9d395179b21dee869df0137cfe0d0bd503fe5e3d08f" },
-    { NULL, NULL, NULL, 0u, NULL, NULL, 0u, 0u, UINT64_C(0), UINT64_C(0), 0u, { 0u, 0u, 0u }, NULL }
+      "5ed4dde512525b9709edf9d395179b21dee869df0137cfe0d0bd503fe5e3d08f",
+      { 0, -1, -1 },
+      genspirv_bindings_22, genspirv_spec_constants_22 },
+    { NULL, NULL, NULL, 0u, NULL, NULL, 0u, 0u, UINT64_C(0), UINT64_C(0), 0u, { 0u, 0u, 0u }, NULL,
+      { -1, -1, -1 }, NULL, NULL }
 };
 
 const size_t genspirv_module_count = 23u;
@@ -2683,3 +2894,9 @@ const genspirv_module *genspirv_find_module(const char *name)
     }
     return NULL;
 }
+
+const genspirv_unavailable genspirv_unavailable_modules[] = {
+    { NULL, NULL, NULL }
+};
+
+const size_t genspirv_unavailable_count = 0u;

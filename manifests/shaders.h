@@ -14,6 +14,63 @@
 extern "C" {
 #endif
 
+/* Descriptor types, as the manifest spells them. */
+typedef enum genspirv_descriptor_type {
+    GENSPIRV_DESCRIPTOR_STORAGE_BUFFER,
+    GENSPIRV_DESCRIPTOR_UNIFORM_BUFFER,
+    GENSPIRV_DESCRIPTOR_STORAGE_IMAGE,
+    GENSPIRV_DESCRIPTOR_SAMPLED_IMAGE,
+    GENSPIRV_DESCRIPTOR_COMBINED_IMAGE_SAMPLER,
+    GENSPIRV_DESCRIPTOR_SAMPLER,
+    GENSPIRV_DESCRIPTOR_UNIFORM_TEXEL_BUFFER,
+    GENSPIRV_DESCRIPTOR_STORAGE_TEXEL_BUFFER,
+    GENSPIRV_DESCRIPTOR_ACCELERATION_STRUCTURE
+} genspirv_descriptor_type;
+
+/* A binding's declared access: bit 0 read, bit 1 write. */
+typedef enum genspirv_access {
+    GENSPIRV_ACCESS_READ = 1,
+    GENSPIRV_ACCESS_WRITE = 2,
+    GENSPIRV_ACCESS_READ_WRITE = 3
+} genspirv_access;
+
+/* Specialisation constant types, as the manifest spells them. */
+typedef enum genspirv_spec_type {
+    GENSPIRV_SPEC_BOOL,
+    GENSPIRV_SPEC_INT8,
+    GENSPIRV_SPEC_UINT8,
+    GENSPIRV_SPEC_INT16,
+    GENSPIRV_SPEC_UINT16,
+    GENSPIRV_SPEC_INT32,
+    GENSPIRV_SPEC_UINT32,
+    GENSPIRV_SPEC_INT64,
+    GENSPIRV_SPEC_UINT64,
+    GENSPIRV_SPEC_FLOAT16,
+    GENSPIRV_SPEC_FLOAT32,
+    GENSPIRV_SPEC_FLOAT64
+} genspirv_spec_type;
+
+#define GENSPIRV_HAS_MIN_SIZE 1
+#define GENSPIRV_HAS_ARRAY_STRIDE 1
+typedef struct genspirv_binding {
+    uint32_t set;
+    uint32_t binding;
+    const char *name;
+    genspirv_descriptor_type type;
+    uint32_t count;                /* descriptors in the array; 0 for a runtime array */
+    genspirv_access access;
+    uint64_t min_size;             /* bytes of the block without its runtime array */
+    uint64_t array_stride;         /* bytes per element of a trailing runtime array; 0 if none */
+} genspirv_binding;
+
+typedef struct genspirv_spec_constant {
+    uint32_t id;                   /* constant_id; several constants may share one */
+    const char *name;
+    genspirv_spec_type type;
+    uint32_t size;                 /* bytes in VkSpecializationInfo data (a bool is a VkBool32) */
+    uint64_t default_bits;         /* the default's bytes, little-endian, as an integer */
+} genspirv_spec_constant;
+
 typedef struct genspirv_module {
     const char *name;              /* variant name, as in the manifest */
     const char *entry_point;       /* pName of VkPipelineShaderStageCreateInfo */
@@ -28,6 +85,9 @@ typedef struct genspirv_module {
     uint32_t push_constant_size;   /* bytes */
     uint32_t local_size[3];        /* workgroup size (the default where specialised) */
     const char *sha256;            /* of the blob, lowercase hex */
+    int32_t local_size_spec_ids[3];                /* spec id of a specialised dimension; -1 if fixed */
+    const genspirv_binding *bindings;              /* binding_count of them; NULL if none */
+    const genspirv_spec_constant *spec_constants;  /* spec_count of them, as spec_ids; NULL if none */
 } genspirv_module;
 
 /* Sorted by name; genspirv_modules[genspirv_module_count] is a zeroed sentinel. */
@@ -36,6 +96,17 @@ extern const size_t genspirv_module_count;
 
 /* The module called `name`, or NULL if there is none. */
 const genspirv_module *genspirv_find_module(const char *name);
+
+/* Optional variants the build could not compile with the pinned compiler. */
+typedef struct genspirv_unavailable {
+    const char *name;
+    const char *source;
+    const char *missing;           /* what the compiler lacks */
+} genspirv_unavailable;
+
+/* genspirv_unavailable_modules[genspirv_unavailable_count] is a zeroed sentinel. */
+extern const genspirv_unavailable genspirv_unavailable_modules[];
+extern const size_t genspirv_unavailable_count;
 
 #ifdef __cplusplus
 }

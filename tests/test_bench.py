@@ -90,7 +90,9 @@ def test_json_holds_every_run_and_metadata(tmp_path):
 
 
 def test_git_commit_names_this_checkout():
-    commit = harness.git_commit(Path(__file__).parent)
+    from genspirv.fsutil import git_commit
+
+    commit = git_commit(Path(__file__).parent)
     if shutil.which("git") is None or commit is None:
         pytest.skip("not a git checkout")
     assert len(commit.split("-")[0]) == 40
@@ -107,11 +109,6 @@ def test_progress_only_on_a_tty_and_not_when_quiet():
         p.step("first")
         p.close()
         assert ("[1/2] first" in stream.getvalue()) is shown
-
-
-def test_require_says_what_is_missing():
-    with pytest.raises(BenchError, match="does not have yet"):
-        harness.require("genspirv.no_such_part", "a part", "demo")
 
 
 def test_run_command_failure_quotes_output():
@@ -251,7 +248,7 @@ def test_bench_error_is_a_genspirv_error():
 def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
     pytest.importorskip("vulkan")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
-    from genspirv import demo
+    from genspirv.llm import demo, driver
     from genspirv.bench import runtime_suite
 
     rec = Recorder("demo")
@@ -267,12 +264,12 @@ def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
     for r in rec.runs:
         if r["case"] == "barriers per token":
             policy, reorder = {c[0]: (c[1], c[2]) for c in demo.CONFIGS}[r["config"]]
-            assert r["value"] == demo.expected_barriers_per_token(config, policy, reorder)
+            assert r["value"] == driver.expected_barriers_per_token(config, policy, reorder)
         if r["case"] == "dispatches per token":
-            assert r["value"] == demo.dispatches_per_token(config)
+            assert r["value"] == driver.dispatches_per_token(config)
 
 
-def test_runtime_rows_use_raw_samples_when_given_and_say_so_otherwise():
+def test_runtime_rows_are_every_raw_sample():
     from genspirv.bench import runtime_suite
 
     barriers = {"workloads": {"chain": {
@@ -280,12 +277,22 @@ def test_runtime_rows_use_raw_samples_when_given_and_say_so_otherwise():
         "gpu_ms_samples": {"smart": [1.0, 2.0, 9.0], "always": [3.0, 3.0, 3.0]},
         "barriers_per_dispatch": {"smart": 1.0, "always": 1.0}}}}
     rec = Recorder("runtime")
-    assert runtime_suite.record_barriers(rec, barriers) is True
+    runtime_suite.record_barriers(rec, barriers)
     smart = [r["value"] for r in rec.runs if r["case"] == "chain gpu time" and r["arm"] == "smart"]
     assert smart == pytest.approx([1e-3, 2e-3, 9e-3])
-    submission = {"host_us_per_dispatch_median": 5.0, "step_ms_upload": {"staged": 1.0, "blocking": 2.0}}
+    arms = {"step_ms_upload": ("staged", "blocking"), "step_ms_inflight": ("inflight_2", "inflight_1"),
+            "step_ms_replay": ("replay", "record")}
+    submission = {"host_us_per_dispatch_samples": [5.0, 7.0], "submits_per_step_both_arms": 3.0,
+                  **{f"{k}_samples": {a: [1.0, 2.0] for a in v} for k, v in arms.items()}}
     rec = Recorder("runtime")
-    assert runtime_suite.record_submission(rec, submission) is False
-    assert {(r["case"], r["arm"]): r["value"] for r in rec.runs} == {
-        ("host per dispatch", "record+submit"): pytest.approx(5e-6),
-        ("upload step", "staged"): pytest.approx(1e-3), ("upload step", "blocking"): pytest.approx(2e-3)}
+    runtime_suite.record_submission(rec, submission)
+    rows = [(r["case"], r["arm"], r["value"]) for r in rec.runs]
+    assert rows[:2] == [("host per dispatch", "record+submit", pytest.approx(5e-6)),
+                        ("host per dispatch", "record+submit", pytest.approx(7e-6))]
+    assert ("upload step", "blocking", pytest.approx(2e-3)) in rows
+    assert ("upload step", "submits per step", 3.0) in rows and len(rows) == 2 + 3 * 2 * 2 + 1
+    rec = Recorder("runtime")
+    runtime_suite.record_host(rec, {"workloads": {"decode_step": {"cpu_us": [4.0], "wall_us": [6.0]}}})
+    assert [(r["case"], r["arm"], r["value"]) for r in rec.runs] == [
+        ("host per dispatch, decode_step", "cpu", pytest.approx(4e-6)),
+        ("host per dispatch, decode_step", "wall", pytest.approx(6e-6))]

@@ -291,7 +291,8 @@ def test_too_many_bindings_for_the_masks_is_refused(project):
 
 
 def test_c_string_escapes():
-    assert codegen.c_string('a"b\\c') == r'"a\"b\\c"'
+    assert codegen.c_string('a"b\\c') == r'"a\"b\134c"'
+    assert codegen.c_escape("glsl/a*/b/*c") == r"glsl/a*\057b/\052c"
     assert codegen.c_string("??/") == r'"\?\?/"'
     assert codegen.c_string("é\n") == r'"\303\251\012"'
 
@@ -305,3 +306,314 @@ def test_repo_manifest_renders_and_compiles(tmp_path):
     result = build_and_run(codegen.render("c", manifest, "gen/shaders"), tmp_path, cplusplus_main=True)
     assert_table_matches_manifest(result, manifest)
 
+
+
+# -- the table's reflection: bindings, spec constants, spec'd local size ------
+
+TABLE_PROGRAM = r"""
+#include "shaders.h"
+#include <stdio.h>
+
+static void hex(const char *s) {
+    printf("\"");
+    for (; s != NULL && *s; s++) printf("%02x", (unsigned)(unsigned char)*s);
+    printf("\"");
+}
+
+int main(void) {
+    size_t i, j;
+    printf("{\"modules\": [");
+    for (i = 0; i < genspirv_module_count; i++) {
+        const genspirv_module *m = &genspirv_modules[i];
+        printf("%s{\"name\": ", i ? ", " : "");
+        hex(m->name);
+        printf(", \"local_size_spec_ids\": [%d, %d, %d], \"bindings\": [",
+               (int)m->local_size_spec_ids[0], (int)m->local_size_spec_ids[1], (int)m->local_size_spec_ids[2]);
+        for (j = 0; j < m->binding_count; j++) {
+            const genspirv_binding *b = &m->bindings[j];
+            printf("%s[%u, %u, ", j ? ", " : "", (unsigned)b->set, (unsigned)b->binding);
+            hex(b->name);
+            printf(", %d, %u, %d", (int)b->type, (unsigned)b->count, (int)b->access);
+#ifdef GENSPIRV_HAS_MIN_SIZE
+            printf(", %llu", (unsigned long long)b->min_size);
+#endif
+            printf("]");
+        }
+        printf("], \"spec_constants\": [");
+        for (j = 0; j < m->spec_count; j++) {
+            const genspirv_spec_constant *s = &m->spec_constants[j];
+            printf("%s[%u, ", j ? ", " : "", (unsigned)s->id);
+            hex(s->name);
+            printf(", %d, %u, %llu]", (int)s->type, (unsigned)s->size, (unsigned long long)s->default_bits);
+        }
+        printf("]}");
+    }
+    printf("], \"unavailable\": [");
+    for (i = 0; i < genspirv_unavailable_count; i++) {
+        const genspirv_unavailable *u = &genspirv_unavailable_modules[i];
+        printf("%s[", i ? ", " : "");
+        hex(u->name); printf(", "); hex(u->source); printf(", "); hex(u->missing);
+        printf("]");
+    }
+    printf("], \"sentinel\": %d}\n", genspirv_unavailable_modules[genspirv_unavailable_count].name == NULL);
+    return 0;
+}
+"""
+
+
+def run_table_program(files: dict[str, bytes], tmp: Path, cxx: bool = False) -> dict:
+    write_outputs(files, tmp)
+    gen = tmp / "gen"
+    (tmp / "table.c").write_text(TABLE_PROGRAM)
+    if cxx:
+        run_cc(CXX, "-std=c++17", *WARNINGS, "-x", "c++", "-I", gen, tmp / "table.c", "-x", "c++",
+               gen / "shaders.c", "-o", tmp / "table")
+    else:
+        run_cc(CC, "-std=c99", *WARNINGS, "-I", gen, tmp / "table.c", gen / "shaders.c", "-o", tmp / "table")
+    proc = subprocess.run([tmp / "table"], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(proc.stdout)
+
+
+def unhex(s: str) -> str:
+    return bytes.fromhex(s).decode("utf-8")
+
+
+def expected_rows(manifest_dict: dict, with_min_size: bool) -> list:
+    from genspirv.reflect import DESCRIPTOR_TYPES, SPEC_TYPES
+    rows = []
+    for e in sorted(manifest_dict["shaders"], key=lambda e: e["name"].encode()):
+        bindings = [[b["set"], b["binding"], b["name"], DESCRIPTOR_TYPES.index(b["type"]), b["count"],
+                     {"read": 1, "write": 2, "read_write": 3}[b["access"]]]
+                    + ([b["min_size"]] if with_min_size else []) for b in e["bindings"]]
+        specs = [[s["id"], s["name"], SPEC_TYPES.index(s["type"]), codegen.SPEC_LAYOUT[s["type"]][0],
+                  codegen.spec_default_bits(s["type"], s["default"], "x")] for s in e["spec_constants"]]
+        rows.append({"name": e["name"], "bindings": bindings, "spec_constants": specs,
+                     "local_size_spec_ids": [-1 if i is None else i for i in e["local_size_spec_ids"]]})
+    return rows
+
+
+def decoded(result: dict) -> list:
+    return [{"name": unhex(m["name"]), "local_size_spec_ids": m["local_size_spec_ids"],
+             "bindings": [[b[0], b[1], unhex(b[2]), *b[3:]] for b in m["bindings"]],
+             "spec_constants": [[s[0], unhex(s[1]), *s[2:]] for s in m["spec_constants"]]}
+            for m in result["modules"]]
+
+
+@needs_cc
+@pytest.mark.parametrize("cxx", [False, True], ids=["c", "cxx"])
+def test_table_holds_bindings_spec_constants_and_spec_local_size(project, tmp_path, cxx):
+    result = run_table_program(codegen.render("c", project, "gen/shaders"), tmp_path, cxx)
+    assert decoded(result) == expected_rows(json.loads(dumps(project)), with_min_size=False)
+    fill = next(m for m in decoded(result) if m["name"] == "fill")
+    assert fill["local_size_spec_ids"] == [0, -1, -1]
+    assert fill["spec_constants"][1][4] == struct.unpack("<I", struct.pack("<f", 0.5))[0]
+    assert result["unavailable"] == [] and result["sentinel"] == 1
+
+
+@needs_cc
+def test_min_size_and_unavailable_render_when_the_manifest_has_them(project, tmp_path, monkeypatch):
+    """Newer manifests carry per-binding ``min_size`` and a top-level ``unavailable``: both reach C."""
+    from genspirv import manifest as manifest_mod
+    original = manifest_mod.manifest_to_dict
+
+    def newer(m):
+        d = original(m)
+        for e in d["shaders"]:
+            for i, b in enumerate(e["bindings"]):
+                b["min_size"] = 16 * (i + 1)
+        d["unavailable"] = [{"name": "mm_f16_cm2", "source": "glsl/mm.comp",
+                             "missing": ["GL_NV_cooperative_matrix2"]}]
+        return d
+    monkeypatch.setattr(codegen, "manifest_to_dict", newer)
+    files = codegen.render("c", project, "gen/shaders")
+    assert b"#define GENSPIRV_HAS_MIN_SIZE 1" in files["gen/shaders.h"]
+    result = run_table_program(files, tmp_path)
+    assert decoded(result) == expected_rows(newer(project), with_min_size=True)
+    assert [[unhex(x) for x in u] for u in result["unavailable"]] == [
+        ["mm_f16_cm2", "glsl/mm.comp", "GL_NV_cooperative_matrix2"]]
+
+
+# -- escaping: no path or name breaks the C ------------------------------------
+
+NASTY = ["a*/b", "*/ int broken; /*", 'q"uote', "back\\slash", "line\nbreak\r", "trailing\\",
+         "??/ trigraph", "é ü 漢字", "\t\x01\x7f", "*", "/", "**//", "// c++ comment", "", "x*\\\n/"]
+
+
+@needs_cc
+@pytest.mark.parametrize("compiler", ["cc", "c++"])
+def test_c_escape_is_safe_in_comments_and_literals(tmp_path, compiler):
+    import random
+    rng = random.Random(16)
+    alphabet = "*/\\\"'?\n\r\t #aé漢\x00\x01"
+    texts = NASTY + ["".join(rng.choice(alphabet) for _ in range(rng.randrange(12))) for _ in range(300)]
+    texts = [t for t in texts if "\x00" not in t] + ["nul is refused by C strings only"]
+    lines = ["#include <stdio.h>", "static const char *const texts[] = {"]
+    for t in texts:
+        lines.append(f"    /* {codegen.c_escape(t)} */ {codegen.c_string(t)},  // {codegen.c_escape(t)}")
+    lines += ["};", "int main(void) {", "    size_t i; const char *p;",
+              "    for (i = 0; i < sizeof texts / sizeof texts[0]; i++) {",
+              "        for (p = texts[i]; *p; p++) printf(\"%02x\", (unsigned)(unsigned char)*p);",
+              "        printf(\"\\n\");", "    }", "    return 0;", "}"]
+    src = tmp_path / ("t.c" if compiler == "cc" else "t.cpp")
+    src.write_text("\n".join(lines) + "\n")
+    std = ["-std=c99"] if compiler == "cc" else ["-std=c++17"]
+    run_cc(shutil.which(compiler), *std, "-Wall", "-Wextra", "-Werror", "-trigraphs",
+           src, "-o", tmp_path / "t")
+    out = subprocess.run([tmp_path / "t"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert [bytes.fromhex(h).decode("utf-8") for h in out.splitlines()] == texts
+
+
+@needs_cc
+def test_paths_and_names_with_comment_enders_compile(project, tmp_path):
+    """A source folder called 'a*' used to end the words' comment early."""
+    e = project.entry("scale")
+    odd = ManifestEntry('we*/ird "name"\\é', 'glsl/a*/b */ c\n"d".comp', e.defines, e.spirv, e.sha256,
+                        e.size, e.info)
+    m = Manifest(project.toolchain, (odd,), root=project.root)
+    result = run_table_program(codegen.render("c", m, "gen/shaders"), tmp_path, cxx=False)
+    assert unhex(result["modules"][0]["name"]) == odd.name
+    run_cc(CXX, "-std=c++17", *WARNINGS, "-x", "c++", "-c", tmp_path / "gen" / "shaders.c", "-o", tmp_path / "x.o")
+
+
+@pytest.mark.parametrize("output", ['gen/sha"ders', "gen/sha'ders", "gen/a\nb"])
+def test_header_name_that_cannot_be_included_is_refused(project, output):
+    with pytest.raises(CodegenError, match="header name"):
+        codegen.render("c", project, output)
+
+
+# -- a project's own templates -------------------------------------------------
+
+# The table in llama.cpp's shape: one byte array and one length per variant.
+LLAMA_TEMPLATE = """\
+// {{ banner }} (from {{ template }})
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+{% for s in shaders %}
+// {{ s.name | c_escape }}: {{ s.source | c_escape }}
+static const unsigned char {{ s.ident }}_data[{{ s.blob | length }}] = {
+    {{ s.blob | hex_bytes | join(",\\n    ") }}
+};
+static const uint64_t {{ s.ident }}_len = {{ s.blob | length }};
+
+{% endfor %}
+"""
+
+LLAMA_READER = r"""
+#include <cstdio>
+#include "kernels.hpp"
+
+static int dump(const char *dir, const char *name, const unsigned char *data, uint64_t len) {
+    char path[4096];
+    std::snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    std::FILE *f = std::fopen(path, "wb");
+    if (f == nullptr) return 1;
+    size_t n = std::fwrite(data, 1, (size_t)len, f);
+    std::fclose(f);
+    return n == len ? 0 : 1;
+}
+
+int main(int, char **argv) {
+    int bad = 0;
+@CALLS@
+    return bad;
+}
+"""
+
+
+def write_template(root: Path, rel: str, text: str) -> str:
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text)
+    return rel
+
+
+@needs_cc
+def test_llama_shaped_template_renders_arrays_equal_to_the_blobs(project, tmp_path):
+    rel = write_template(project.root, "tools/llama.hpp.j2", LLAMA_TEMPLATE)
+    files = codegen.render("template", project, "gen/kernels.hpp", template=rel)
+    assert list(files) == ["gen/kernels.hpp"]
+    write_outputs(files, tmp_path)
+    calls = "\n".join(f'    bad |= dump(argv[1], "{e.name}", {e.name}_data, {e.name}_len);' for e in project.shaders)
+    (tmp_path / "reader.cpp").write_text(LLAMA_READER.replace("@CALLS@", calls))
+    run_cc(CXX, "-std=c++17", *WARNINGS, "-I", tmp_path / "gen", tmp_path / "reader.cpp", "-o", tmp_path / "reader")
+    (tmp_path / "out").mkdir()
+    subprocess.run([tmp_path / "reader", tmp_path / "out"], check=True, timeout=60)
+    for e in project.shaders:
+        assert (tmp_path / "out" / f"{e.name}.bin").read_bytes() == project.read_blob(e), e.name
+    text = files["gen/kernels.hpp"].decode()
+    assert "(from tools/llama.hpp.j2)" in text and "static const uint64_t scale_len = " in text
+
+
+@pytest.mark.parametrize("text,line,match", [
+    ("a\nb\n{{ shaders[0].nmae }}\n", 3, "UndefinedError.*nmae"),
+    ("{% for s in shaders %}\n{{ s.name }\n{% endfor %}\n", 2, "syntax error"),
+    ("ok\n{% include 'other.j2' %}\n", 2, "one file"),
+    ("\n{{ shaders.__class__.__mro__ }}\n", 2, "__class__"),
+    ("{{ shaders[0].blob | no_such_filter }}\n", 1, "no_such_filter"),
+])
+def test_template_error_names_the_template_and_line(project, text, line, match):
+    rel = write_template(project.root, "tools/bad.j2", text)
+    with pytest.raises(CodegenError, match=rf"^tools/bad\.j2:{line}: .*{match}"):
+        codegen.render("template", project, "gen/x.hpp", template=rel)
+
+
+def test_missing_template_is_an_error_naming_it(project):
+    with pytest.raises(CodegenError, match="tools/absent.j2: no such file"):
+        codegen.render("template", project, "gen/x.hpp", template="tools/absent.j2")
+
+
+def test_template_variables_documented_are_the_ones_given(project):
+    from genspirv.templating import context
+    blobs = {e.name: project.read_blob(e) for e in project.shaders}
+    ctx = context(project, "t.j2", "o.hpp", blobs)
+    assert set(ctx) == {"manifest", "shaders", "unavailable", "toolchain", "banner", "output", "template"}
+    first = ctx["shaders"][0]
+    assert [s["name"] for s in ctx["shaders"]] == sorted(e.name for e in project.shaders)
+    assert first["blob"] == blobs[first["name"]] and first["ident"] == first["name"]
+    assert first["words"][0] == 0x07230203
+    guide = (REPO / "docs" / "GUIDE.md").read_text(encoding="utf-8")
+    for name in [*ctx, "blob", "words", "ident", "c_string", "c_escape", "c_ident", "hex_bytes", "hex_words"]:
+        assert f"`{name}`" in guide, f"GUIDE does not document template variable/filter {name!r}"
+
+
+@pytest.mark.skipif(GLSLANG is None, reason="needs glslangValidator")
+def test_build_renders_template_and_check_verifies_it(tmp_path, capsys):
+    from genspirv.cli import main
+    (tmp_path / "glsl").mkdir()
+    (tmp_path / "glsl" / "scale.comp").write_text(SHADERS["scale"])
+    write_template(tmp_path, "tools/llama.hpp.j2", LLAMA_TEMPLATE)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.genspirv]\nglsl_dir = "glsl"\nspirv_dir = "spirv"\nmanifest = "manifests/shaders.json"\n'
+        'generate = [ { template = "tools/llama.hpp.j2", output = "src/kernels.hpp" } ]\n')
+    root = ["--root", str(tmp_path)]
+    assert main([*root, "build", "-q"]) == 0
+    out = tmp_path / "src" / "kernels.hpp"
+    assert b"scale_data[" in out.read_bytes()
+    assert main([*root, "check", "-q"]) == 0
+
+    out.write_bytes(out.read_bytes().replace(b"0x03, 0x02", b"0x03, 0x03", 1))
+    assert main([*root, "check"]) == 1
+    assert "src/kernels.hpp: differs" in capsys.readouterr().err
+
+    # Editing the template alone re-renders (the build's output key holds its bytes).
+    assert main([*root, "build", "-q"]) == 0
+    write_template(tmp_path, "tools/llama.hpp.j2", LLAMA_TEMPLATE.replace("#pragma once", "#pragma once // v2"))
+    assert main([*root, "build", "-q"]) == 0
+    assert b"#pragma once // v2" in out.read_bytes()
+    assert main([*root, "check", "-q"]) == 0
+
+
+@pytest.mark.parametrize("entry,match", [
+    ('{ output = "src/x.hpp" }', "either target"),
+    ('{ target = "c", template = "t.j2", output = "x" }', "either target"),
+    ('{ template = "nope.j2", output = "src/x.hpp" }', "no such file nope.j2"),
+    ('{ template = "../t.j2", output = "src/x.hpp" }', "relative posix path"),
+])
+def test_generate_template_entries_are_checked(tmp_path, entry, match):
+    from genspirv.config import load_config
+    from genspirv.errors import ConfigError
+    (tmp_path / "glsl").mkdir()
+    (tmp_path / "pyproject.toml").write_text(f'[tool.genspirv]\ngenerate = [ {entry} ]\n')
+    with pytest.raises(ConfigError, match=match):
+        load_config(tmp_path)

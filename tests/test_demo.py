@@ -1,7 +1,7 @@
 """`genspirv demo`: token-exact greedy decode, structural barrier counts, sync validation.
 
 Barrier figures are asserted against numbers derived from the model's
-structure (genspirv.demo.expected_barriers_per_token, and the schedule model),
+structure (genspirv.driver.expected_barriers_per_token, and the schedule model),
 not against times.
 """
 
@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from genspirv import demo, schedule
-from genspirv import reference as ref
+from genspirv.llm import compare, demo, driver, reorder
+from genspirv.llm import model as ref
 
 runtime = pytest.importorskip("genspirv.runtime")
 
@@ -47,7 +47,7 @@ def test_demo_token_exact_with_structural_barrier_counts(lavapipe_ok, seed):
         assert r["token_exact"] and r["ties"] == [] and r["mismatches"] == []
         assert r["tokens"] == report["reference_tokens"]
         assert r["max_rel_err"] <= 1e-5
-        assert r["dispatches_per_token"] == demo.dispatches_per_token(config) == 4 + 15 * 2
+        assert r["dispatches_per_token"] == driver.dispatches_per_token(config) == 4 + 15 * 2
     # The structure: 4 + 12 per layer in program order, one fewer per layer reordered,
     # and a barrier before every dispatch under "always".
     assert runs["smart"]["barriers_per_token"] == 4 + 12 * 2
@@ -92,18 +92,18 @@ def test_schedule_model_agrees_with_the_formula(lavapipe_ok):
         config = ref.ModelConfig(n_layers=layers, dim=32, n_heads=2, n_kv_heads=1, ffn_dim=48,
                                  vocab=64, max_ctx=4)
         with runtime.Device() as dev:
-            model = demo.GpuModel(dev, ref.make_weights(config, 0), block_size=32)
+            model = driver.GpuModel(dev, ref.make_weights(config, 0), block_size=32)
             a0 = [d.access() for d in model.token_plan(0, 0)]
             a1 = [d.access() for d in model.token_plan(1, 1)]
         # Steady state: the second token, after the first (its get_rows reads the slot
         # the first token's argmax wrote).
-        natural = schedule.count_barriers(a0 + a1) - schedule.count_barriers(a0)
-        o0 = schedule.reorder(a0)
-        o1 = [len(a0) + i for i in schedule.reorder(a1)]
-        reordered = schedule.count_barriers(a0 + a1, o0 + o1) - schedule.count_barriers(a0, o0)
-        assert natural == demo.expected_barriers_per_token(config, "smart", False) == 4 + 12 * layers
-        assert reordered == demo.expected_barriers_per_token(config, "smart", True) == 4 + 11 * layers
-        labels = [[model.token_plan(1, 1)[i].label for i in g] for g in schedule.levels(a1)]
+        natural = reorder.count_barriers(a0 + a1) - reorder.count_barriers(a0)
+        o0 = reorder.reorder(a0)
+        o1 = [len(a0) + i for i in reorder.reorder(a1)]
+        reordered = reorder.count_barriers(a0 + a1, o0 + o1) - reorder.count_barriers(a0, o0)
+        assert natural == driver.expected_barriers_per_token(config, "smart", False) == 4 + 12 * layers
+        assert reordered == driver.expected_barriers_per_token(config, "smart", True) == 4 + 11 * layers
+        labels = [[model.token_plan(1, 1)[i].label for i in g] for g in reorder.levels(a1)]
         assert ["L0.q", "L0.k", "L0.v"] in labels and ["L0.rope_q", "L0.rope_k"] in labels
         assert ["L0.gate", "L0.up"] in labels
 
@@ -113,7 +113,7 @@ def _decode_under_validation(policy: str, reorder: bool):
                              max_ctx=4)
     weights = ref.make_weights(config, 3)
     with runtime.Device(validation=True, barriers=policy) as dev:
-        model = demo.GpuModel(dev, weights, block_size=32)
+        model = driver.GpuModel(dev, weights, block_size=32)
         run = model.decode((1,), 3, reorder=reorder)
         graph, stats = model.capture((1,), 3, reorder=reorder)
         replayed = model.replay(graph, (1,), 3, stats)
@@ -141,22 +141,22 @@ def test_sync_validation_positive_control(lavapipe_ok):
 
 
 def _fake_run(tokens, logits):
-    return demo.RunResult(tokens=tuple(tokens), logits=np.asarray(logits, np.float32), seconds=1.0,
+    return driver.RunResult(tokens=tuple(tokens), logits=np.asarray(logits, np.float32), seconds=1.0,
                           gpu_seconds=1.0, stats={})
 
 
 def test_compare_accepts_a_near_tie_and_refuses_a_clear_miss():
     r = ref.Decode(tokens=(1, 0), logits=np.array([[1.0, 3.0, 3.0 - 1e-6], [5.0, 1.0, 0.0]], np.float32))
-    assert demo.compare(_fake_run((1, 0), r.logits), r, 1e-4).ok
-    tie = demo.compare(_fake_run((2, 0), r.logits), r, 1e-4)   # 1e-6 apart: a near-tie
+    assert compare.compare(_fake_run((1, 0), r.logits), r, 1e-4).ok
+    tie = compare.compare(_fake_run((2, 0), r.logits), r, 1e-4)   # 1e-6 apart: a near-tie
     assert tie.ok and tie.ties == (0,)
-    miss = demo.compare(_fake_run((1, 1), r.logits), r, 1e-4)  # 4.0 apart: wrong
+    miss = compare.compare(_fake_run((1, 1), r.logits), r, 1e-4)  # 4.0 apart: wrong
     assert not miss.ok and "step 1" in miss.mismatches[0]
-    off = demo.compare(_fake_run((1, 0), r.logits + np.float32(0.01)), r, 1e-4)
+    off = compare.compare(_fake_run((1, 0), r.logits + np.float32(0.01)), r, 1e-4)
     assert not off.ok and "logits differ" in off.mismatches[0]
-    nan = demo.compare(_fake_run((1, 0), np.full((2, 3), np.nan)), r, 1e-4)
+    nan = compare.compare(_fake_run((1, 0), np.full((2, 3), np.nan)), r, 1e-4)
     assert not nan.ok
-    assert not demo.compare(_fake_run((9, 0), r.logits), r, 1e-4).ok   # token outside the vocabulary
+    assert not compare.compare(_fake_run((9, 0), r.logits), r, 1e-4).ok   # token outside the vocabulary
 
 
 # -- the command line ------------------------------------------------------------------

@@ -272,3 +272,44 @@ def test_readme_links_the_guide():
     if not readme.exists():
         pytest.skip("README.md not written yet")
     assert "docs/GUIDE.md" in readme.read_text(encoding="utf-8")
+
+
+# -- docs/BENCHMARKS.md: every figure's command parses and its raw JSON is there ---------
+
+BENCHMARKS = REPO / "docs" / "BENCHMARKS.md"
+FIGURE = re.compile(r"^Command: `([^`]+)`\s*\nRaw: \[`(docs/bench/[^`]+\.json)`\]", re.M)
+
+
+def test_benchmark_figures_name_a_command_that_parses_and_their_raw_json():
+    from genspirv.cli import make_parser
+
+    figures = FIGURE.findall(BENCHMARKS.read_text(encoding="utf-8"))
+    assert figures, "docs/BENCHMARKS.md cites no figure in the form 'Command: `...`' / 'Raw: [`docs/bench/...`]'"
+    for command, raw in figures:
+        argv = shlex.split(command)
+        assert argv[:3] == ["python", "-m", "genspirv"], command
+        make_parser().parse_args(argv[3:])          # exits (SystemExit) on anything it cannot parse
+        doc = __import__("json").loads((REPO / raw).read_text(encoding="utf-8"))
+        assert doc["meta"]["command"] == command, (raw, doc["meta"]["command"])
+        assert doc["complete"] is True, raw
+
+
+def test_a_command_joined_with_spaces_would_not_pass():
+    """Negative control for the check above: argv joined with spaces loses the quoting."""
+    from genspirv.cli import make_parser
+
+    argv = ["bench", "demo", "--demo-args", "--layers 8 --dim 1024"]
+    make_parser().parse_args(shlex.split(shlex.join(argv)))
+    with pytest.raises(SystemExit):
+        make_parser().parse_args(shlex.split(" ".join(argv)))
+
+
+def test_readme_where_things_are_names_existing_folders():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Where things are", 1)[1].split("\n## ", 1)[0]
+    folders = re.findall(r"^\| ((?:`[^`]+`(?:, )?)+) \|", section, re.M)
+    names = [n for cell in folders for n in re.findall(r"`([^`]+)`", cell)]
+    assert "genspirv/runtime/" in names and "tools/" in names
+    missing = [n for n in names if not (REPO / n).is_dir()]
+    assert not missing, f"README 'Where things are' names folders that do not exist: {missing}"
+    assert (REPO / "docs" / "ARCHITECTURE.md").is_file() and "docs/ARCHITECTURE.md" in section

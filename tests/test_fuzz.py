@@ -1,6 +1,6 @@
 """Malformed and mutated SPIR-V only ever raises SpirvError / ReflectError, and never hangs.
 
-A bounded share of ci/fuzz_spirv.py (the long run mutates 100,000 inputs) under
+A bounded share of tools/fuzz_spirv.py (the long run mutates 100,000 inputs) under
 hypothesis, plus hand-made corruptions reflection must survive: type cycles,
 call cycles, entry points naming no function, functions without an end.
 """
@@ -22,7 +22,7 @@ from genspirv.errors import ReflectError, SpirvError
 from genspirv.reflect import reflect, reflect_module
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("fuzz_spirv", ROOT / "ci" / "fuzz_spirv.py")
+_spec = importlib.util.spec_from_file_location("fuzz_spirv", ROOT / "tools" / "fuzz_spirv.py")
 fuzz = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fuzz)
 

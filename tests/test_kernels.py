@@ -13,7 +13,7 @@ import struct
 import numpy as np
 import pytest
 
-from genspirv import reference as ref
+from genspirv.llm import model as ref
 from genspirv.errors import DeviceFeatureError
 
 runtime = pytest.importorskip("genspirv.runtime")

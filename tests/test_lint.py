@@ -94,6 +94,32 @@ def test_lint_of_the_committed_manifest_runs():
     assert all(isinstance(f, Finding) and f.kind in
                ("never-written", "never-read", "never-accessed", "sparse-bindings")
                for f in findings)
+    # The library's kernels keep local_size_x equal to BLOCK_SIZE's default.
+    assert not [f for f in findings if f.kind == "spec-defaults-disagree"]
+
+
+def test_spec_ids_whose_constants_disagree(tmp_path):
+    # dup_spec_id: id 3 is an unnamed constant (8) and N (4); id 4 a bool decorated twice.
+    blob = tools.assemble(tools.CORPUS / "dup_spec_id.spvasm")
+    findings = [f for f in lint(_manifest(tmp_path, {"dup": blob}))
+                if f.kind == "spec-defaults-disagree"]
+    assert [(f.spec_id, f.binding) for f in findings] == [(3, None)]
+    assert str(findings[0]).startswith("dup: spec id 3: ")
+    assert "unnamed = 8, N = 4" in findings[0].message
+
+
+def test_spec_ids_whose_constants_agree_are_clean():
+    # Negative control: the same shape with equal defaults is no finding.
+    import dataclasses
+    from genspirv.reflect import SpecConstant
+    info = reflect(tools.assemble(tools.CORPUS / "dup_spec_id.spvasm"))
+    agreeing = dataclasses.replace(info, spec_constants=(
+        SpecConstant(3, "", "uint32", 4), SpecConstant(3, "N", "uint32", 4)))
+    assert [f for f in lint_info("k", agreeing) if f.kind == "spec-defaults-disagree"] == []
+    bool_vs_int = dataclasses.replace(info, spec_constants=(
+        SpecConstant(5, "A", "bool", True), SpecConstant(5, "B", "uint32", 1)))
+    assert [f.spec_id for f in lint_info("k", bool_vs_int)
+            if f.kind == "spec-defaults-disagree"] == [5]
 
 
 def test_cli_lint_exits_1_on_findings_and_0_when_clean(tmp_path):

@@ -1,10 +1,12 @@
 """genspirv's reflection agrees with ``spirv-cross --reflect`` on every blob.
 
-The blobs: everything committed under spirv/ (whatever is there when the tests
-run), and the edge-case corpus in tests/corpus/ (GLSL compiled with the pinned
+The blobs: everything committed under spirv/ and tests/shaders_rt/spirv/
+(whatever is there when the tests run), and the edge-case corpus in tests/corpus/ (GLSL compiled with the pinned
 glslangValidator, SPIR-V assembly with the pinned spirv-as).  Compared: set,
-binding, descriptor type, access (readonly / writeonly), array size, spec ids,
-types and defaults, workgroup size and its spec ids, for every entry point; and
+binding, descriptor type, access (readonly / writeonly), array size, min_size
+(spirv-cross's ``block_size``) and array_stride (the ``array_stride`` of a last
+member with a runtime array), every spec constant (several may share an id:
+id, name, type, default), workgroup size and its spec ids, for every entry point; and
 the push-constant size against one computed from spirv-cross's member offsets,
 array and matrix strides.
 """
@@ -19,7 +21,7 @@ from corpus import tools
 from genspirv.reflect import reflect, reflect_module
 
 REPO = Path(__file__).resolve().parent.parent
-COMMITTED = sorted((REPO / "spirv").glob("*.spv"))
+COMMITTED = sorted((REPO / "spirv").glob("*.spv")) + sorted((REPO / "tests" / "shaders_rt" / "spirv").glob("*.spv"))
 
 
 def _check_all_entry_points(blob: bytes, what: str) -> None:
@@ -58,8 +60,8 @@ def test_spec_defaults_agree_with_spirv_dis():
         blob = tools.corpus_blob(path)
         printed = tools.dis_spec_defaults(blob)
         info = reflect(blob)
-        for spec in info.spec_constants:
-            literal = printed[spec.id]
+        assert [(s.id, s.name) for s in info.spec_constants] == [p[:2] for p in printed], path.name
+        for spec, (_, _, literal) in zip(info.spec_constants, printed):
             if isinstance(literal, bool):
                 assert spec.default is literal, (path.name, spec)
             elif spec.type.startswith("float"):
@@ -94,9 +96,13 @@ def test_the_comparison_catches_a_wrong_reflection():
         dataclasses.replace(info, bindings=(dataclasses.replace(b0, access="read"),)),
         dataclasses.replace(info, bindings=(dataclasses.replace(b0, count=2),)),
         dataclasses.replace(info, bindings=(dataclasses.replace(b0, binding=1),)),
+        dataclasses.replace(info, bindings=(dataclasses.replace(b0, min_size=b0.min_size + 4),)),
+        dataclasses.replace(info, bindings=(dataclasses.replace(b0, array_stride=8),)),
         dataclasses.replace(info, local_size=(1, 3, 1)),
         dataclasses.replace(info, local_size_spec_ids=(None, None, 12)),
         dataclasses.replace(info, spec_constants=info.spec_constants[1:]),
+        dataclasses.replace(info, spec_constants=info.spec_constants[:1] * 2
+                            + info.spec_constants[1:]),                     # listed twice
         dataclasses.replace(info, spec_constants=info.spec_constants[:2] + (dataclasses.replace(
             info.spec_constants[2], default=-8),) + info.spec_constants[3:]),     # I32: -7
     ]

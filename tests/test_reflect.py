@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ from corpus import tools
 from genspirv import spirv as sp
 from genspirv.errors import ReflectError, SpirvError
 from genspirv.reflect import (ShaderInfo, binding_usage, index_module, reflect, reflect_module,
-                              struct_size, usage)
+                              shared_memory_bytes, struct_size, usage)
 
 
 def _info(name: str, entry: str | None = None) -> ShaderInfo:
@@ -193,11 +194,27 @@ def test_spec_constants_of_every_type():
     assert type(got[0][2]) is bool and type(got[4][2]) is float and type(got[2][2]) is int
 
 
-def test_duplicate_spec_ids_deduplicated():
+def test_constants_sharing_a_spec_id_are_all_listed():
     info = _info("dup_spec_id.spvasm")
     assert [(s.id, s.name, s.type, s.default) for s in info.spec_constants] == [
-        (3, "N", "uint32", 4), (4, "USE_FAST_PATH", "bool", False)]
-    assert info.bindings[0].count == 4          # array sized by the spec constant's default
+        (3, "", "uint32", 8), (3, "N", "uint32", 4),           # sorted by (id, name)
+        (4, "USE_FAST_PATH", "bool", False)]                    # decorated twice: once
+    assert info.bindings[0].count == 8          # array sized by its own constant's default
+
+
+def test_shared_spec_id_from_glslang(tmp_path):
+    # local_size_x_id = 0 with no local_size_x beside constant_id = 0: both constants.
+    blob = _glsl(tmp_path, """
+        #version 450
+        layout(local_size_x_id = 0) in;
+        layout(constant_id = 0) const uint BLOCK_SIZE = 64;
+        layout(binding = 0) buffer A { uint a[]; };
+        void main() { a[gl_LocalInvocationID.x] = BLOCK_SIZE; }
+    """)
+    info = reflect(blob)
+    assert [(s.id, s.name, s.default) for s in info.spec_constants] == [
+        (0, "", 1), (0, "BLOCK_SIZE", 64)]
+    assert info.local_size == (1, 1, 1) and info.local_size_spec_ids == (0, None, None)
 
 
 # -- push constants --------------------------------------------------------------
@@ -344,3 +361,94 @@ def test_image_atomics_queries_and_stores_in_callees():
         4: (True, False, True),    # imageStore in a called function
         5: (True, False, False),   # textureSize: OpImage + OpImageQuerySizeLod
     }
+
+
+# -- block sizes and workgroup memory ----------------------------------------------
+
+
+def test_min_size_and_array_stride():
+    got = {(b.set, b.binding): (b.min_size, b.array_stride) for b in _info("sizes.comp").bindings}
+    assert got == {
+        (0, 0): (32, 16),     # uint, vec3 padded to 16, then vec4 data[]
+        (0, 1): (64, 0),      # std140 uniform: vec3 + float, mat3 of three 16-byte columns
+        (0, 2): (28, 0),      # float f[7]: no runtime array
+        (0, 3): (8, 12),      # uvec2, then float rows[][3]: 12 bytes per element
+        (1, 0): (8, 4),       # per descriptor of an array of two
+    }
+
+
+def test_non_buffer_bindings_have_no_block_sizes():
+    info = _info("descriptors.comp")
+    for b in info.bindings:
+        if b.type not in ("storage_buffer", "uniform_buffer"):
+            assert (b.min_size, b.array_stride) == (0, 0), b
+
+
+def test_shared_memory_sums_workgroup_variables():
+    blob = tools.corpus_blob(tools.CORPUS / "sizes.comp")
+    # tile[BLOCK * ROWS + 1] floats + vec3[2] + struct{uint, bool, vec2}[4] + bool
+    assert reflect(blob).shared_memory == (64 * 3 + 1) * 4 + 24 + 64 + 4
+    assert shared_memory_bytes(blob, {0: 10, 1: 2}) == (10 * 2 + 1) * 4 + 24 + 64 + 4
+    assert shared_memory_bytes(blob, {1: 0}) == 4 + 24 + 64 + 4      # ids left out: defaults
+    assert shared_memory_bytes(blob) == reflect(blob).shared_memory
+
+
+def test_shared_memory_of_aliased_blocks_and_spec_expressions():
+    blob = tools.corpus_blob(tools.CORPUS / "workgroup_layout.spvasm")
+    assert reflect(blob).shared_memory == 92              # max(23 * 4, 4 * 4): aliased
+    assert shared_memory_bytes(blob, {0: 2}) == 20         # N <= 4: N + 3 uints; B still 16
+    assert shared_memory_bytes(blob, {0: 2, 1: -20}) == 44  # B: -(-20 / 2) + 1 = 11 floats
+    with pytest.raises(ReflectError, match="array length at word .* is -2"):
+        shared_memory_bytes(blob, {1: 7})                  # -(7 / 2) + 1 = -2
+
+
+def test_attention_shared_memory_follows_max_ctx():
+    blob = (Path(__file__).resolve().parent.parent / "spirv" / "attention.spv").read_bytes()
+    info = reflect(blob)
+    max_ctx = next(s for s in info.spec_constants if s.name == "MAX_CTX")
+    block = next(s for s in info.spec_constants if s.name == "BLOCK_SIZE")
+    # scores[MAX_CTX] and the reduction's partial sums [BLOCK_SIZE], floats
+    assert info.shared_memory == 4 * (max_ctx.default + block.default)
+    assert shared_memory_bytes(blob, {max_ctx.id: 8192}) == 4 * (8192 + block.default)
+
+
+def test_no_workgroup_memory():
+    assert _info("push.comp").shared_memory == 0
+
+
+def _workgroup_array_module(tmp_path, lines: list[str], length: str) -> bytes:
+    """A module whose one Workgroup variable is a uint array of ``length`` (an id)."""
+    path = tmp_path / f"k{len(list(tmp_path.glob('*.spvasm')))}.spvasm"   # assemble() caches by path
+    path.write_text("\n".join([
+        "OpCapability Shader", "OpMemoryModel Logical GLSL450",
+        'OpEntryPoint GLCompute %main "main"', "OpExecutionMode %main LocalSize 1 1 1",
+        "OpDecorate %n SpecId 0",
+        "%void = OpTypeVoid", "%fn = OpTypeFunction %void", "%uint = OpTypeInt 32 0",
+        "%n = OpSpecConstant %uint 1", "%u1 = OpConstant %uint 1", "%u40 = OpConstant %uint 40",
+        *lines,
+        f"%arr = OpTypeArray %uint {length}", "%ptr = OpTypePointer Workgroup %arr",
+        "%w = OpVariable %ptr Workgroup",
+        "%main = OpFunction %void None %fn", "%entry = OpLabel", "OpReturn", "OpFunctionEnd", ""]))
+    return tools.assemble(path, "spv1.0")
+
+
+def test_spec_expression_reused_many_times_stays_linear(tmp_path):
+    # %d60 = 2^60 * n through 60 IAdds of an id with itself: 2^60 paths, 60 evaluations.
+    # Wrapped to 32 bits it is 0; "+ 1" makes it an array of one.
+    lines = ["%d0 = OpSpecConstantOp %uint IAdd %n %n"]
+    lines += [f"%d{i} = OpSpecConstantOp %uint IAdd %d{i - 1} %d{i - 1}" for i in range(1, 60)]
+    lines += ["%len = OpSpecConstantOp %uint IAdd %d59 %u1"]
+    blob = _workgroup_array_module(tmp_path, lines, "%len")
+    assert reflect(blob).shared_memory == 4
+    assert shared_memory_bytes(blob, {0: 3}) == 4
+
+
+def test_spec_expression_errors_are_named(tmp_path):
+    shift = _workgroup_array_module(tmp_path, ["%len = OpSpecConstantOp %uint ShiftLeftLogical %n %u40"],
+                                    "%len")
+    with pytest.raises(ReflectError, match="shifts a 32-bit value by 40"):
+        reflect(shift)
+    div = _workgroup_array_module(tmp_path, ["%len = OpSpecConstantOp %uint UDiv %u40 %n"], "%len")
+    assert reflect(div).shared_memory == 40 * 4
+    with pytest.raises(ReflectError, match="divides by zero"):
+        shared_memory_bytes(div, {0: 0})

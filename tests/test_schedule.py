@@ -1,6 +1,6 @@
 """The reorder pass on synthetic dispatch DAGs (no device).
 
-The oracle here is independent of genspirv.schedule: byte sets per memory object,
+The oracle here is independent of genspirv.llm.reorder and of the runtime's tracker: byte sets per memory object,
 compared by intersection, and a tracker simulation written from DESIGN.md.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genspirv.schedule import count_barriers, dependencies, levels, reorder
+from genspirv.llm.reorder import count_barriers, dependencies, levels, reorder
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def test_levelled_order_needs_fewest_barriers(nodes):
     levelled = tracker_barriers(nodes, order)
     assert levelled == max(n_levels - 1, 0)
     assert levelled <= tracker_barriers(nodes, range(len(nodes)))
-    # The module's own tracker model agrees with the byte-set one.
+    # The runtime's tracker agrees with the byte-set one.
     assert count_barriers(nodes, order) == levelled
     assert count_barriers(nodes) == tracker_barriers(nodes, range(len(nodes)))
 

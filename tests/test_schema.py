@@ -29,12 +29,12 @@ def schema() -> dict:
 def sample_manifest() -> dict:
     info = ShaderInfo(
         entry_point="main", local_size=(256, 1, 1), local_size_spec_ids=(0, None, None),
-        bindings=(Binding(0, 0, "A", "storage_buffer", 0, "read", True, False),
-                  Binding(0, 1, "B", "storage_buffer", 0, "read_write", True, True),
+        bindings=(Binding(0, 0, "A", "storage_buffer", 0, "read", True, False, 16, 4),
+                  Binding(0, 1, "B", "storage_buffer", 0, "read_write", True, True, 0, 8),
                   Binding(0, 2, "P", "uniform_buffer", 1, "read", True, False)),
         spec_constants=(SpecConstant(0, "WG", "uint32", 256), SpecConstant(1, "SCALE", "float32", 0.5),
                         SpecConstant(2, "FAST", "bool", True), SpecConstant(3, "BIAS", "int32", -3)),
-        push_constant_size=8)
+        push_constant_size=8, shared_memory=1024)
     entry = ManifestEntry(name="add_f32", source="glsl/add.comp", defines=(("TYPE", "float"),),
                           spirv="spirv/add_f32.spv", sha256="ab" * 32, size=1236, info=info)
     m = Manifest(Toolchain("13.1.1", "vulkan1.2", ("-Os",)), (entry,))
@@ -160,6 +160,15 @@ BAD = [
      "$.shaders[0].bindings[0].written"),
     ("binding missing name", lambda d: _delete(d, S0 + ("bindings", 2, "name")), "$.shaders[0].bindings[2]"),
     ("binding extra field", lambda d: _set(d, S0 + ("bindings", 0, "offset"), 0), "$.shaders[0].bindings[0]"),
+    ("binding missing min_size", lambda d: _delete(d, S0 + ("bindings", 0, "min_size")),
+     "$.shaders[0].bindings[0]"),
+    ("binding min_size negative", lambda d: _set(d, S0 + ("bindings", 0, "min_size"), -4),
+     "$.shaders[0].bindings[0].min_size"),
+    ("binding array_stride a float", lambda d: _set(d, S0 + ("bindings", 1, "array_stride"), 4.5),
+     "$.shaders[0].bindings[1].array_stride"),
+    ("missing shared_memory", lambda d: _delete(d, S0 + ("shared_memory",)), "$.shaders[0]"),
+    ("shared_memory negative", lambda d: _set(d, S0 + ("shared_memory",), -1),
+     "$.shaders[0].shared_memory"),
     ("mask negative", lambda d: _set(d, S0 + ("writable_mask",), -2), "$.shaders[0].writable_mask"),
     ("spec type unknown", lambda d: _set(d, S0 + ("spec_constants", 0, "type"), "u32"),
      "$.shaders[0].spec_constants[0].type"),

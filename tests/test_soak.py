@@ -1,6 +1,6 @@
-"""A bounded share of the soak (ci/soak.py): random dependencies, exact values, counters.
+"""A bounded share of the soak (tools/soak.py): random dependencies, exact values, counters.
 
-The long run (100,000 dispatches, RSS sampled) is `python ci/soak.py`; its
+The long run (100,000 dispatches, RSS sampled) is `python tools/soak.py`; its
 figures are in docs/RELIABILITY.md. Here: 2,000 dispatches under the smart
 policy and the same stream under `always`, which must agree with numpy and
 differ only in barriers; and a positive control showing the soak's checker
@@ -22,7 +22,7 @@ from faults import REPO_ROOT
 pytest.importorskip("vulkan")
 from genspirv.runtime import Device  # noqa: E402
 
-spec = importlib.util.spec_from_file_location("soak", REPO_ROOT / "ci" / "soak.py")
+spec = importlib.util.spec_from_file_location("soak", REPO_ROOT / "tools" / "soak.py")
 soak = importlib.util.module_from_spec(spec)
 sys.modules.setdefault("soak", soak)     # dataclasses look their module up there
 spec.loader.exec_module(soak)

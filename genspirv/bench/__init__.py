@@ -9,9 +9,13 @@ reproduce it (date, device, genspirv commit, Python, cores).
   alone over the same variants.
 - ``reflect`` — ``reflect_suite``: ``reflect()`` against blob size and count,
   beside ``spirv-cross <blob> --reflect`` and the ``genspirv reflect`` command.
-- ``runtime`` — ``runtime_suite``: the runtime's micro-benchmarks on the device
-  GENSPIRV_DEVICE selects.
-- ``demo``    — ``runtime_suite``: the decode demo under each barrier policy.
+- ``runtime`` — ``runtime_suite`` with ``runtime_micro``'s workloads: barrier
+  policies, submission, host cost per dispatch, on the device GENSPIRV_DEVICE
+  selects.
+- ``demo``    — ``runtime_suite``: the decode demo (``genspirv.llm``) under each
+  barrier policy, through the same driver loop as ``genspirv demo``.
+
+``--quick`` gives the smallest honest run of each suite.
 
 This module stays light (the CLI builds every command's parser on each run);
 the suites and the harness are imported only when a benchmark runs.
@@ -21,6 +25,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+# build --quick: one small project, one job, two runs (each can still be set explicitly).
+QUICK_BUILD = {"sizes": (50,), "jobs": (1,), "repeat": 2}
 
 # suite name -> (module, function)
 SUITES = {
@@ -41,34 +48,23 @@ def _int_list(text: str) -> tuple[int, ...]:
     return values
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
-    return value
+def _bounded(convert, ok, expected: str):
+    """An argparse type: ``convert(text)``, which must satisfy ``ok``, else says ``expected``."""
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, not {text!r}")
+        return value
+    return parse
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share in (0, 1], not {text!r}")
-    return value
-
-
-def _share_or_more(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value >= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number of at least 1, not {text!r}")
-    return value
+_positive = _bounded(int, lambda v: v >= 1, "a whole number of at least 1")
+_share = _bounded(float, lambda v: 0.0 < v <= 1.0, "a share in (0, 1]")
+_share_or_more = _bounded(float, lambda v: v >= 1.0, "a number of at least 1")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,7 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", type=Path, metavar="DIR", default=None,
                         help="build: keep the synthetic projects in DIR")
     parser.add_argument("--quick", action="store_true",
-                        help="runtime/demo: the smallest honest run (for tests and a first look)")
+                        help="the smallest honest run of any suite (for tests and a first look): "
+                             f"build {QUICK_BUILD['sizes'][0]} variants, 1 job; fewer sizes and repeats")
     parser.add_argument("--demo-args", metavar="'ARGS'", default=None,
                         help="demo: model options as `genspirv demo` takes them, e.g. '--layers 4 --dim 512'")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
@@ -106,7 +103,9 @@ def run_from_args(args: argparse.Namespace) -> int:
     from .harness import BenchOptions, Recorder, metadata, render_table, write_json
 
     root = Path(args.root) if getattr(args, "root", None) else _default_root()
-    opts = BenchOptions(suite=args.suite, repeat=args.repeat, sizes=args.sizes, jobs=args.jobs,
+    quick_build = QUICK_BUILD if args.quick and args.suite == "build" else {}
+    opts = BenchOptions(suite=args.suite, repeat=args.repeat or quick_build.get("repeat"),
+                        sizes=args.sizes or quick_build.get("sizes"), jobs=args.jobs or quick_build.get("jobs"),
                         quiet=args.quiet, root=root, header_share=args.header_share,
                         keep=args.keep, quick=args.quick, demo_args=args.demo_args,
                         per_source=args.per_source)
@@ -124,7 +123,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                        time.monotonic() - t0, complete=False)
         rec.on_checkpoint = checkpoint
     # SIGTERM (a timeout, a killed job) unwinds like Ctrl-C, so the suite removes its temp projects.
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    previous = signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     try:
         suite(opts, rec)
         seconds = time.monotonic() - t0

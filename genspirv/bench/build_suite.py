@@ -21,9 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import config, toolchain
 from . import synth
 from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
-                      paired_order, require, run_command, snapshot_package, timed_cpu)
+                      paired_order, run_command, snapshot_package, timed_cpu)
 
 BUILD_SIZES = (50, 200, 800, 1600)
 BUILD_JOBS = (1, 2)
@@ -67,8 +68,6 @@ class FloorTool:
 
 
 def floor_tool(project) -> FloorTool:
-    toolchain = require("genspirv.toolchain", "the toolchain", "build")
-    config = require("genspirv.config", "the config reader", "build")
     cfg = config.load_config(project.root)
     compiler = toolchain.find_glslang(cfg.glslang)
     incl = (cfg.include_dir,) if (project.root / cfg.include_dir).is_dir() else ()
@@ -102,7 +101,6 @@ def output_digests(project) -> dict[str, tuple[int, str]]:
 
 
 def bench_build(opts: BenchOptions, rec: Recorder) -> None:
-    require("genspirv.build", "the build", "build")
     plan = build_plan(opts.sizes, opts.jobs, opts.repeat)
     steps_per_repeat = 5       # cold, floor, noop, edit, check
     progress = Progress(sum(c.repeats * steps_per_repeat for c in plan), opts.quiet)

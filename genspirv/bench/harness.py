@@ -4,20 +4,19 @@ Takes measurements as they are made (``Recorder.add``: one raw run each) and
 gives back medians, min–max, derived ratios, a text table, and a JSON document
 holding every run with the metadata needed to trust it: date, device, genspirv
 commit, Python version, cores. Also the small helpers the suites share: ABBA
-ordering of paired arms, a progress line on stderr, running a step that must
-succeed, importing a part that may not exist yet.
+ordering of paired arms (``paired_order``, the one spelling of ABBA), a
+progress line on stderr, running a step that must succeed.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .. import settings
 from ..errors import GenspirvError
+from ..fsutil import git_commit, write_json_atomic
 
 SCHEMA = "genspirv-bench/1"
 
@@ -49,7 +49,7 @@ class BenchOptions:
     header_share: float = 0.25
     per_source: Optional[float] = None     # build: variants per copied source (None: llama.cpp's ~10)
     keep: Optional[Path] = None            # keep the synthetic projects here
-    quick: bool = False                    # runtime/demo: smallest honest run
+    quick: bool = False                    # smallest honest run (reflect, runtime, demo)
     demo_args: Optional[str] = None        # demo: model options, as `genspirv demo` takes them
 
 
@@ -211,19 +211,6 @@ def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
 # -- metadata --------------------------------------------------------------------
 
 
-def git_commit(root: Path) -> Optional[str]:
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                              text=True, timeout=10)
-        if head.returncode != 0:
-            return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
-        return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
 def cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -236,8 +223,9 @@ def cpu_name() -> str:
 
 def metadata(root: Path, device: Optional[str]) -> dict:
     return {
-        "command": " ".join(["python -m genspirv", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
-                   else " ".join(sys.argv),
+        # shlex.join: the printed command parses back to the same argv (--demo-args '...').
+        "command": (shlex.join(["python", "-m", "genspirv", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
+                    else shlex.join(sys.argv)),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         # A copy without .git (e.g. a tree shipped to another machine) may name its commit.
         "genspirv_commit": (git_commit(Path(__file__).resolve().parent) or git_commit(root)
@@ -269,17 +257,7 @@ def write_json(path: Path, rec: Recorder, options: BenchOptions, meta: dict, sec
         "notes": rec.notes,
         "extra": rec.extra,
     }
-    data = (json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n").encode()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(path, doc)
 
 
 # -- shared helpers ------------------------------------------------------------
@@ -345,16 +323,3 @@ def run_command(cmd: Sequence[str], *, what: str, cwd: Optional[Path] = None,
         raise BenchError(f"{what}: exit {proc.returncode} (expected {expect}) from "
                          f"{' '.join(map(str, cmd))}:\n{tail}")
     return proc
-
-
-def require(module: str, what: str, suite: str):
-    """Import a part a suite needs, or say plainly that it is not there yet."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-            raise BenchError(f"bench {suite}: needs {what} ({module}), which this checkout "
-                             f"does not have yet; no figures were made") from None
-        raise

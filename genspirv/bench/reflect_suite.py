@@ -8,7 +8,10 @@ alternating order: ``reflect`` (``genspirv.reflect.reflect`` in this process,
 per call), ``spirv-cross`` (``spirv-cross <blob> --reflect``, one process per
 blob) and ``cli`` (``python -m genspirv reflect <blob> --json``, one process,
 the like-for-like of spirv-cross); then, for 10..N blobs, the total time of
-``reflect`` over all of them against spirv-cross run once per blob.
+``reflect`` over all of them against spirv-cross run once per blob; then the
+chain series: modules of 250..16000 functions, each calling the next
+(``chain_module``, assembled with ``spirv-as``), where ``reflect`` time per
+KiB should stay flat as the call graph deepens.
 """
 
 from __future__ import annotations
@@ -19,11 +22,15 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from .. import config, toolchain
+from ..reflect import reflect
 from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
-                      paired_order, require, run_command, snapshot_package, timed)
+                      paired_order, run_command, snapshot_package, timed)
 
 FUNCTION_COUNTS = (1, 8, 64, 512, 2048)
 BLOB_COUNTS = (10, 100, 400)
+CHAIN_LENGTHS = (250, 1000, 4000, 16000)
+QUICK = {"functions": (1, 64), "counts": (10,), "chains": (250, 1000), "repeat": 2}
 MIN_SAMPLE_S = 0.05     # in-process calls repeat until one sample lasts this long
 
 
@@ -64,8 +71,6 @@ def bindings_for(functions: int) -> int:
 
 def find_compiler(root: Path):
     """The pinned glslang of the project at ``root``: the one its build uses."""
-    toolchain = require("genspirv.toolchain", "the toolchain", "reflect")
-    config = require("genspirv.config", "the config reader", "reflect")
     return toolchain.find_glslang(config.load_config(root).glslang)
 
 
@@ -98,14 +103,50 @@ def bench_reflect(blobs: Sequence[bytes]) -> dict:
 
     Returns {"blobs", "bytes", "seconds", "per_blob_s", "per_kib_s"}.
     """
-    from ..reflect import reflect
-
     for b in blobs:
         reflect(b)
     t, _ = timed(lambda: [reflect(b) for b in blobs])
     size = sum(len(b) for b in blobs)
     return {"blobs": len(blobs), "bytes": size, "seconds": t,
             "per_blob_s": t / max(len(blobs), 1), "per_kib_s": t / max(size / 1024, 1e-9)}
+
+
+def chain_module(functions: int) -> str:
+    """SPIR-V assembly: a chain of functions, each loading, storing and calling the next."""
+    lines = ["OpCapability Shader", "OpMemoryModel Logical GLSL450",
+             'OpEntryPoint GLCompute %f0 "main" %buf', "OpExecutionMode %f0 LocalSize 64 1 1",
+             "OpDecorate %rta ArrayStride 4", "OpMemberDecorate %Buf 0 Offset 0",
+             "OpDecorate %Buf Block", "OpDecorate %buf DescriptorSet 0",
+             "OpDecorate %buf Binding 0", "%void = OpTypeVoid", "%fn = OpTypeFunction %void",
+             "%uint = OpTypeInt 32 0", "%u0 = OpConstant %uint 0", "%u1 = OpConstant %uint 1",
+             "%rta = OpTypeRuntimeArray %uint", "%Buf = OpTypeStruct %rta",
+             "%pBuf = OpTypePointer StorageBuffer %Buf", "%pu = OpTypePointer StorageBuffer %uint",
+             "%buf = OpVariable %pBuf StorageBuffer"]
+    for i in range(functions):
+        lines += [f"%f{i} = OpFunction %void None %fn", f"%l{i} = OpLabel",
+                  f"%p{i} = OpAccessChain %pu %buf %u0 %u0", f"%v{i} = OpLoad %uint %p{i}",
+                  f"%w{i} = OpIAdd %uint %v{i} %u1", f"OpStore %p{i} %w{i}"]
+        if i + 1 < functions:
+            lines.append(f"%c{i} = OpFunctionCall %void %f{i + 1}")
+        lines += ["OpReturn", "OpFunctionEnd"]
+    return "\n".join(lines) + "\n"
+
+
+def assemble_chain(functions: int, workdir: Path) -> bytes:
+    """``chain_module(functions)`` assembled with spirv-as (SPIRV-Tools' wheel, then PATH)."""
+    from ..errors import GenspirvError
+
+    src, out = workdir / f"chain_{functions}.spvasm", workdir / f"chain_{functions}.spv"
+    src.write_text(chain_module(functions), encoding="utf-8")
+    try:
+        proc = toolchain.find_tool("spirv-as").run([str(src), "-o", str(out)], what=f"spirv-as on {src.name}",
+                                         timeout=300)
+    except GenspirvError as exc:   # the toolchain's own error says what is missing or failed
+        raise BenchError(f"bench reflect: the chain series: {exc}") from None
+    if proc.returncode != 0:
+        raise BenchError(f"bench reflect: spirv-as on {src.name}: exit {proc.returncode}: "
+                         f"{proc.stderr.decode('utf-8', 'replace')[-500:]}")
+    return out.read_bytes()
 
 
 def _spirv_cross() -> str:
@@ -116,14 +157,16 @@ def _spirv_cross() -> str:
 
 
 def bench_reflect_suite(opts: BenchOptions, rec: Recorder) -> None:
-    reflect_mod = require("genspirv.reflect", "reflection", "reflect")
     cross = _spirv_cross()
-    repeats = opts.repeat or 5
-    counts = opts.sizes or BLOB_COUNTS
+    repeats = opts.repeat or (QUICK["repeat"] if opts.quick else 5)
+    counts = opts.sizes or (QUICK["counts"] if opts.quick else BLOB_COUNTS)
+    functions_series = QUICK["functions"] if opts.quick else FUNCTION_COUNTS
+    chains = QUICK["chains"] if opts.quick else CHAIN_LENGTHS
     committed = sorted((opts.root / "spirv").glob("*.spv"))
     if not committed:
         raise BenchError(f"bench reflect: no committed blobs under {opts.root / 'spirv'} for the count series")
-    progress = Progress(len(FUNCTION_COUNTS) * repeats * 3 + len(counts) * repeats * 2, opts.quiet)
+    progress = Progress(len(functions_series) * repeats * 3 + len(counts) * repeats * 2 + len(chains),
+                        opts.quiet)
     scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-reflect-"))
     rec.notes.append("reflect = genspirv.reflect.reflect() in this process, per call; spirv-cross = "
                      "`spirv-cross BLOB --reflect`, a process per blob; cli = `python -m genspirv "
@@ -132,9 +175,9 @@ def bench_reflect_suite(opts: BenchOptions, rec: Recorder) -> None:
         compiler = find_compiler(opts.root)
         code = snapshot_package(scratch)
         # Size series: one blob per function count.
-        for functions in FUNCTION_COUNTS:
+        for functions in functions_series:
             blob = compile_synthetic(compiler, functions, scratch)
-            info = reflect_mod.reflect(blob)
+            info = reflect(blob)
             expected = bindings_for(functions) + 2
             if len(info.bindings) != expected:
                 raise BenchError(f"bench reflect: the {functions}-function shader reflects "
@@ -147,7 +190,7 @@ def bench_reflect_suite(opts: BenchOptions, rec: Recorder) -> None:
                 for arm in paired_order(r, ("reflect", "spirv-cross", "cli")):
                     progress.step(f"{case} {arm} (run {r + 1}/{repeats})")
                     if arm == "reflect":
-                        t = time_in_process(reflect_mod.reflect, blob)
+                        t = time_in_process(reflect, blob)
                     elif arm == "spirv-cross":
                         t, _ = timed(lambda: run_command([cross, str(path), "--reflect"],
                                                          what=f"spirv-cross on {path.name}"))
@@ -177,6 +220,17 @@ def bench_reflect_suite(opts: BenchOptions, rec: Recorder) -> None:
             rec.per_unit(case, "reflect per blob", "reflect", count, "s")
             rec.per_unit(case, "spirv-cross per blob", "spirv-cross", count, "s")
             rec.ratio(case, "reflect / spirv-cross", "reflect", "spirv-cross")
+            rec.checkpoint()
+
+        # Chain series: reflect time against call-graph depth (one arm, in process).
+        for functions in chains:
+            progress.step(f"chain of {functions} functions")
+            blob = assemble_chain(functions, scratch)
+            case = f"chain {functions} fn ({len(blob) / 1024:.0f} KiB)"
+            for r in range(repeats):
+                rec.add(case, "reflect", time_in_process(reflect, blob), repeat=r,
+                        functions=functions, bytes=len(blob))
+            rec.per_unit(case, "reflect per KiB", "reflect", len(blob) / 1024, "s")
     finally:
         progress.close()
         shutil.rmtree(scratch, ignore_errors=True)

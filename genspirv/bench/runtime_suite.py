@@ -3,21 +3,22 @@
 Both run on the device GENSPIRV_DEVICE selects (index or name substring),
 so one command gives the lavapipe and the GPU figures.
 
-``runtime`` takes the runtime's own micro-benchmarks (``genspirv.runtime.bench``:
-barrier-policy arms, host time per dispatch, staged against blocking uploads,
-one against two in-flight slots, replay against recording again) and records
-every sample they return. ``demo`` takes the decode demo's model
-(``genspirv.demo``) and decodes it under each configuration (smart, always,
-smart with the reorder pass) in alternating order, each decode checked
-against the numpy reference before its time counts; it gives wall and GPU
-time per token, and dispatches and barriers per token.
+``runtime`` runs the workloads of ``runtime_micro`` (barrier-policy arms,
+host time per dispatch, staged against blocking uploads, one against two
+in-flight slots, replay against recording again, host CPU per dispatch of a
+mixed graph and of a decode-shaped step) and records every sample. ``demo``
+runs the decode demo's loop (``genspirv.llm.driver.decode_rounds``) under
+each configuration (smart, always, smart with the reorder pass) in paired
+order, each decode checked against the numpy reference before its time
+counts; it gives wall and GPU time per token, and dispatches and barriers per
+token.
 """
 
 from __future__ import annotations
 
 import shlex
 
-from .harness import BenchError, BenchOptions, Progress, Recorder, paired_order, require
+from .harness import BenchError, BenchOptions, Progress, Recorder
 
 DEMO_REPEATS = 5
 QUICK_DEMO_ARGS = "--layers 1 --dim 64 --heads 2 --kv-heads 2 --ffn 128 --vocab 64 --tokens 4"
@@ -30,9 +31,9 @@ def _device_name(dev) -> str:
 
 
 def bench_demo(opts: BenchOptions, rec: Recorder) -> None:
-    demo = require("genspirv.demo", "the decode demo", "demo")
-    runtime = require("genspirv.runtime", "the runtime", "demo")
-    from .. import reference as ref
+    from ..llm import demo, driver, model as ref
+    from ..llm.compare import Reference
+    from ..runtime import Device
 
     argv = shlex.split(QUICK_DEMO_ARGS if opts.quick else opts.demo_args or "")
     try:
@@ -41,135 +42,105 @@ def bench_demo(opts: BenchOptions, rec: Recorder) -> None:
         raise BenchError(f"bench demo: bad --demo-args {opts.demo_args!r}") from None
     config = demo.config_from_args(args)
     weights = ref.make_weights(config, args.seed)
-    greedy = ref.greedy_decode(weights, args.prompt, args.tokens)
+    reference = Reference(weights, args.prompt, args.tokens)
     repeats = opts.repeat or (2 if opts.quick else DEMO_REPEATS)
     progress = Progress(repeats * len(demo.CONFIGS), opts.quiet)
     n = args.tokens
     rec.extra["model"] = {"layers": config.n_layers, "dim": config.dim, "heads": config.n_heads,
                           "kv_heads": config.n_kv_heads, "ffn": config.ffn_dim, "vocab": config.vocab,
                           "tokens": n, "seed": args.seed, "demo_args": argv}
-    rec.notes.append("each decode is compared with the numpy reference (demo.compare) before its "
-                     "time counts; wall = record + submit + wait per token, gpu = device timestamps "
+    rec.notes.append("each decode is compared with the numpy reference (genspirv.llm.compare) before "
+                     "its time counts; wall = record + submit + wait per token, gpu = device timestamps "
                      "around the steps; replayed = the same decode captured once (dev.record) and "
                      "resubmitted, so its gpu time has no host recording in it.")
-    dev = runtime.Device()
-    graphs = []
+
+    def on_run(r: int, label: str, mode: str, run) -> None:
+        verdict = reference.check(run, args.tol)
+        if not verdict.ok:
+            raise BenchError(f"bench demo: {label} ({mode}) decode disagrees with the reference: "
+                             + "; ".join(verdict.mismatches[:3]))
+        info = {"repeat": r, "config": label, "tokens": n}
+        if mode == "replayed":
+            rec.add("gpu per token, replayed", label, run.gpu_seconds / n, **info)
+            return
+        progress.step(f"demo {label} (run {r + 1}/{repeats})")
+        rec.add("wall per token", label, run.seconds / n, **info)
+        rec.add("gpu per token", label, run.gpu_seconds / n, **info)
+        rec.add("barriers per token", label, run.stats.get("barriers", 0) / n, "barriers", **info)
+        rec.add("dispatches per token", label, run.stats.get("dispatches", 0) / n, "dispatches", **info)
+
+    dev = Device()
     try:
         rec.device = _device_name(dev)
-        block_size = args.block_size or demo.default_block_size(dev)
+        block_size = args.block_size or driver.default_block_size(dev)
         rec.extra["model"]["block_size"] = block_size
-        model = demo.GpuModel(dev, weights, block_size=block_size)
-        captured = {}
-        for label, policy, reorder in demo.CONFIGS:      # warm-up (pipelines, pools) and capture
-            demo.set_policy(dev, policy)
-            model.decode(args.prompt, n, reorder)
-            captured[label] = model.capture(args.prompt, n, reorder)
-            graphs.append(captured[label][0])
-        forced = {greedy.tokens: greedy}
-
-        def checked(label: str, mode: str, run) -> None:
-            if run.tokens not in forced:
-                forced[run.tokens] = ref.teacher_forced(weights, args.prompt, n, run.tokens)
-            verdict = demo.compare(run, forced[run.tokens], args.tol)
-            if not verdict.ok:
-                raise BenchError(f"bench demo: {label} ({mode}) decode disagrees with the reference: "
-                                 + "; ".join(verdict.mismatches[:3]))
-
-        for r in range(repeats):
-            for label, policy, reorder in paired_order(r, demo.CONFIGS):
-                progress.step(f"demo {label} (run {r + 1}/{repeats})")
-                demo.set_policy(dev, policy)
-                run = model.decode(args.prompt, n, reorder)
-                checked(label, "recorded", run)
-                graph, capture_stats = captured[label]
-                replayed = model.replay(graph, args.prompt, n, capture_stats)
-                checked(label, "replayed", replayed)
-                info = {"repeat": r, "config": label, "tokens": n}
-                rec.add("wall per token", label, run.seconds / n, **info)
-                rec.add("gpu per token", label, run.gpu_seconds / n, **info)
-                rec.add("gpu per token, replayed", label, replayed.gpu_seconds / n, **info)
-                rec.add("barriers per token", label, run.stats.get("barriers", 0) / n, "barriers", **info)
-                rec.add("dispatches per token", label, run.stats.get("dispatches", 0) / n, "dispatches", **info)
+        model = driver.GpuModel(dev, weights, block_size=block_size)
+        driver.decode_rounds(model, args.prompt, n, demo.CONFIGS, repeats, on_run)
         for case in ("wall per token", "gpu per token", "gpu per token, replayed", "barriers per token"):
             rec.ratio(case, "always / smart", "always", "smart")
             rec.ratio(case, "smart+reorder / smart", "smart+reorder", "smart")
     finally:
         progress.close()
-        dev.synchronize()
-        for graph in graphs:
-            graph.destroy()
-        demo.set_policy(dev, "smart")
         dev.close()
 
 
 def bench_runtime(opts: BenchOptions, rec: Recorder) -> None:
-    bench = require("genspirv.runtime.bench", "the runtime's micro-benchmarks", "runtime")
-    runtime = require("genspirv.runtime", "the runtime", "runtime")
+    from ..runtime import Device
+    from . import runtime_micro as micro
+
     reps = opts.repeat or (2 if opts.quick else None)
     kwargs = {"reps": reps} if reps else {}
-    progress = Progress(2, opts.quiet)
+    progress = Progress(3, opts.quiet)
     try:
-        with runtime.Device() as dev:
+        with Device() as dev:
             rec.device = _device_name(dev)
             progress.step("runtime: barrier policies")
-            barriers = bench.run_barrier_bench(dev, **kwargs)
+            barriers = micro.run_barrier_bench(dev, **kwargs)
             progress.step("runtime: submission")
-            submission = bench.run_submission_bench(dev, **kwargs)
+            submission = micro.run_submission_bench(dev, **kwargs)
+            progress.step("runtime: host cost per dispatch")
+            host = micro.run_host_bench(dev, samples=reps or 15)
     finally:
         progress.close()
-    rec.extra["runtime_bench"] = {"barriers": barriers, "submission": submission}
-    raw = record_barriers(rec, barriers) & record_submission(rec, submission)
-    rec.notes.append("figures from genspirv.runtime.bench: run_barrier_bench (GPU time per workload "
-                     "and policy; barriers per dispatch) and run_submission_bench (wall time per step; "
-                     "host time per dispatch); arms paired, order alternating.")
-    if not raw:
-        rec.notes.append("genspirv.runtime.bench returned medians only where n = 1 below: "
-                         "those rows are one median each, not one run each.")
+    record_barriers(rec, barriers)
+    record_submission(rec, submission)
+    record_host(rec, host)
+    rec.notes.append("barrier policies: GPU time (timestamps) per workload and policy, one command "
+                     "buffer per arm; submission: wall time per step; host per dispatch: the calling "
+                     "thread's CPU time (cpu) and wall time, the device idle at each sample's start; "
+                     "arms paired, order alternating.")
 
 
-def _samples(result: dict, key: str, arm: str, scale: float) -> tuple[list[float], bool]:
-    """Raw samples of ``arm`` under ``<key>_samples`` if the runtime gave them, else its median."""
-    raw = result.get(f"{key}_samples", {}).get(arm)
-    if raw:
-        return [v * scale for v in raw], True
-    return [result[f"{key}_median" if f"{key}_median" in result else key][arm] * scale], False
-
-
-def record_barriers(rec: Recorder, res: dict) -> bool:
-    """Rows from ``run_barrier_bench``'s dict; True when every row came from raw samples."""
-    all_raw = True
+def record_barriers(rec: Recorder, res: dict) -> None:
+    """Rows from ``run_barrier_bench``'s dict: every sample."""
     for name, r in res["workloads"].items():
-        for policy in r["gpu_ms_median"]:
-            values, raw = _samples(r, "gpu_ms", policy, 1e-3)
-            all_raw &= raw
-            for i, v in enumerate(values):
-                rec.add(f"{name} gpu time", policy, v, repeat=i, workload=name)
+        for policy, samples in r["gpu_ms_samples"].items():
+            for i, v in enumerate(samples):
+                rec.add(f"{name} gpu time", policy, v * 1e-3, repeat=i, workload=name)
             rec.add(f"{name} barriers", policy, r["barriers_per_dispatch"][policy],
                     "per dispatch", workload=name)
         rec.ratio(f"{name} gpu time", "always / smart", "always", "smart")
         rec.ratio(f"{name} gpu time", "none / smart", "none", "smart")
-    return all_raw
 
 
-def record_submission(rec: Recorder, res: dict) -> bool:
-    """Rows from ``run_submission_bench``'s dict; True when every row came from raw samples."""
-    all_raw = True
-    per = res.get("host_us_per_dispatch_samples") or [res["host_us_per_dispatch_median"]]
-    all_raw &= "host_us_per_dispatch_samples" in res
-    for i, v in enumerate(per):
+def record_submission(rec: Recorder, res: dict) -> None:
+    """Rows from ``run_submission_bench``'s dict: every sample."""
+    for i, v in enumerate(res["host_us_per_dispatch_samples"]):
         rec.add("host per dispatch", "record+submit", v * 1e-6, repeat=i)
     pairs = {"step_ms_upload": ("upload step", ("staged", "blocking")),
              "step_ms_inflight": ("in-flight step", ("inflight_2", "inflight_1")),
              "step_ms_replay": ("replay step", ("replay", "record"))}
     for key, (case, (base, other)) in pairs.items():
-        if key not in res:
-            continue
         for arm in (base, other):
-            raw = res.get(f"{key}_samples", {}).get(arm)
-            all_raw &= bool(raw)
-            for i, v in enumerate(raw or [res[key][arm]]):
+            for i, v in enumerate(res[f"{key}_samples"][arm]):
                 rec.add(case, arm, v * 1e-3, repeat=i)
         rec.ratio(case, f"{other} / {base}", other, base)
-    if "submits_per_step_both_arms" in res:
-        rec.add("upload step", "submits per step", res["submits_per_step_both_arms"], "submits")
-    return all_raw
+    rec.add("upload step", "submits per step", res["submits_per_step_both_arms"], "submits")
+
+
+def record_host(rec: Recorder, res: dict) -> None:
+    """Rows from ``run_host_bench``'s dict: CPU and wall time per dispatch, every sample."""
+    for name, r in res["workloads"].items():
+        for arm, key in (("cpu", "cpu_us"), ("wall", "wall_us")):
+            for i, v in enumerate(r[key]):
+                rec.add(f"host per dispatch, {name}", arm, v * 1e-6, repeat=i, workload=name)

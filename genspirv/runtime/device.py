@@ -138,7 +138,6 @@ class Device(Transfers):
         self.queue_family, self.transfer_family = ctx.queue_family, ctx.transfer_family
         self.properties, self.features, self._limits = ctx.properties, ctx.features, ctx.limits
         self._max_groups_x = ctx.limits["max_compute_work_group_count"][0]
-        self._instance = ctx.instance
         try:
             self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
         except BaseException:

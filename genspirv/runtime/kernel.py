@@ -6,7 +6,8 @@ entry's bindings, the push-constant range from ``push_constant_size``, and
 one pipeline per distinct set of specialisation values (cached by name and
 values). ``pack_spec`` (pure) turns ``{name: value}`` into the map entries and
 bytes of a ``VkSpecializationInfo``: bool is a 4-byte VkBool32, 64-bit types
-take 8 bytes.
+take 8 bytes; every constant of one spec id gets one value (the caller's, else
+the named constant's default), and ``SpecData.values`` says which, per id.
 
 The hard checks of a dispatch that only need the entry (buffer count, push
 size) live here too, so their messages name the kernel and both numbers.
@@ -60,28 +61,70 @@ class SpecData:
     entries: tuple[tuple[int, int, int], ...]   # (constant id, byte offset, byte size)
     data: bytes
     key: tuple                                   # (name, value) pairs, sorted: the cache key
+    values: tuple[tuple[int, object], ...] = ()  # (id, value) every constant of an id runs with
 
 
 def pack_spec(entry: ManifestEntry, spec: Mapping[str, object] | None) -> SpecData:
-    """Validate ``spec`` against the entry's spec constants and pack it."""
+    """Validate ``spec`` against the entry's spec constants and pack it.
+
+    Every constant of one specialisation id gets one value: the caller's (by any
+    of the id's names), else the id's first named constant's default.  Where the
+    constants of an id disagree on their defaults (``local_size_x_id = 0``,
+    default 1, beside ``constant_id = 0 ... BLOCK_SIZE = 64``) that default is
+    packed, so an unspecialised dispatch runs as the named constant says.
+    """
     spec = dict(spec or {})
-    by_name = {s.name: s for s in entry.info.spec_constants if s.name}
+    consts = entry.info.spec_constants
+    by_name = {}
+    for s in consts:
+        if s.name:
+            by_name.setdefault(s.name, s)
     unknown = sorted(set(spec) - set(by_name))
     if unknown:
         known = ", ".join(sorted(by_name)) or "none"
         raise SpecConstantError(f"kernel {entry.name}: unknown spec constant(s) "
                                 f"{', '.join(unknown)} (known: {known})")
-    entries, chunks, offset = [], [], 0
-    for name in sorted(spec, key=lambda n: by_name[n].id):
+    given: dict[int, tuple] = {}           # id -> (constant named by the caller, value)
+    for name in sorted(spec):
         const = by_name[name]
-        value = _check_value(entry.name, const.name, const.type, spec[name])
-        fmt = _SPEC_FORMATS[const.type]
-        raw = struct.pack("<" + fmt, value)
-        entries.append((const.id, offset, len(raw)))
+        _check_value(entry.name, const.name, const.type, spec[name])
+        if const.id in given and given[const.id][1] != spec[name]:
+            other = given[const.id][0]
+            raise SpecConstantError(f"kernel {entry.name}: spec constants {other.name} and {name} "
+                                    f"share spec id {const.id} but were given different values "
+                                    f"({spec[other.name]!r} and {spec[name]!r})")
+        given[const.id] = (const, spec[name])
+    to_pack, resolved = {}, {}
+    for cid in sorted({c.id for c in consts}):
+        same_id = [c for c in consts if c.id == cid]
+        named = [c for c in same_id if c.name]
+        if cid in given:
+            to_pack[cid] = given[cid]
+        elif named and len({(type(c.default), c.default) for c in same_id}) > 1:
+            to_pack[cid] = (named[0], named[0].default)
+        resolved[cid] = to_pack[cid][1] if cid in to_pack else (named or same_id)[0].default
+    entries, chunks, offset = [], [], 0
+    for cid, (const, value) in to_pack.items():
+        sizes = {struct.calcsize("<" + _SPEC_FORMATS[c.type]) for c in consts if c.id == cid}
+        if len(sizes) > 1:
+            raise SpecConstantError(f"kernel {entry.name}: the constants of spec id {cid} differ "
+                                    f"in size ({sorted(sizes)} bytes); one value cannot set them all")
+        raw = struct.pack("<" + _SPEC_FORMATS[const.type],
+                          _check_value(entry.name, const.name, const.type, value))
+        entries.append((cid, offset, len(raw)))
         chunks.append(raw)
         offset += len(raw)
     return SpecData(entries=tuple(entries), data=b"".join(chunks),
-                    key=tuple(sorted((n, spec[n]) for n in spec)))
+                    key=tuple(sorted((n, spec[n]) for n in spec)),
+                    values=tuple(resolved.items()))
+
+
+def specialised_local_size(entry: ManifestEntry, spec: SpecData) -> tuple[int, int, int]:
+    """The workgroup size a pipeline built with ``spec`` runs with."""
+    values = dict(spec.values)
+    info = entry.info
+    return tuple(values.get(sid, size) if sid is not None else size
+                 for size, sid in zip(info.local_size, info.local_size_spec_ids))
 
 
 def _check_value(kernel: str, name: str, stype: str, value):

@@ -164,7 +164,8 @@ def expected_from_cross(cross: dict, entry: str | None = None) -> dict:
                 access = "read"
             key = (res.get("set", 0), res["binding"])
             assert key not in bindings, f"spirv-cross lists {key} twice"
-            bindings[key] = {"type": kind, "count": count, "access": access}
+            bindings[key] = {"type": kind, "count": count, "access": access,
+                             **_cross_block_sizes(cross, section, res)}
     eps = cross["entryPoints"]
     ep = eps[0] if entry is None else next(e for e in eps if e["name"] == entry)
     local_size, spec_ids = [], []
@@ -179,21 +180,24 @@ def expected_from_cross(cross: dict, entry: str | None = None) -> dict:
         else:
             local_size.append(value)
             spec_ids.append(None)
-    specs = {}
-    for s in cross.get("specialization_constants", []):
-        # spirv-cross prints no default for 8/16/64-bit types.
-        specs.setdefault(s["id"], (CROSS_SPEC_TYPES[s["type"]], s.get("default_value")))
+    # One entry per constant, several may share an id; spirv-cross prints no default
+    # for 8/16/64-bit types.
+    specs = sorted(((s["id"], s["name"], CROSS_SPEC_TYPES[s["type"]], s.get("default_value"))
+                    for s in cross.get("specialization_constants", [])),
+                   key=lambda s: (s[0], s[1]))
     return {"bindings": bindings, "local_size": tuple(local_size),
             "local_size_spec_ids": tuple(spec_ids), "spec_constants": specs}
 
 
 def actual_from_info(info) -> dict:
     return {
-        "bindings": {(b.set, b.binding): {"type": b.type, "count": b.count, "access": b.access}
+        "bindings": {(b.set, b.binding): {"type": b.type, "count": b.count, "access": b.access,
+                                          "min_size": b.min_size,
+                                          "array_stride": b.array_stride}
                      for b in info.bindings},
         "local_size": info.local_size,
         "local_size_spec_ids": info.local_size_spec_ids,
-        "spec_constants": {s.id: (s.type, s.default) for s in info.spec_constants},
+        "spec_constants": [(s.id, s.name, s.type, s.default) for s in info.spec_constants],
     }
 
 
@@ -204,29 +208,46 @@ def assert_agrees(info, cross: dict, entry: str | None = None, what: str = "") -
     assert [a for a, e in zip(actual["local_size"], expected["local_size"]) if e is not None] \
         == [e for e in expected["local_size"] if e is not None], what
     assert actual["local_size_spec_ids"] == expected["local_size_spec_ids"], what
-    assert actual["spec_constants"].keys() == expected["spec_constants"].keys(), what
-    for sid, (stype, default) in expected["spec_constants"].items():
-        got_type, got_default = actual["spec_constants"][sid]
-        assert got_type == stype, f"{what}: spec {sid}"
+    got = actual["spec_constants"]
+    assert [s[:3] for s in got] == [s[:3] for s in expected["spec_constants"]], what
+    for (sid, name, _, got_default), (_, _, _, default) in zip(got, expected["spec_constants"]):
         if default is not None:
-            assert got_default == default and type(got_default) is type(default), f"{what}: spec {sid}"
+            assert got_default == default and type(got_default) is type(default), \
+                f"{what}: spec {sid} {name!r}"
 
 
-def dis_spec_defaults(blob: bytes) -> dict[int, str]:
-    """Spec constant defaults as spirv-dis prints them, by SpecId (the full-width literals
-    spirv-cross leaves out)."""
+def _cross_block_sizes(cross: dict, section: str, res: dict) -> dict:
+    """min_size and array_stride of a buffer block as spirv-cross states them: its
+    ``block_size`` (the declared size with the runtime array empty) and the
+    ``array_stride`` of a last member whose outer array size is 0 (runtime)."""
+    if section not in ("ssbos", "ubos"):
+        return {"min_size": 0, "array_stride": 0}
+    members = cross["types"][res["type"]]["members"]
+    last = members[-1] if members else {}
+    runtime = (last.get("array", [None])[-1] == 0 and last.get("array_size_is_literal", [False])[-1])
+    return {"min_size": res["block_size"], "array_stride": last["array_stride"] if runtime else 0}
+
+
+def dis_spec_defaults(blob: bytes) -> list[tuple[int, str, object]]:
+    """Spec constant defaults as spirv-dis prints them (the full-width literals spirv-cross
+    leaves out): (SpecId, name, literal) per constant, sorted as the manifest sorts them."""
     text = disassemble(blob)
     spec_of = {}
     literal_of = {}
+    name_of = {}
     for line in text.splitlines():
         parts = line.split()
+        if len(parts) >= 3 and parts[0] == "OpName":
+            name_of[parts[1]] = line.split('"')[1]
         if len(parts) >= 4 and parts[0] == "OpDecorate" and parts[2] == "SpecId":
             spec_of[parts[1]] = int(parts[3])
         if len(parts) >= 5 and parts[2] == "OpSpecConstant":
             literal_of[parts[0]] = parts[4]
         if len(parts) >= 4 and parts[2] in ("OpSpecConstantTrue", "OpSpecConstantFalse"):
             literal_of[parts[0]] = parts[2] == "OpSpecConstantTrue"
-    return {sid: literal_of[var] for var, sid in spec_of.items() if var in literal_of}
+    found = [(sid, name_of.get(var, ""), literal_of[var]) for var, sid in spec_of.items()
+             if var in literal_of]
+    return sorted(found, key=lambda s: (s[0], s[1]))
 
 
 # -- push-constant size from spirv-cross's view of the types ----------------------

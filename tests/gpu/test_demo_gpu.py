@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from genspirv import demo
+from genspirv.llm import compare, demo, driver
 
 from genspirv import runtime  # noqa: E402
 
@@ -54,8 +54,8 @@ def test_demo_token_exact_on_gpu(seed):
     for r in report["runs"]:
         assert r["ok"] and r["token_exact"], (r["config"], r["mismatches"][:5])
         assert r["replayed"]["token_exact"], r["config"]
-        assert r["barriers_per_token"] == demo.expected_barriers_per_token(config, r["policy"], r["reorder"])
-        assert r["dispatches_per_token"] == demo.dispatches_per_token(config)
+        assert r["barriers_per_token"] == driver.expected_barriers_per_token(config, r["policy"], r["reorder"])
+        assert r["dispatches_per_token"] == driver.dispatches_per_token(config)
 
 
 def test_demo_f16_weights_long_prompt_on_gpu():
@@ -71,17 +71,17 @@ def test_demo_without_barriers_goes_wrong_on_gpu():
     """Positive control: with the barriers left out (test-only policy "none") the same
     decode must disagree with the reference at least once in three tries, or exactness
     under smart proves nothing about its barriers on this device."""
-    from genspirv import reference as ref
+    from genspirv.llm import model as ref
     args = demo.parse_args(_shape(LARGE))
     config = demo.config_from_args(args)
     weights = ref.make_weights(config, args.seed)
     want = ref.greedy_decode(weights, args.prompt, args.tokens)
     with runtime.Device(barriers="none") as dev:
-        model = demo.GpuModel(dev, weights, block_size=demo.default_block_size(dev))
+        model = driver.GpuModel(dev, weights, block_size=driver.default_block_size(dev))
         verdicts = []
         for _ in range(3):
             run = model.decode(args.prompt, args.tokens, reorder=False)
             forced = ref.teacher_forced(weights, args.prompt, args.tokens, run.tokens)
-            verdicts.append(demo.compare(run, forced, args.tol).ok and run.tokens == want.tokens)
+            verdicts.append(compare.compare(run, forced, args.tol).ok and run.tokens == want.tokens)
             assert run.stats["barriers"] == 0
     assert not all(verdicts), "three decodes without barriers all came out right: the GPU hid the hazards"

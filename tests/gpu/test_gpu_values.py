@@ -5,7 +5,7 @@ GPU overlaps them. Under ``smart`` every result here must be exact; under
 the test-only policy ``none`` at least one of the same workloads must come
 out wrong, or the tests could not tell a barrier from its absence.
 
-Run: ``bash ci/gpu_run.sh`` (writes logs and JSON to $OUT when set).
+Run: ``bash tools/gpu_run.sh`` (writes logs and JSON to $OUT when set).
 """
 
 from __future__ import annotations

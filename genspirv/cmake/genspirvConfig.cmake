@@ -1,0 +1,123 @@
+# genspirv's CMake package.
+#
+#   find_package(genspirv CONFIG REQUIRED)   # -Dgenspirv_DIR=$(python -m genspirv cmake-dir)
+#   genspirv_add_shaders(<target> [ROOT <dir>])
+#
+# <target> becomes a static library of the C table that `genspirv build` writes
+# for the project at ROOT (default: the current source dir; the project whose
+# pyproject.toml has [tool.genspirv] with a generate entry of target "c").
+# The build reruns `genspirv build` only when a file it read changed (a
+# depfile lists the sources, their includes, pyproject.toml, the generator
+# and template files), and the table's header and genspirv/hazards.h are on
+# <target>'s public include path. A CTest test <target>_genspirv_check runs
+# `genspirv check` (call enable_testing() to have it).
+#
+# Python: Python3_EXECUTABLE if set, else find_package(Python3 COMPONENTS
+# Interpreter); genspirv must be importable there.
+
+cmake_policy(PUSH)
+cmake_policy(VERSION 3.20...3.28)   # DEPFILE with Makefiles needs 3.20; CMP0116 NEW for Ninja
+
+get_filename_component(genspirv_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../include" ABSOLUTE)
+
+if(NOT Python3_EXECUTABLE)
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+endif()
+if(NOT Python3_EXECUTABLE)
+  set(genspirv_FOUND FALSE)
+  set(genspirv_NOT_FOUND_MESSAGE
+      "genspirv: no Python 3 interpreter found; set Python3_EXECUTABLE to the Python that has genspirv installed")
+  cmake_policy(POP)
+  return()
+endif()
+
+execute_process(
+  COMMAND "${Python3_EXECUTABLE}" -c "import sys, genspirv; sys.stdout.write(genspirv.__version__)"
+  RESULT_VARIABLE _genspirv_rc OUTPUT_VARIABLE _genspirv_version ERROR_VARIABLE _genspirv_err)
+if(NOT _genspirv_rc EQUAL 0)
+  set(genspirv_FOUND FALSE)
+  set(genspirv_NOT_FOUND_MESSAGE
+      "genspirv: Python3_EXECUTABLE=${Python3_EXECUTABLE} cannot import genspirv "
+      "(pip install genspirv into that Python, or set Python3_EXECUTABLE to one that has it):\n${_genspirv_err}")
+  cmake_policy(POP)
+  return()
+endif()
+if(genspirv_VERSION AND NOT _genspirv_version STREQUAL genspirv_VERSION)
+  message(WARNING "genspirv: this CMake package is ${genspirv_VERSION}, but ${Python3_EXECUTABLE} imports genspirv "
+                  "${_genspirv_version}; point genspirv_DIR at `${Python3_EXECUTABLE} -m genspirv cmake-dir`")
+endif()
+set(genspirv_PYTHON "${Python3_EXECUTABLE}")
+# genspirv_add_shaders may be called from any directory of the project.
+set(_genspirv_python "${Python3_EXECUTABLE}" CACHE INTERNAL "the Python genspirv_add_shaders runs")
+set(_genspirv_include_dir "${genspirv_INCLUDE_DIR}" CACHE INTERNAL "the folder of genspirv/hazards.h")
+
+function(genspirv_add_shaders target)
+  cmake_parse_arguments(PARSE_ARGV 1 _gs "" "ROOT" "")
+  if(_gs_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "genspirv_add_shaders(${target}): unknown arguments ${_gs_UNPARSED_ARGUMENTS} "
+                        "(usage: genspirv_add_shaders(<target> [ROOT <dir>]))")
+  endif()
+  if(NOT _gs_ROOT)
+    set(_gs_ROOT "${CMAKE_CURRENT_SOURCE_DIR}")
+  endif()
+  get_filename_component(root "${_gs_ROOT}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  if(NOT EXISTS "${root}/pyproject.toml")
+    message(FATAL_ERROR "genspirv_add_shaders(${target}): ${root}/pyproject.toml does not exist (ROOT is the "
+                        "folder of the pyproject.toml with [tool.genspirv])")
+  endif()
+
+  execute_process(
+    COMMAND "${_genspirv_python}" -m genspirv.cmake_support table --root "${root}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "genspirv_add_shaders(${target}): ${err}")
+  endif()
+  string(REPLACE "\n" ";" table "${table}")
+  list(GET table 0 header)
+  list(GET table 1 source)
+  get_filename_component(header_dir "${header}" DIRECTORY)
+  if(NOT EXISTS "${source}" OR NOT EXISTS "${header}")
+    # A project that has never been built: the library needs its source now.
+    message(STATUS "genspirv: ${source} does not exist yet: running genspirv build")
+    execute_process(COMMAND "${_genspirv_python}" -m genspirv --root "${root}" build --quiet
+                    RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "genspirv_add_shaders(${target}): genspirv build failed:\n${err}")
+    endif()
+  endif()
+  # The generate entry's path lives in pyproject.toml: reconfigure when it changes.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${root}/pyproject.toml")
+
+  # `genspirv build` writes the table in the source tree (it is committed), so
+  # the custom command's output is a stamp in the build tree; the table's
+  # object depends on the stamp, and every user of <target> is ordered after it.
+  set(stamp "${CMAKE_CURRENT_BINARY_DIR}/genspirv/${target}.stamp")
+  set(depfile "${stamp}.d")
+  add_custom_command(
+    OUTPUT "${stamp}"
+    COMMAND "${_genspirv_python}" -m genspirv --root "${root}" build --quiet
+            --depfile "${depfile}" --depfile-target "${stamp}"
+    COMMAND "${CMAKE_COMMAND}" -E touch "${stamp}"
+    DEPENDS "${root}/pyproject.toml"
+    DEPFILE "${depfile}"
+    WORKING_DIRECTORY "${root}"
+    COMMENT "genspirv build (${root})"
+    VERBATIM)
+  add_custom_target(${target}_genspirv_build DEPENDS "${stamp}")
+
+  add_library(${target} STATIC "${source}")
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(NOT "C" IN_LIST languages)
+    # The table is also valid C++: a C++-only project compiles it as such.
+    set_source_files_properties("${source}" PROPERTIES LANGUAGE CXX)
+  endif()
+  set_source_files_properties("${source}" PROPERTIES OBJECT_DEPENDS "${stamp}")
+  add_dependencies(${target} ${target}_genspirv_build)
+  target_include_directories(${target} PUBLIC "${header_dir}" "${_genspirv_include_dir}")
+
+  add_test(NAME ${target}_genspirv_check
+           COMMAND "${_genspirv_python}" -m genspirv --root "${root}" check
+           WORKING_DIRECTORY "${root}")
+endfunction()
+
+cmake_policy(POP)

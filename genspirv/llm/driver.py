@@ -1,0 +1,354 @@
+"""The decode driver: a Llama-shaped decoder run on a ``Device``, step by step.
+
+Takes a ``Device`` and ``ModelWeights`` (``genspirv.llm.model``); gives
+``GpuModel`` (weights, activations, KV cache and kernels on the device; the
+dispatch plan of one token; greedy decode recorded as it goes, or captured
+once and replayed) and ``decode_rounds``, the measured loop that both
+``genspirv demo`` and ``genspirv bench demo`` run: warm-up and capture per
+configuration, then rounds in paired order (ABBA).
+
+The whole decode stays on the device: ``argmax`` writes the chosen token into
+its slot of a token buffer, the next step's ``get_rows`` reads it from there,
+and every step's logits go to their own slice of a logits buffer, so the host
+records all steps first and reads the results once.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
+
+from ..errors import GenspirvError
+from ..runtime.hazards import access_of
+from .reorder import reorder as reorder_pass
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from . import model as ref
+
+
+# Offsets of buffer views (token slots, KV-cache positions, logits rows) are
+# multiples of this: Vulkan caps minStorageBufferOffsetAlignment at 256 bytes,
+# so any conforming device accepts them.
+VIEW_ALIGN = 256
+
+def _align(n: int) -> int:
+    return (n + VIEW_ALIGN - 1) // VIEW_ALIGN * VIEW_ALIGN
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+# -- the dispatch plan ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """One recorded kernel launch; ``args`` are buffers or views in binding order."""
+
+    label: str
+    kernel: object
+    args: tuple
+    groups: tuple[int, int, int]
+    push: bytes
+
+    def access(self):
+        """Its reads and writes, as the device's tracker will see them."""
+        return access_of(self.kernel.entry.info, [a.range for a in self.args])
+
+
+
+
+def dispatches_per_token(config: ref.ModelConfig) -> int:
+    """get_rows; 15 per layer; final norm, logits, argmax."""
+    return 1 + 15 * config.n_layers + 3
+
+
+def expected_barriers_per_token(config: ref.ModelConfig, policy: str, reorder: bool) -> int:
+    """Barriers per decoded token, from the model's structure alone.
+
+    ``always``: one before every dispatch. ``smart`` in program order, per layer:
+    attn norm, q proj, rope q, rope k (reads the k proj, issued after rope q),
+    attention, o proj, residual add, ffn norm, gate (up shares it), silu_mul,
+    down, residual add = 12; plus get_rows (reads the slot argmax wrote), output
+    norm, logits and argmax = 4. The reorder pass issues the q/k/v projections
+    together, then both ropes: one fewer per layer.
+    """
+    if policy == "always":
+        return dispatches_per_token(config)
+    return 4 + (11 if reorder else 12) * config.n_layers
+
+
+
+class GpuModel:
+    """The model's weights, activations, KV cache and kernels on one device."""
+
+    def __init__(self, dev, weights: ref.ModelWeights, block_size: int = 128):
+        c = weights.config
+        limit = dev.properties["limits"]["max_compute_work_group_invocations"]
+        if not 1 <= block_size <= limit:
+            raise GenspirvError(f"block size {block_size} must be between 1 and this device's "
+                                f"{limit} invocations per workgroup")
+        self.dev, self.config, self.weights = dev, c, weights
+        wt = "f16" if c.weights_f16 else "f32"
+        spec = {"BLOCK_SIZE": block_size}
+        self.block_size = block_size
+        self.k_get_rows = dev.kernel(f"get_rows_{wt}", spec=spec)
+        self.k_matvec = dev.kernel(f"mul_mat_vec_{wt}", spec=spec)
+        self.k_rms_norm = dev.kernel("rms_norm", spec=spec)
+        self.k_rope = dev.kernel("rope_norm", spec=spec)
+        self.k_attention = dev.kernel("attention", spec={"BLOCK_SIZE": block_size,
+                                                         "MAX_CTX": c.max_ctx})
+        self.k_silu_mul = dev.kernel("silu_mul", spec=spec)
+        self.k_add = dev.kernel("add_f32")
+        self.k_argmax = dev.kernel("argmax", spec=spec)
+
+        self.embedding = self._upload(weights.embedding)
+        self.layers = [{name: self._upload(getattr(lw, name)) for name in lw.__dataclass_fields__}
+                       for lw in weights.layers]
+        self.out_norm = self._upload(weights.out_norm)
+        self.output = self._upload(weights.output)
+
+        f32 = 4
+        self.residual = [dev.buffer(c.dim * f32), dev.buffer(c.dim * f32)]
+        self.h = dev.buffer(c.dim * f32)
+        self.q = dev.buffer(c.dim * f32)
+        self.q_rot = dev.buffer(c.dim * f32)
+        self.k = dev.buffer(c.kv_dim * f32)
+        self.att = dev.buffer(c.dim * f32)
+        self.proj = dev.buffer(c.dim * f32)
+        self.gate = dev.buffer(c.ffn_dim * f32)
+        self.up = dev.buffer(c.ffn_dim * f32)
+        self.act = dev.buffer(c.ffn_dim * f32)
+        self.kv_slot = _align(c.kv_dim * f32)           # bytes per cached position
+        self.k_cache = [dev.buffer(c.max_ctx * self.kv_slot) for _ in range(c.n_layers)]
+        self.v_cache = [dev.buffer(c.max_ctx * self.kv_slot) for _ in range(c.n_layers)]
+        self.n_slots = c.max_ctx + 1
+        self.tokens = dev.buffer(self.n_slots * VIEW_ALIGN)
+        self.logits_row = _align(c.vocab * f32)
+        self.logits = dev.buffer(c.max_ctx * self.logits_row)
+
+    def _upload(self, array):
+        import numpy as np
+        buf = self.dev.buffer(max(array.nbytes, 4))
+        self.dev.upload(buf, np.ascontiguousarray(array))
+        return buf
+
+    # Each helper returns one Dispatch; sizes are push constants (see each .comp).
+
+    def _matvec(self, label, w, x, y, rows, cols) -> Dispatch:
+        groups = (min(rows, 65535), _ceil_div(rows, 65535), 1)
+        return Dispatch(label, self.k_matvec, (w, x, y), groups, struct.pack("<II", cols, rows))
+
+    def _rms_norm(self, label, x, w, y) -> Dispatch:
+        c = self.config
+        return Dispatch(label, self.k_rms_norm, (x, w, y), (1, 1, 1),
+                        struct.pack("<IIf", c.dim, 1, c.eps))
+
+    def _rope(self, label, src, dst, n_heads, pos) -> Dispatch:
+        c = self.config
+        pairs = n_heads * c.head_dim // 2
+        return Dispatch(label, self.k_rope, (src, dst), (_ceil_div(pairs, self.block_size), 1, 1),
+                        struct.pack("<IIIf", n_heads, c.head_dim, pos, c.rope_base))
+
+    def _add(self, label, a, b, out) -> Dispatch:
+        n = self.config.dim
+        return Dispatch(label, self.k_add, (a, b, out), (_ceil_div(n, 256), 1, 1), struct.pack("<I", n))
+
+    def token_plan(self, pos: int, step: Optional[int]) -> list[Dispatch]:
+        """Dispatches that feed the token in slot ``pos`` at position ``pos``.
+
+        With ``step`` (a decode step), also the logits into row ``step`` and the
+        argmax into slot ``pos + 1``; without it (a prompt token) the layers only,
+        which fill the KV cache.
+        """
+        c = self.config
+        f32 = 4
+        slot = self.kv_slot
+        plan = [Dispatch("get_rows", self.k_get_rows,
+                         (self.tokens.view(pos * VIEW_ALIGN, 4), self.embedding, self.residual[0]),
+                         (_ceil_div(c.dim, self.block_size), 1, 1),
+                         struct.pack("<III", c.dim, 1, c.vocab))]
+        cur = 0
+        for li, lw in enumerate(self.layers):
+            x = self.residual[cur]
+            k_here = self.k_cache[li].view(pos * slot, c.kv_dim * f32)
+            v_here = self.v_cache[li].view(pos * slot, c.kv_dim * f32)
+            plan += [
+                self._rms_norm(f"L{li}.attn_norm", x, lw["attn_norm"], self.h),
+                self._matvec(f"L{li}.q", lw["wq"], self.h, self.q, c.dim, c.dim),
+                self._rope(f"L{li}.rope_q", self.q, self.q_rot, c.n_heads, pos),
+                self._matvec(f"L{li}.k", lw["wk"], self.h, self.k, c.kv_dim, c.dim),
+                self._rope(f"L{li}.rope_k", self.k, k_here, c.n_kv_heads, pos),
+                self._matvec(f"L{li}.v", lw["wv"], self.h, v_here, c.kv_dim, c.dim),
+                Dispatch(f"L{li}.attention", self.k_attention,
+                         (self.q_rot, self.k_cache[li].view(0, (pos + 1) * slot),
+                          self.v_cache[li].view(0, (pos + 1) * slot), self.att),
+                         (c.n_heads, 1, 1),
+                         struct.pack("<IIIIIf", c.n_heads, c.n_kv_heads, c.head_dim, pos + 1,
+                                     slot // f32, c.head_dim ** -0.5)),
+                self._matvec(f"L{li}.o", lw["wo"], self.att, self.proj, c.dim, c.dim),
+                self._add(f"L{li}.attn_residual", x, self.proj, self.residual[1 - cur]),
+            ]
+            cur = 1 - cur
+            x = self.residual[cur]
+            plan += [
+                self._rms_norm(f"L{li}.ffn_norm", x, lw["ffn_norm"], self.h),
+                self._matvec(f"L{li}.gate", lw["w_gate"], self.h, self.gate, c.ffn_dim, c.dim),
+                self._matvec(f"L{li}.up", lw["w_up"], self.h, self.up, c.ffn_dim, c.dim),
+                Dispatch(f"L{li}.silu_mul", self.k_silu_mul, (self.gate, self.up, self.act),
+                         (_ceil_div(c.ffn_dim, self.block_size), 1, 1), struct.pack("<I", c.ffn_dim)),
+                self._matvec(f"L{li}.down", lw["w_down"], self.act, self.proj, c.dim, c.ffn_dim),
+                self._add(f"L{li}.ffn_residual", x, self.proj, self.residual[1 - cur]),
+            ]
+            cur = 1 - cur
+        if step is None:
+            return plan
+        logits = self.logits.view(step * self.logits_row, c.vocab * f32)
+        plan += [
+            self._rms_norm("out_norm", self.residual[cur], self.out_norm, self.h),
+            self._matvec("logits", self.output, self.h, logits, c.vocab, c.dim),
+            Dispatch("argmax", self.k_argmax, (logits, self.tokens.view((pos + 1) * VIEW_ALIGN, 4)),
+                     (1, 1, 1), struct.pack("<I", c.vocab)),
+        ]
+        return plan
+
+    def emit(self, plan: Sequence[Dispatch], reorder: bool) -> None:
+        order = reorder_pass([d.access() for d in plan]) if reorder else range(len(plan))
+        for i in order:
+            d = plan[i]
+            self.dev.dispatch(d.kernel, list(d.args), groups=d.groups, push=d.push)
+
+    def _start(self, prompt: Sequence[int], n_tokens: int, reorder: bool) -> None:
+        """Prompt into its token slots, the prompt's KV entries filled; then idle."""
+        import numpy as np
+        c = self.config
+        if len(prompt) + n_tokens > c.max_ctx:
+            raise GenspirvError(f"prompt ({len(prompt)}) + tokens ({n_tokens}) exceed the "
+                                f"context of {c.max_ctx}")
+        slots = np.zeros((self.n_slots, VIEW_ALIGN // 4), dtype=np.uint32)
+        slots[:len(prompt), 0] = prompt
+        self.dev.upload(self.tokens, slots)
+        for pos in range(len(prompt) - 1):
+            self.emit(self.token_plan(pos, None), reorder)
+        self.dev.synchronize()
+
+    def _emit_steps(self, prompt: Sequence[int], n_tokens: int, reorder: bool) -> None:
+        first = len(prompt) - 1
+        for step in range(n_tokens):
+            self.emit(self.token_plan(first + step, step), reorder)
+
+    def _finish(self, prompt, n_tokens, seconds, gpu_seconds, stats) -> "RunResult":
+        c = self.config
+        slots = self.dev.download(self.tokens, dtype="uint32").reshape(self.n_slots, VIEW_ALIGN // 4)
+        tokens = tuple(int(t) for t in slots[len(prompt):len(prompt) + n_tokens, 0])
+        rows = self.dev.download(self.logits, dtype="float32").reshape(c.max_ctx, self.logits_row // 4)
+        return RunResult(tokens=tokens, logits=rows[:n_tokens, :c.vocab].copy(), seconds=seconds,
+                         gpu_seconds=gpu_seconds, stats=stats)
+
+    def decode(self, prompt: Sequence[int], n_tokens: int, reorder: bool) -> "RunResult":
+        """Greedy decode, every dispatch recorded by the host as it goes.
+
+        Stats and times cover the decode steps only (not the prompt).
+        """
+        self._start(prompt, n_tokens, reorder)
+        before = self.dev.stats
+        t0 = time.perf_counter()
+        with self.dev.gpu_timer() as timer:
+            self._emit_steps(prompt, n_tokens, reorder)
+        self.dev.synchronize()
+        elapsed = time.perf_counter() - t0
+        stats = _delta(before, self.dev.stats)
+        return self._finish(prompt, n_tokens, elapsed, timer.ns * 1e-9, stats)
+
+    def capture(self, prompt: Sequence[int], n_tokens: int, reorder: bool):
+        """The decode steps captured once as a replay graph; gives (graph, capture stats).
+
+        Every step reads its token from the device, so one capture serves any
+        number of runs; what differs per step (positions, views) is fixed in it.
+        """
+        self._start(prompt, n_tokens, reorder)
+        before = self.dev.stats
+        with self.dev.record() as graph:
+            self._emit_steps(prompt, n_tokens, reorder)
+        return graph, _delta(before, self.dev.stats)
+
+    def replay(self, graph, prompt: Sequence[int], n_tokens: int, stats: dict) -> "RunResult":
+        """One run of a captured decode: the device's time without the host's recording."""
+        self._start(prompt, n_tokens, reorder=False)
+        t0 = time.perf_counter()
+        with self.dev.gpu_timer() as timer:
+            graph.run()
+        self.dev.synchronize()
+        elapsed = time.perf_counter() - t0
+        return self._finish(prompt, n_tokens, elapsed, timer.ns * 1e-9, stats)
+
+
+def _delta(before: dict, after: dict) -> dict:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in after}
+
+
+
+
+@dataclass
+class RunResult:
+    tokens: tuple[int, ...]
+    logits: "np.ndarray"
+    seconds: float          # wall time: record, submit, wait
+    gpu_seconds: float      # device timestamps around the same steps
+    stats: dict
+
+
+
+def default_block_size(dev) -> int:
+    """The workgroup size (spec constant BLOCK_SIZE) for this device.
+
+    A CPU implementation (lavapipe) runs a workgroup as a loop over SIMD lanes,
+    where each reduction step's barrier costs a pass: 32 invocations measured
+    about 3x faster there than 128. GPUs want more invocations per row.
+    """
+    return 32 if dev.properties.get("type") == "cpu" else 128
+
+
+# -- the measured loop -----------------------------------------------------------------
+
+OnRun = Callable[[int, str, str, RunResult], None]   # (round, config label, mode, run)
+
+
+def decode_rounds(model: GpuModel, prompt: Sequence[int], n_tokens: int, configs: Sequence[tuple],
+                  repeats: int, on_run: OnRun, replay: bool = True) -> None:
+    """Decode under each configuration ``(label, policy, reorder)``, ``repeats`` rounds.
+
+    First, per configuration, one decode as warm-up (pipelines, descriptor pools)
+    and, with ``replay``, one capture. Then each round runs the configurations in
+    paired order (forward, reversed, ...), so ratios come from runs side by side:
+    the decode recorded by the host (mode ``recorded``) and, with ``replay``, the
+    captured one resubmitted (``replayed``); ``on_run`` gets each as it finishes.
+    The device's barrier policy is ``smart`` again afterwards.
+    """
+    from ..bench.harness import paired_order
+
+    dev = model.dev
+    graphs = {}
+    try:
+        for label, policy, reorder in configs:
+            dev.barrier_policy = policy
+            model.decode(prompt, n_tokens, reorder)
+            if replay:
+                graphs[label] = model.capture(prompt, n_tokens, reorder)
+        for r in range(repeats):
+            for label, policy, reorder in paired_order(r, configs):
+                dev.barrier_policy = policy
+                on_run(r, label, "recorded", model.decode(prompt, n_tokens, reorder))
+                if label in graphs:
+                    graph, capture_stats = graphs[label]
+                    on_run(r, label, "replayed", model.replay(graph, prompt, n_tokens, capture_stats))
+    finally:
+        dev.synchronize()
+        for graph, _ in graphs.values():
+            graph.destroy()
+        dev.barrier_policy = "smart"

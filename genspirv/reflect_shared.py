@@ -1,0 +1,47 @@
+"""Reflection, workgroup memory: an ``Index`` and an entry point in, shared-memory bytes out.
+
+``workgroup_memory_bytes(index, entry_point, values)`` sums the sizes of the
+``Workgroup`` storage-class variables the entry point can use, with
+spec-constant-sized arrays taken from ``values`` (spec id -> value) where
+given, else from the constants' defaults (OpSpecConstantOp evaluated), so the
+runtime can recompute the figure for the values it specialises with.
+
+Sizing follows the Khronos validation layers: types without explicit layout
+are packed tightly (a bool counts 4 bytes, a vec3 12); with
+WorkgroupMemoryExplicitLayoutKHR the laid-out size counts, and variables
+decorated ``Aliased`` overlap, so they count as the largest of them.  A
+driver may pad further; this is the figure ``maxComputeSharedMemorySize``
+is checked against.  From SPIR-V 1.4 the entry point's interface lists the
+variables it uses; before that every Workgroup variable of the module counts.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from . import spirv as sp
+from .errors import SpirvError
+from .reflect_index import EntryPoint, Index
+from .reflect_types import SpecValues, type_size
+
+
+def workgroup_memory_bytes(index: Index, ep: EntryPoint,
+                           values: Optional[SpecValues] = None) -> int:
+    """Bytes of Workgroup memory ``ep`` declares, specialised with ``values``."""
+    interface = set(ep.interface) if index.module.version >= (1, 4) else None
+    separate = aliased = 0
+    for var in index.variables:
+        if var.operand(2) != sp.STORAGE_WORKGROUP:
+            continue
+        if interface is not None and var.result not in interface:
+            continue
+        pointer = index.define(var.result_type, var)
+        if pointer.opcode != sp.OP_TYPE_POINTER:
+            raise SpirvError(f"workgroup variable %{var.result} has a non-pointer type",
+                             var.offset)
+        size = type_size(index, pointer.operand(2), pointer, values=values)
+        if index.decoration(var.result, sp.DECORATION_ALIASED) is not None:
+            aliased = max(aliased, size)
+        else:
+            separate += size
+    return separate + aliased

@@ -1,0 +1,292 @@
+"""Reflection, step 2: type and constant ids in, sizes and values out.
+
+Takes an ``Index`` and gives scalar type names (the manifest's spellings),
+the values of (spec) constants, array lengths and the bytes a type spans in
+an explicitly laid-out block (``type_size``, ``struct_size``: offsets,
+array and matrix strides).  Pure functions; bad ids raise ``SpirvError``,
+types with no size raise ``ReflectError``, both with the word offset.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Mapping, Optional, Union
+
+from . import spirv as sp
+from .errors import ReflectError, SpirvError
+from .reflect_index import MAX_TYPE_DEPTH, Index
+from .spirv import Instruction
+
+SPEC_TYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+              "int64", "uint64", "float16", "float32", "float64")
+
+SpecValue = Union[bool, int, float]
+SpecValues = Mapping[int, SpecValue]      # spec id -> value, for specialised sizes
+
+
+def scalar_type_name(index: Index, type_id: int, user: Instruction) -> str:
+    """``bool``, ``int32``, ``float16``... for a scalar type id."""
+    t = index.define(type_id, user)
+    if t.opcode == sp.OP_TYPE_BOOL:
+        return "bool"
+    if t.opcode == sp.OP_TYPE_INT:
+        width, signed = t.operand(1), t.operand(2)
+        name = f"{'int' if signed else 'uint'}{width}"
+    elif t.opcode == sp.OP_TYPE_FLOAT:
+        if len(t.operands) > 2:      # an FP encoding such as BFloat16KHR
+            raise ReflectError(f"float type %{type_id} with encoding {t.operands[2]} "
+                               "has no manifest spelling")
+        name = f"float{t.operand(1)}"
+    else:
+        raise ReflectError(f"%{type_id} (opcode {t.opcode}) at word {t.offset} "
+                           "is not a scalar type")
+    if name not in SPEC_TYPES:
+        raise ReflectError(f"scalar type %{type_id} at word {t.offset} is {name}, "
+                           "which has no manifest spelling")
+    return name
+
+
+def _literal_value(type_name: str, words: tuple[int, ...], inst: Instruction) -> SpecValue:
+    if type_name == "bool":
+        raise ReflectError(f"OpConstant/OpSpecConstant at word {inst.offset} has type bool "
+                           "(bools are OpConstantTrue/False)")
+    width = int("".join(ch for ch in type_name if ch.isdigit()))
+    need = 2 if width == 64 else 1
+    if len(words) < need:
+        raise SpirvError(f"{type_name} constant needs {need} value word(s), has {len(words)}",
+                         inst.offset)
+    raw = words[0] | (words[1] << 32) if need == 2 else words[0]
+    raw &= (1 << width) - 1          # the high bits of narrow literals are sign/zero fill
+    if type_name.startswith("float"):
+        fmt = {16: "<e", 32: "<f", 64: "<d"}[width]
+        return struct.unpack(fmt, raw.to_bytes(width // 8, "little"))[0]
+    if type_name.startswith("int") and raw >> (width - 1):
+        return raw - (1 << width)
+    return raw
+
+
+def constant_value(index: Index, id_: int, user: Instruction) -> tuple[SpecValue, Optional[int]]:
+    """The value of a scalar (spec) constant id and its SpecId (None for a plain constant)."""
+    c = index.define(id_, user)
+    spec = index.decoration(id_, sp.DECORATION_SPEC_ID)
+    spec_id = spec[0] if spec else None
+    if c.opcode in (sp.OP_CONSTANT_TRUE, sp.OP_SPEC_CONSTANT_TRUE):
+        return True, spec_id
+    if c.opcode in (sp.OP_CONSTANT_FALSE, sp.OP_SPEC_CONSTANT_FALSE):
+        return False, spec_id
+    if c.opcode == sp.OP_CONSTANT_NULL:
+        return 0, None
+    if c.opcode in (sp.OP_CONSTANT, sp.OP_SPEC_CONSTANT):
+        return _literal_value(scalar_type_name(index, c.result_type, c), c.operands[2:], c), spec_id
+    raise ReflectError(f"%{id_} at word {c.offset} (opcode {c.opcode}) is not a scalar constant; "
+                       f"used at word {user.offset}")
+
+
+def non_negative_int(value: SpecValue, what: str, inst: Instruction) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ReflectError(f"{what} at word {inst.offset} is {value!r}, not a non-negative integer")
+    return value
+
+
+def array_length(index: Index, array_type: Instruction,
+                 values: Optional[SpecValues] = None) -> int:
+    """Length of an OpTypeArray, 0 for a runtime array.  A spec-constant length takes
+    ``values[spec_id]`` where given, else its default (OpSpecConstantOp is evaluated)."""
+    if array_type.opcode == sp.OP_TYPE_RUNTIME_ARRAY:
+        return 0
+    value = evaluate_constant(index, array_type.operand(2), array_type, values)
+    return non_negative_int(value, "array length", array_type)
+
+
+def member_count(struct: Instruction) -> int:
+    return len(struct.operands) - 1
+
+
+def type_size(index: Index, type_id: int, user: Instruction, depth: int = 0,
+              values: Optional[SpecValues] = None) -> int:
+    """Bytes a value of ``type_id`` spans in an explicitly laid-out block.
+
+    A type without layout decorations (Workgroup memory) is sized tightly: an
+    array as length x element, a struct without Offsets as the sum of its members.
+    """
+    if depth > MAX_TYPE_DEPTH:
+        raise ReflectError(f"type %{type_id} nests deeper than {MAX_TYPE_DEPTH} levels "
+                           f"(cyclic module?), reached from word {user.offset}")
+    t = index.define(type_id, user)
+    op = t.opcode
+    if op in (sp.OP_TYPE_INT, sp.OP_TYPE_FLOAT):
+        return max(t.operand(1) // 8, 1)
+    if op == sp.OP_TYPE_BOOL:
+        return 4
+    if op == sp.OP_TYPE_VECTOR:
+        return t.operand(2) * type_size(index, t.operand(1), t, depth + 1, values)
+    if op == sp.OP_TYPE_MATRIX:       # outside a struct member: tightly packed columns
+        return t.operand(2) * type_size(index, t.operand(1), t, depth + 1, values)
+    if op == sp.OP_TYPE_POINTER:      # PhysicalStorageBuffer address
+        return 8
+    if op in (sp.OP_TYPE_ARRAY, sp.OP_TYPE_RUNTIME_ARRAY):
+        length = array_length(index, t, values)
+        stride = index.decoration(type_id, sp.DECORATION_ARRAY_STRIDE)
+        if stride:
+            return length * stride[0]
+        return length * type_size(index, t.operand(1), t, depth + 1, values)
+    if op == sp.OP_TYPE_STRUCT:
+        if member_count(t) and index.member_decoration(t.result, 0, sp.DECORATION_OFFSET) is None:
+            return sum(type_size(index, m, t, depth + 1, values) for m in t.operands[1:])
+        return struct_size(index, t, depth + 1, values)
+    raise ReflectError(f"type %{type_id} (opcode {op}) at word {t.offset} has no size in a block")
+
+
+def struct_size(index: Index, struct: Instruction, depth: int = 0,
+                values: Optional[SpecValues] = None) -> int:
+    """max over members of Offset + member size (matrices by MatrixStride and major order)."""
+    size = 0
+    for member in range(member_count(struct)):
+        member_type = struct.operands[1 + member]
+        offset = index.member_decoration(struct.result, member, sp.DECORATION_OFFSET)
+        if not offset:
+            raise ReflectError(f"member {member} of struct %{struct.result} "
+                               f"({index.names.get(struct.result, '')!r}) at word {struct.offset} "
+                               "has no Offset")
+        t = index.define(member_type, struct)
+        stride = index.member_decoration(struct.result, member, sp.DECORATION_MATRIX_STRIDE)
+        if t.opcode == sp.OP_TYPE_MATRIX and stride:
+            columns = t.operand(2)
+            rows = index.define(t.operand(1), t).operand(2)
+            row_major = index.member_decoration(struct.result, member, sp.DECORATION_ROW_MAJOR)
+            member_size = stride[0] * (rows if row_major is not None else columns)
+        else:
+            member_size = type_size(index, member_type, struct, depth + 1, values)
+        size = max(size, offset[0] + member_size)
+    return size
+
+
+
+# -- spec constant expressions ------------------------------------------------
+
+# OpSpecConstantOp operations on integers and bools that Shader modules may use,
+# as (arity, function of the operands' two's-complement bits, result is bool).
+_U, _S = "u", "s"      # how an operation reads its operands: unsigned or signed
+
+
+def _div(a: int, b: int) -> int:
+    if b == 0:
+        raise ZeroDivisionError
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _srem(a: int, b: int) -> int:
+    return a - b * _div(a, b)
+
+
+_SPEC_OPS = {
+    113: (1, _U, lambda a: a),                 # OpUConvert
+    114: (1, _S, lambda a: a),                 # OpSConvert
+    126: (1, _S, lambda a: -a),                # OpSNegate
+    200: (1, _U, lambda a: ~a),                # OpNot
+    128: (2, _U, lambda a, b: a + b),          # OpIAdd
+    130: (2, _U, lambda a, b: a - b),          # OpISub
+    132: (2, _U, lambda a, b: a * b),          # OpIMul
+    134: (2, _U, _div),                        # OpUDiv
+    135: (2, _S, _div),                        # OpSDiv
+    137: (2, _U, lambda a, b: a % b),          # OpUMod
+    138: (2, _S, _srem),                       # OpSRem
+    139: (2, _S, lambda a, b: a % b),          # OpSMod (sign of the divisor, as Python's %)
+    194: (2, _U, lambda a, b: a >> b),         # OpShiftRightLogical
+    195: (2, _S, lambda a, b: a >> b),         # OpShiftRightArithmetic
+    196: (2, _U, lambda a, b: a << b),         # OpShiftLeftLogical
+    197: (2, _U, lambda a, b: a | b),          # OpBitwiseOr
+    198: (2, _U, lambda a, b: a ^ b),          # OpBitwiseXor
+    199: (2, _U, lambda a, b: a & b),          # OpBitwiseAnd
+    164: (2, _U, lambda a, b: a == b),         # OpLogicalEqual
+    165: (2, _U, lambda a, b: a != b),         # OpLogicalNotEqual
+    166: (2, _U, lambda a, b: a or b),         # OpLogicalOr
+    167: (2, _U, lambda a, b: a and b),        # OpLogicalAnd
+    168: (1, _U, lambda a: not a),             # OpLogicalNot
+    170: (2, _U, lambda a, b: a == b),         # OpIEqual
+    171: (2, _U, lambda a, b: a != b),         # OpINotEqual
+    172: (2, _U, lambda a, b: a > b),          # OpUGreaterThan
+    173: (2, _S, lambda a, b: a > b),          # OpSGreaterThan
+    174: (2, _U, lambda a, b: a >= b),         # OpUGreaterThanEqual
+    175: (2, _S, lambda a, b: a >= b),         # OpSGreaterThanEqual
+    176: (2, _U, lambda a, b: a < b),          # OpULessThan
+    177: (2, _S, lambda a, b: a < b),          # OpSLessThan
+    178: (2, _U, lambda a, b: a <= b),         # OpULessThanEqual
+    179: (2, _S, lambda a, b: a <= b),         # OpSLessThanEqual
+}
+_OP_SELECT = 169
+_SHIFTS = (194, 195, 196)
+
+
+def _int_width(index: Index, type_id: int, user: Instruction) -> Optional[int]:
+    t = index.define(type_id, user)
+    return t.operand(1) if t.opcode == sp.OP_TYPE_INT else None
+
+
+def _as(value: SpecValue, width: Optional[int], how: str) -> int:
+    """An int or bool constant's bits read as unsigned or signed at ``width``."""
+    if isinstance(value, bool) or width is None:
+        return int(value)
+    bits = value & ((1 << width) - 1)
+    if how == _S and bits >> (width - 1):
+        return bits - (1 << width)
+    return bits
+
+
+def evaluate_constant(index: Index, id_: int, user: Instruction,
+                      values: Optional[SpecValues] = None, depth: int = 0,
+                      memo: Optional[dict] = None) -> SpecValue:
+    """The value of a scalar constant id: a spec constant takes ``values[spec_id]`` where
+    given, else its default; OpSpecConstantOp on integers and bools is evaluated
+    (each id once: a module reusing an operand many times stays linear)."""
+    if memo is None:
+        memo = {}
+    if id_ in memo:
+        return memo[id_]
+    memo[id_] = value = _evaluate(index, id_, user, values, depth, memo)
+    return value
+
+
+def _evaluate(index: Index, id_: int, user: Instruction, values: Optional[SpecValues],
+              depth: int, memo: dict) -> SpecValue:
+    if depth > MAX_TYPE_DEPTH:
+        raise ReflectError(f"constant %{id_} nests deeper than {MAX_TYPE_DEPTH} levels "
+                           f"(cyclic module?), reached from word {user.offset}")
+    c = index.define(id_, user)
+    if c.opcode != sp.OP_SPEC_CONSTANT_OP:
+        value, spec_id = constant_value(index, id_, user)
+        if values is not None and spec_id is not None and spec_id in values:
+            return values[spec_id]
+        return value
+    opcode = c.operand(2)
+    if opcode == _OP_SELECT:
+        if len(c.operands) < 6:
+            raise SpirvError("OpSpecConstantOp Select needs 3 operands", c.offset)
+        cond, a, b = (evaluate_constant(index, x, c, values, depth + 1, memo)
+                      for x in c.operands[3:6])
+        return a if cond else b
+    if opcode not in _SPEC_OPS:
+        raise ReflectError(f"OpSpecConstantOp %{id_} at word {c.offset} uses opcode {opcode}, "
+                           "which genspirv does not evaluate (used as a size at word "
+                           f"{user.offset})")
+    arity, how, fn = _SPEC_OPS[opcode]
+    args = c.operands[3:3 + arity]
+    if len(args) != arity:
+        raise SpirvError(f"OpSpecConstantOp opcode {opcode} needs {arity} operand(s)", c.offset)
+    operands = []
+    for arg in args:
+        width = _int_width(index, index.define(arg, c).result_type, c)
+        operands.append(_as(evaluate_constant(index, arg, c, values, depth + 1, memo), width, how))
+    type_name = scalar_type_name(index, c.result_type, c)
+    width = 1 if type_name == "bool" else int("".join(ch for ch in type_name if ch.isdigit()))
+    if opcode in _SHIFTS and not 0 <= operands[1] < width:
+        raise ReflectError(f"OpSpecConstantOp %{id_} at word {c.offset} shifts a {width}-bit "
+                           f"value by {operands[1]}")
+    try:
+        result = fn(*operands)
+    except ZeroDivisionError:
+        raise ReflectError(f"OpSpecConstantOp %{id_} at word {c.offset} divides by zero") from None
+    if isinstance(result, bool) or type_name == "bool":
+        return bool(result)
+    return _as(result, width, _S if type_name.startswith("int") else _U)

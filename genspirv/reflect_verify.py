@@ -1,0 +1,73 @@
+"""Reflection, proof: a manifest entry's reflected fields and its blob in, the differences out.
+
+``verify_entry(info, blob)`` reflects the blob (the same pure code the build
+uses) for the entry's entry point and returns one ``Mismatch`` (field,
+manifest value, blob value) per reflected field that differs: entry point,
+workgroup size and its spec ids, every field of every binding (access,
+accessed, written, min_size, array_stride ...), binding count and the masks,
+spec constants, push-constant size and shared memory.  ``check_entry``
+raises ``ManifestMismatchError`` naming the kernel, each field and both
+values.  No Vulkan: the runtime calls it when it loads a kernel, so a
+hand-edited manifest cannot silently drop a barrier.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+from .errors import ManifestMismatchError
+from .reflect import ShaderInfo, reflect_module
+
+
+class Mismatch(NamedTuple):
+    field: str
+    manifest: Any
+    blob: Any
+
+    def __str__(self) -> str:
+        return f"{self.field}: manifest says {self.manifest!r}, the blob {self.blob!r}"
+
+
+_SCALAR_FIELDS = ("local_size", "local_size_spec_ids", "binding_count", "writable_mask",
+                  "readable_mask", "push_constant_size", "shared_memory")
+
+
+def _compare_sequence(field: str, label, manifest: tuple, blob: tuple) -> list[Mismatch]:
+    """Field by field where both list the same items in the same places; whole otherwise."""
+    if len(manifest) != len(blob) or any(label(a) != label(b) for a, b in zip(manifest, blob)):
+        return [Mismatch(field, [label(x) for x in manifest], [label(x) for x in blob])]
+    out = []
+    for a, b in zip(manifest, blob):
+        for f in dataclasses.fields(a):
+            va, vb = getattr(a, f.name), getattr(b, f.name)
+            if va != vb or type(va) is not type(vb):
+                out.append(Mismatch(f"{field}[{label(a)}].{f.name}", va, vb))
+    return out
+
+
+def verify_entry(info: ShaderInfo, blob: bytes) -> list[Mismatch]:
+    """Every reflected field of ``info`` that differs from the blob's own reflection."""
+    infos = reflect_module(blob)
+    actual = next((i for i in infos if i.entry_point == info.entry_point), None)
+    if actual is None:
+        return [Mismatch("entry_point", info.entry_point, [i.entry_point for i in infos])]
+    out = []
+    for name in _SCALAR_FIELDS:
+        expected, got = getattr(info, name), getattr(actual, name)
+        if expected != got:
+            out.append(Mismatch(name, expected, got))
+    out += _compare_sequence("bindings", lambda b: f"set={b.set},binding={b.binding}",
+                             info.bindings, actual.bindings)
+    out += _compare_sequence("spec_constants", lambda s: f"id={s.id},name={s.name!r}",
+                             info.spec_constants, actual.spec_constants)
+    return out
+
+
+def check_entry(kernel: str, info: ShaderInfo, blob: bytes) -> None:
+    """Raise ``ManifestMismatchError`` naming ``kernel`` and every field that differs."""
+    mismatches = verify_entry(info, blob)
+    if mismatches:
+        raise ManifestMismatchError(
+            f"kernel {kernel}: the manifest disagrees with its blob ("
+            + "; ".join(map(str, mismatches)) + "); rebuild the manifest with genspirv build")

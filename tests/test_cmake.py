@@ -1,0 +1,270 @@
+"""genspirv's CMake package, driven by a real cmake on a tiny C++ consumer.
+
+The consumer (written to a temp folder, its shaders in a subfolder, under a
+path with a space) finds the package with ``-Dgenspirv_DIR=$(genspirv
+cmake-dir)``, links the table ``genspirv_add_shaders`` makes, and prints what
+the table holds for one module; the test compares that with the blob on disk.
+With Ninja: a second build runs no genspirv step (ninja says so); editing an
+included GLSL header reruns it and the program sees the new blob; ``ctest``
+runs ``genspirv check``, which fails once a blob is tampered with. With Unix
+Makefiles: build, run, and a no-op second build.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from genspirv import cmake_support
+from genspirv.cmake_support import cmake_dir
+
+REPO = Path(__file__).resolve().parent.parent
+CMAKE = shutil.which("cmake")
+needs_cmake = pytest.mark.skipif(CMAKE is None or shutil.which("c++") is None,
+                                 reason="needs cmake and a C++ compiler (apt-get install cmake ninja-build)")
+
+PYPROJECT = """\
+[tool.genspirv]
+glsl_dir = "glsl"
+spirv_dir = "spirv"
+manifest = "manifests/shaders.json"
+generate = [ { target = "c", output = "gen/kernels" } ]
+"""
+
+COMMON = "const float SCALE = 2.0;\n"
+
+SCALE = """\
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "include/common.glsl"
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
+void main() { uint i = gl_GlobalInvocationID.x; y[i] = SCALE * x[i]; }
+"""
+
+CMAKELISTS = """\
+cmake_minimum_required(VERSION 3.20)
+project(consumer CXX)
+find_package(genspirv CONFIG REQUIRED)
+enable_testing()
+genspirv_add_shaders(kernels ROOT "shader dir")
+add_executable(consumer main.cpp)
+target_link_libraries(consumer PRIVATE kernels)
+"""
+
+# Prints the module's words (hex, one line) and a hazard decision from the
+# table's masks: proves both headers are on the include path.
+MAIN = r"""
+#include <cstdio>
+#include "kernels.h"
+#include "genspirv/hazards.h"
+
+int main() {
+    const genspirv_module *m = genspirv_find_module("scale");
+    if (m == nullptr) return 1;
+    for (size_t i = 0; i < m->word_count; i++) std::printf("%08x", (unsigned)m->words[i]);
+    std::printf("\n");
+    genspirv_interval reads[4], writes[4];
+    genspirv_tracker t;
+    genspirv_barrier b;
+    genspirv_tracker_init(&t, GENSPIRV_POLICY_SMART, reads, 4, writes, 4);
+    genspirv_range x = {1, 0, 256}, y = {2, 0, 256};
+    genspirv_range first[2] = {x, y}, second[2] = {y, x};   /* the second reads what the first wrote */
+    genspirv_tracker_access(&t, GENSPIRV_STAGE_COMPUTE, first, 2, m->readable_mask, m->writable_mask, &b);
+    int d = genspirv_tracker_access(&t, GENSPIRV_STAGE_COMPUTE, second, 2, m->readable_mask, m->writable_mask, &b);
+    std::printf("second dispatch: %s\n", d == GENSPIRV_BARRIER ? "barrier" : "none");
+    return 0;
+}
+"""
+
+
+def env() -> dict:
+    e = dict(os.environ)
+    # The build's genspirv must be this checkout's, in every subprocess cmake starts.
+    e["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in [e.get("PYTHONPATH")] if p])
+    return e
+
+
+def run(*args, cwd=None, ok=True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env(), capture_output=True, text=True,
+                          timeout=300)
+    if ok:
+        assert proc.returncode == 0, f"{' '.join(map(str, args))}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def make_consumer(tmp: Path) -> Path:
+    src = tmp / "consumer src"
+    shaders = src / "shader dir"
+    (shaders / "glsl" / "include").mkdir(parents=True)
+    (shaders / "pyproject.toml").write_text(PYPROJECT)
+    (shaders / "glsl" / "include" / "common.glsl").write_text(COMMON)
+    (shaders / "glsl" / "scale.comp").write_text(SCALE)
+    (src / "CMakeLists.txt").write_text(CMAKELISTS)
+    (src / "main.cpp").write_text(MAIN)
+    return src
+
+
+def configure(src: Path, build: Path, generator: str) -> None:
+    run(CMAKE, "-S", src, "-B", build, "-G", generator, f"-Dgenspirv_DIR={cmake_dir()}",
+        f"-DPython3_EXECUTABLE={sys.executable}")
+
+
+def program_words(build: Path) -> str:
+    out = run(build / "consumer").stdout.splitlines()
+    assert out[1] == "second dispatch: barrier"
+    return out[0]
+
+
+def blob_words(src: Path) -> str:
+    data = (src / "shader dir" / "spirv" / "scale.spv").read_bytes()
+    return "".join(f"{w:08x}" for w in struct.unpack(f"<{len(data) // 4}I", data))
+
+
+def test_cmake_dir_prints_the_package_folder():
+    out = run(sys.executable, "-m", "genspirv", "cmake-dir").stdout.strip()
+    assert Path(out) == cmake_dir()
+    assert (Path(out) / "genspirvConfig.cmake").is_file()
+    assert (Path(out) / "genspirvConfigVersion.cmake").is_file()
+
+
+def test_package_version_is_the_python_package_version():
+    import genspirv
+    text = (cmake_dir() / "genspirvConfigVersion.cmake").read_text()
+    assert f'set(PACKAGE_VERSION "{genspirv.__version__}")' in text
+
+
+@needs_cmake
+@pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja (apt-get install ninja-build)")
+def test_ninja_consumer_builds_rebuilds_on_include_edit_and_checks(tmp_path):
+    src = make_consumer(tmp_path)
+    build = tmp_path / "build"
+    configure(src, build, "Ninja")
+    run(CMAKE, "--build", build)
+    first = program_words(build)
+    assert first == blob_words(src)
+
+    # Nothing changed: ninja has no work, genspirv does not run, the manifest is untouched.
+    manifest = src / "shader dir" / "manifests" / "shaders.json"
+    stamp = manifest.stat().st_mtime_ns
+    noop = run(CMAKE, "--build", build, "--", "-d", "explain")
+    assert "no work to do" in noop.stdout, noop.stdout + noop.stderr
+    assert "genspirv" not in noop.stdout + noop.stderr
+    assert manifest.stat().st_mtime_ns == stamp
+
+    # An included header changes the blob: the build reruns genspirv and relinks.
+    (src / "shader dir" / "glsl" / "include" / "common.glsl").write_text("const float SCALE = 3.0;\n")
+    rebuild = run(CMAKE, "--build", build)
+    assert "genspirv build" in rebuild.stdout
+    second = program_words(build)
+    assert second == blob_words(src) and second != first
+
+    # ctest runs genspirv check: clean now, failing once a blob is tampered with.
+    run("ctest", "--output-on-failure", cwd=build)
+    blob = src / "shader dir" / "spirv" / "scale.spv"
+    data = bytearray(blob.read_bytes())
+    data[-8] ^= 0xFF
+    blob.write_bytes(bytes(data))
+    failed = run("ctest", "--output-on-failure", cwd=build, ok=False)
+    assert failed.returncode != 0
+    assert "kernels_genspirv_check" in failed.stdout and "differs" in failed.stdout
+
+
+@needs_cmake
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_makefiles_consumer_builds_in_source_and_noop_rebuilds(tmp_path):
+    src = make_consumer(tmp_path)
+    configure(src, src, "Unix Makefiles")            # in-source this time
+    run(CMAKE, "--build", src)
+    assert program_words(src) == blob_words(src)
+    noop = run(CMAKE, "--build", src)
+    assert not re.search(r"genspirv build \(", noop.stdout), noop.stdout
+    (src / "shader dir" / "glsl" / "include" / "common.glsl").write_text("const float SCALE = 5.0;\n")
+    rebuild = run(CMAKE, "--build", src)
+    assert re.search(r"genspirv build \(", rebuild.stdout), rebuild.stdout
+    assert program_words(src) == blob_words(src)
+
+
+@needs_cmake
+def test_configure_fails_clearly_when_python_lacks_genspirv(tmp_path):
+    src = make_consumer(tmp_path)
+    fake = tmp_path / "python-without-genspirv"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")   # -I: no PYTHONPATH, no site
+    fake.chmod(0o755)
+    proc = subprocess.run([CMAKE, "-S", str(src), "-B", str(tmp_path / "b"), f"-Dgenspirv_DIR={cmake_dir()}",
+                           f"-DPython3_EXECUTABLE={fake}"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "cannot import genspirv" in proc.stderr and str(fake) in proc.stderr
+
+
+def test_wheel_ships_the_cmake_package_and_the_header():
+    try:
+        import tomllib
+    except ModuleNotFoundError:   # Python 3.10
+        import tomli as tomllib
+    from fnmatch import fnmatch
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["genspirv"]
+    package = REPO / "genspirv"
+    files = [*cmake_dir().glob("*.cmake"), cmake_support.include_dir() / "genspirv" / "hazards.h"]
+    assert len(files) == 3
+    for f in files:
+        assert any(fnmatch(f.relative_to(package).as_posix(), p) for p in patterns), f
+
+
+# -- the depfile ----------------------------------------------------------------
+
+
+def test_make_escape():
+    assert cmake_support.make_escape("/a b/c#d$e") == "/a\\ b/c\\#d$$e"
+    for bad in ("/a\nb", "/a\\b"):
+        with pytest.raises(cmake_support.OutputError, match="depfile"):
+            cmake_support.make_escape(bad)
+
+
+def depfile_project(tmp: Path, generate: str = "", extra: str = "") -> Path:
+    (tmp / "glsl" / "include").mkdir(parents=True)
+    (tmp / "glsl" / "include" / "common.glsl").write_text(COMMON)
+    (tmp / "glsl" / "scale.comp").write_text(SCALE)
+    (tmp / "glsl" / "notes.txt").write_text("not a shader\n")
+    (tmp / "pyproject.toml").write_text('[tool.genspirv]\nglsl_dir = "glsl"\n' + generate + extra)
+    return tmp
+
+
+def test_depfile_lists_sources_includes_folders_config_and_templates(tmp_path):
+    from genspirv.config import load_config
+    root = depfile_project(tmp_path, 'generate = [ { template = "t/x.j2", output = "x.h" } ]\n')
+    (root / "t").mkdir()
+    (root / "t" / "x.j2").write_text("{{ banner }}\n")
+    config = load_config(root)
+    # No manifest with `depends` yet: every file under glsl_dir counts.
+    assert cmake_support.depfile_inputs(config) == sorted([
+        root / "glsl", root / "glsl" / "include", root / "glsl" / "include" / "common.glsl",
+        root / "glsl" / "notes.txt", root / "glsl" / "scale.comp", root / "pyproject.toml", root / "t" / "x.j2"])
+    # A manifest recording `depends` narrows the files to those.
+    (root / "manifests").mkdir()
+    (root / "manifests" / "shaders.json").write_text(
+        '{"shaders": [{"name": "scale", "depends": ["glsl/scale.comp", "glsl/include/common.glsl"]}]}')
+    assert root / "glsl" / "notes.txt" not in cmake_support.depfile_inputs(config)
+    assert root / "glsl" / "include" / "common.glsl" in cmake_support.depfile_inputs(config)
+
+
+def test_build_depfile_option_writes_make_syntax(tmp_path):
+    from genspirv.cli import main
+    from genspirv.config import load_config
+    root = depfile_project(tmp_path / "with space")
+    dep = tmp_path / "out" / "k.stamp.d"
+    assert main(["--root", str(root), "build", "-q", "--depfile", str(dep)]) == 0
+    text = dep.read_text()
+    target, _, deps = text.partition(":")
+    assert target == str(tmp_path / "out" / "k.stamp").replace(" ", "\\ ")
+    words = [w.replace("\\ ", " ") for w in re.split(r"(?<!\\) ", deps.replace("\\\n", " ")) if w.strip()]
+    assert [Path(w.strip()) for w in words] == cmake_support.depfile_inputs(load_config(root))
+    assert str(root / "glsl" / "include" / "common.glsl").replace(" ", "\\ ") in text

@@ -1,0 +1,123 @@
+"""verify_entry: a manifest entry's reflected fields proven against its blob.
+
+Each reflected field tampered with, one at a time, must be named with both
+values; the untampered entries of the committed manifests must pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from genspirv.errors import GenspirvError, ManifestMismatchError
+from genspirv.manifest import load_manifest
+from genspirv.reflect_verify import Mismatch, check_entry, verify_entry
+
+REPO = Path(__file__).resolve().parent.parent
+MANIFESTS = [REPO / "manifests" / "shaders.json", REPO / "tests" / "shaders_rt" / "manifests" / "shaders.json"]
+
+
+def _entries():
+    for path in MANIFESTS:
+        manifest = load_manifest(path)
+        for entry in manifest.shaders:
+            yield entry, manifest.read_blob(entry)
+
+
+@pytest.mark.parametrize("entry, blob", list(_entries()), ids=lambda x: getattr(x, "name", ""))
+def test_committed_entries_pass(entry, blob):
+    assert verify_entry(entry.info, blob) == []
+    check_entry(entry.name, entry.info, blob)
+
+
+@pytest.fixture(scope="module")
+def attention():
+    manifest = load_manifest(MANIFESTS[0])
+    entry = manifest.entry("attention")
+    return entry.info, manifest.read_blob(entry)
+
+
+def _binding(info, i, **changes):
+    bindings = list(info.bindings)
+    bindings[i] = dataclasses.replace(bindings[i], **changes)
+    return dataclasses.replace(info, bindings=tuple(bindings))
+
+
+def _spec(info, i, **changes):
+    specs = list(info.spec_constants)
+    specs[i] = dataclasses.replace(specs[i], **changes)
+    return dataclasses.replace(info, spec_constants=tuple(specs))
+
+
+# (tampered info, the field named, the manifest value, the blob value); attention's
+# bindings: Q K V read, Out write; spec constants: unnamed 128, BLOCK_SIZE 128, MAX_CTX 1024.
+CASES = {
+    "entry_point": (lambda i: dataclasses.replace(i, entry_point="mian"),
+                    "entry_point", "mian", ["main"]),
+    "local_size": (lambda i: dataclasses.replace(i, local_size=(64, 1, 1)),
+                   "local_size", (64, 1, 1), (128, 1, 1)),
+    "local_size_spec_ids": (lambda i: dataclasses.replace(i, local_size_spec_ids=(None, None, None)),
+                            "local_size_spec_ids", (None, None, None), (0, None, None)),
+    "access": (lambda i: _binding(i, 3, access="read_write"),
+               "bindings[set=0,binding=3].access", "read_write", "write"),
+    "accessed": (lambda i: _binding(i, 0, accessed=False),
+                 "bindings[set=0,binding=0].accessed", False, True),
+    "written": (lambda i: _binding(i, 3, written=False),
+                "bindings[set=0,binding=3].written", False, True),
+    "min_size": (lambda i: _binding(i, 1, min_size=16),
+                 "bindings[set=0,binding=1].min_size", 16, 0),
+    "array_stride": (lambda i: _binding(i, 2, array_stride=8),
+                     "bindings[set=0,binding=2].array_stride", 8, 4),
+    "count": (lambda i: _binding(i, 2, count=2), "bindings[set=0,binding=2].count", 2, 1),
+    "type": (lambda i: _binding(i, 2, type="uniform_buffer"),
+             "bindings[set=0,binding=2].type", "uniform_buffer", "storage_buffer"),
+    "name": (lambda i: _binding(i, 2, name="W"), "bindings[set=0,binding=2].name", "W", "V"),
+    "binding number": (lambda i: _binding(i, 2, binding=7), "bindings",
+                       ["set=0,binding=0", "set=0,binding=1", "set=0,binding=7", "set=0,binding=3"],
+                       ["set=0,binding=0", "set=0,binding=1", "set=0,binding=2", "set=0,binding=3"]),
+    "a binding dropped": (lambda i: dataclasses.replace(i, bindings=i.bindings[:3]), "binding_count",
+                          3, 4),
+    "spec default": (lambda i: _spec(i, 2, default=2048),
+                     "spec_constants[id=1,name='MAX_CTX'].default", 2048, 1024),
+    "spec type": (lambda i: _spec(i, 1, type="int32"),
+                  "spec_constants[id=0,name='BLOCK_SIZE'].type", "int32", "uint32"),
+    "spec dropped": (lambda i: dataclasses.replace(i, spec_constants=i.spec_constants[1:]),
+                     "spec_constants", ["id=0,name='BLOCK_SIZE'", "id=1,name='MAX_CTX'"],
+                     ["id=0,name=''", "id=0,name='BLOCK_SIZE'", "id=1,name='MAX_CTX'"]),
+    "push_constant_size": (lambda i: dataclasses.replace(i, push_constant_size=16),
+                           "push_constant_size", 16, 24),
+    "shared_memory": (lambda i: dataclasses.replace(i, shared_memory=512),
+                      "shared_memory", 512, 4608),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_tampered_field_is_named_with_both_values(attention, case):
+    info, blob = attention
+    tamper, field, manifest_value, blob_value = CASES[case]
+    mismatches = verify_entry(tamper(info), blob)
+    assert Mismatch(field, manifest_value, blob_value) in mismatches, mismatches
+    with pytest.raises(ManifestMismatchError) as raised:
+        check_entry("attention", tamper(info), blob)
+    text = str(raised.value)
+    assert text.startswith("kernel attention: ") and field in text
+    assert f"manifest says {manifest_value!r}, the blob {blob_value!r}" in text
+    assert isinstance(raised.value, GenspirvError)
+
+
+def test_masks_follow_a_tampered_access(attention):
+    # Marking the written binding read-only changes the masks too: all three are named.
+    info, blob = attention
+    fields = {m.field for m in verify_entry(_binding(info, 3, access="read"), blob)}
+    assert fields == {"bindings[set=0,binding=3].access", "writable_mask", "readable_mask"}
+
+
+def test_an_equal_value_of_another_type_is_a_difference(attention):
+    # 128.0 == 128 in Python; a manifest saying 128.0 for a uint32 is still wrong.
+    info, blob = attention
+    tampered = _spec(info, 1, default=128.0)
+    assert tampered.spec_constants[1].default == info.spec_constants[1].default
+    assert verify_entry(tampered, blob) == [
+        Mismatch("spec_constants[id=0,name='BLOCK_SIZE'].default", 128.0, 128)]
