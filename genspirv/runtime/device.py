@@ -174,6 +174,21 @@ class Device(Transfers):
         self._tracker.policy = check_policy(policy)
 
     @property
+    def subgroup_size(self) -> int:
+        """Invocations per subgroup (``VkPhysicalDeviceSubgroupProperties``; 1 when unknown)."""
+        return self._ctx.subgroup["size"]
+
+    @property
+    def subgroup_operations(self) -> int:
+        """``supportedOperations``: VkSubgroupFeatureFlags (0 when unknown)."""
+        return self._ctx.subgroup["operations"]
+
+    @property
+    def subgroup_stages(self) -> int:
+        """``supportedStages``: the shader stages with subgroup operations (0 when unknown)."""
+        return self._ctx.subgroup["stages"]
+
+    @property
     def manifest(self) -> Manifest:
         if self._manifest is None:
             m = self._manifest_arg
