@@ -123,6 +123,14 @@ class AllocationError(RuntimeCheckError):
     """An allocation larger than the device can give (names the size and the limit)."""
 
 
+class ForeignObjectError(RuntimeCheckError):
+    """A buffer, view or kernel used with a Device it does not belong to, or of a closed one."""
+
+
+class WorkgroupLimitError(RuntimeCheckError):
+    """A kernel's specialised workgroup size or shared memory is 0 or past the device's limits."""
+
+
 class InFlightError(GenspirvError):
     """The runtime was about to rewrite memory a submitted batch still references (a bug)."""
 

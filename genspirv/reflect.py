@@ -343,7 +343,13 @@ def _merge(a: Binding, b: Binding) -> Binding:
     access = "read_write" if readable and writable else ("read" if readable else "write")
     return Binding(a.set, a.binding, a.name or b.name, a.type, max(a.count, b.count), access,
                    a.accessed or b.accessed, a.written or b.written,
-                   max(a.min_size, b.min_size), a.array_stride or b.array_stride)
+                   max(a.min_size, b.min_size), _finest_stride(a.array_stride, b.array_stride))
+
+
+def _finest_stride(a: int, b: int) -> int:
+    """Aliased views of one runtime array with other element types: the finest stride
+    (the unit a view's size must be counted in); 0 means no runtime array."""
+    return min(a, b) if a and b else a or b
 
 
 def _info(index: Index, ep: EntryPoint, descs: tuple[Descriptor, ...],

@@ -96,6 +96,11 @@ SETTINGS: tuple[Setting, ...] = (
     # -- benchmarks ------------------------------------------------------------------
     Setting("GENSPIRV_COMMIT", _text, "a commit hash", None,
             "the commit a benchmark report names when the tree has no `.git`"),
+    Setting("GENSPIRV_BENCH_POOL_BYTES", _number(int, 1 << 20), "a byte count", None,
+            "`bench kernel`: bytes of the weight pool its chains read (unset: 1.5 GiB, 64 MiB with --quick)",
+            bounds="1048576 or more"),
+    Setting("GENSPIRV_BENCH_BASELINE", _text, "a path", None,
+            "`bench kernel`: another project's manifest whose `mul_mat_vec` is measured beside, as arm `before`"),
 )
 
 _BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

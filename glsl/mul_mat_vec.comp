@@ -1,16 +1,53 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Matrix-vector product y = W x, one workgroup per row of W (the layout of
-// llama.cpp's Vulkan mul_mat_vec): each invocation accumulates a strided slice of
-// the row, then a shared-memory reduction sums the slices.
+#extension GL_EXT_control_flow_attributes : require
+// Matrix-vector product y = W x, ROWS_PER_GROUP rows of W per workgroup.
 // Takes W (n_rows x n_cols, row-major, float or float16_t with WEIGHT_F16=1) and
-// x (n_cols floats); gives y (n_rows floats).
-// Dispatch: groups = (min(n_rows, 65535), ceil(n_rows / 65535), 1).
+// x (n_cols floats); gives y (n_rows floats). Arithmetic is float32 throughout.
+//
+// Decode is bound by reading W once, so the loads are what matters: when a row
+// starts on a 16-byte boundary (n_cols a multiple of 4 for f32, of 8 for f16)
+// every invocation reads 16 bytes at a time (vec4, or uvec4 = 8 packed halves),
+// four such loads per row issued back to back, and each x vector loaded once
+// serves all ROWS_PER_GROUP rows. Other widths take a scalar loop over the same
+// rows. The per-invocation sums are then reduced per row: with subgroup
+// arithmetic (MMV_SUBGROUP=1, the default; used when BLOCK_SIZE is a whole number
+// of subgroups) by subgroupAdd plus one shared-memory pass over the subgroups,
+// otherwise (and always with MMV_SUBGROUP=0, for devices without
+// GL_KHR_shader_subgroup_arithmetic) by a shared-memory fold.
+//
+// Spec constants: 0 = BLOCK_SIZE (invocations per workgroup, any value),
+// 1 = ROWS_PER_GROUP (rows per workgroup, at least 1).
+// Dispatch: any (x, y, 1) grid covers every row (blocks of rows are grid-strided over
+// the flat group id); ceil(n_rows / ROWS_PER_GROUP) groups, as (min(g, 65535),
+// ceil(g / 65535), 1), give one block per group (genspirv.kernel_groups.mul_mat_vec_groups);
+// extra groups do nothing.
+#ifndef MMV_SUBGROUP
+#define MMV_SUBGROUP 1
+#endif
+#if MMV_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #include "include/llm_types.glsl"
 #include "include/llm_common.glsl"
 
-layout(binding = 0) readonly buffer W { WEIGHT_TYPE w[]; };
-layout(binding = 1) readonly buffer X { float x[]; };
+layout(constant_id = 1) const uint ROWS_PER_GROUP = 1;
+
+// Each buffer is seen twice, as vectors for the aligned path and as scalars for
+// the rest (aliased views of one binding; a scalar access never reaches past the
+// buffer's end, whatever its length). Block names differ per view; reflection reports
+// the binding under one of them.
+#if WEIGHT_F16
+#define VEC 8u
+layout(binding = 0) readonly buffer W { uvec4 w8[]; };
+layout(binding = 0) readonly buffer WScalar { WEIGHT_TYPE w[]; };
+#else
+#define VEC 4u
+layout(binding = 0) readonly buffer W { vec4 w4[]; };
+layout(binding = 0) readonly buffer WScalar { WEIGHT_TYPE w[]; };
+#endif
+layout(binding = 1) readonly buffer X { vec4 x4[]; };
+layout(binding = 1) readonly buffer XScalar { float x[]; };
 layout(binding = 2) writeonly buffer Y { float y[]; };
 
 layout(push_constant) uniform Params {
@@ -18,18 +55,119 @@ layout(push_constant) uniform Params {
     uint n_rows;
 } p;
 
+shared float mmv_partial[ROWS_PER_GROUP * BLOCK_SIZE];
+
+float acc[ROWS_PER_GROUP];
+
+// One vector column c (VEC weights) of every row of the group.
+void accumulate_vec(const uint c, const uint nv, const uint row0) {
+#if WEIGHT_F16
+    const vec4 xa = x4[2u * c];
+    const vec4 xb = x4[2u * c + 1u];
+#else
+    const vec4 xv = x4[c];
+#endif
+    [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+        // Rows past the end re-read the last row (uniform control flow); never stored.
+        const uint row = min(row0 + r, p.n_rows - 1u);
+#if WEIGHT_F16
+        const uvec4 q = w8[row * nv + c];
+        acc[r] += dot(vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y)), xa)
+                + dot(vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w)), xb);
+#else
+        acc[r] += dot(w4[row * nv + c], xv);
+#endif
+    }
+}
+
+#if MMV_SUBGROUP
+// Per row: one sum per subgroup, then the first ROWS_PER_GROUP invocations add the
+// gl_NumSubgroups partial sums of their row and store it.
+void reduce_by_subgroups(const uint row0) {
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+        const float s = subgroupAdd(acc[r]);
+        if (gl_SubgroupInvocationID == 0u) {
+            mmv_partial[r * BLOCK_SIZE + gl_SubgroupID] = s;
+        }
+    }
+    barrier();
+    if (tid < ROWS_PER_GROUP && row0 + tid < p.n_rows) {
+        float total = 0.0;
+        for (uint s = 0; s < gl_NumSubgroups; ++s) {
+            total += mmv_partial[tid * BLOCK_SIZE + s];
+        }
+        y[row0 + tid] = total;
+    }
+}
+#endif
+
+// Shared-memory fold of every row at once; any BLOCK_SIZE (rounds the live range up).
+void reduce_in_shared_memory(const uint row0) {
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+        mmv_partial[r * BLOCK_SIZE + tid] = acc[r];
+    }
+    barrier();
+    for (uint live = BLOCK_SIZE; live > 1u; ) {
+        const uint upper = (live + 1u) / 2u;
+        if (tid + upper < live) {
+            [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+                mmv_partial[r * BLOCK_SIZE + tid] += mmv_partial[r * BLOCK_SIZE + tid + upper];
+            }
+        }
+        barrier();
+        live = upper;
+    }
+    if (tid < ROWS_PER_GROUP && row0 + tid < p.n_rows) {
+        y[row0 + tid] = mmv_partial[tid * BLOCK_SIZE];
+    }
+}
+
+// The dot products of rows row0 .. row0 + ROWS_PER_GROUP - 1, reduced and stored.
+void rows_block(const uint row0) {
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+        acc[r] = 0.0;
+    }
+    if (p.n_cols % VEC == 0u) {
+        const uint nv = p.n_cols / VEC;
+        uint c = tid;
+        // Four columns per pass: four independent 16-byte loads per row in flight.
+        for (; c + 3u * BLOCK_SIZE < nv; c += 4u * BLOCK_SIZE) {
+            [[unroll]] for (uint u = 0; u < 4u; ++u) {
+                accumulate_vec(c + u * BLOCK_SIZE, nv, row0);
+            }
+        }
+        for (; c < nv; c += BLOCK_SIZE) {
+            accumulate_vec(c, nv, row0);
+        }
+    } else {
+        for (uint k = tid; k < p.n_cols; k += BLOCK_SIZE) {
+            const float xk = x[k];
+            [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+                const uint row = min(row0 + r, p.n_rows - 1u);
+                acc[r] += float(w[row * p.n_cols + k]) * xk;
+            }
+        }
+    }
+#if MMV_SUBGROUP
+    // A workgroup of whole subgroups only: partial subgroups are where implementations
+    // differ (lavapipe's sums come out wrong), and the fold below handles any size.
+    if (BLOCK_SIZE % gl_SubgroupSize == 0u) {
+        reduce_by_subgroups(row0);
+        return;
+    }
+#endif
+    reduce_in_shared_memory(row0);
+}
+
 void main() {
-    const uint row = flat_group_id();
-    if (row >= p.n_rows) {
-        return;  // uniform over the workgroup
-    }
-    const uint base = row * p.n_cols;
-    float acc = 0.0;
-    for (uint k = gl_LocalInvocationID.x; k < p.n_cols; k += BLOCK_SIZE) {
-        acc += float(w[base + k]) * x[k];
-    }
-    const float total = block_sum(acc);
-    if (gl_LocalInvocationID.x == 0) {
-        y[row] = total;
+    // Blocks of rows, grid-stride: the usual ceil(n_rows / ROWS_PER_GROUP) groups take
+    // one block each; fewer groups (a grid sized to the device) loop; more do nothing.
+    const uint n_groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+    for (uint g = flat_group_id(); g * ROWS_PER_GROUP < p.n_rows; g += n_groups) {
+        rows_block(g * ROWS_PER_GROUP);
+        barrier();  // the next block's partial sums overwrite this one's
     }
 }

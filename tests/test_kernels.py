@@ -84,30 +84,103 @@ def test_rms_norm(dev, n, rows, block):
 # -- mul_mat_vec --------------------------------------------------------------------
 
 
+MMV_VARIANTS = ["", "_noshuffle"]
+
+
+@pytest.mark.parametrize("variant", MMV_VARIANTS)
 @pytest.mark.parametrize("wt,dtype", [("f32", np.float32), ("f16", np.float16)])
-@pytest.mark.parametrize("rows,cols,block", [(1, 1, 32), (67, 300, 128), (513, 129, 64), (5, 1031, 256),
-                                             (9, 777, 100)])
-def test_mul_mat_vec(dev, wt, dtype, rows, cols, block):
+# cols: 1 and odd (scalar path), 300 (a multiple of 4, not 8: vector path for f32 only),
+# 520 and 4096 (vector path for both); rows not a multiple of rows per group.
+@pytest.mark.parametrize("rows,cols,block,rows_per_group", [
+    (1, 1, 32, 1), (67, 300, 128, 2), (513, 129, 64, 4), (5, 1031, 256, 3), (9, 777, 100, 2),
+    (7, 520, 48, 4), (3, 4096, 128, 2), (31, 8, 32, 8)])
+def test_mul_mat_vec(dev, variant, wt, dtype, rows, cols, block, rows_per_group):
+    from genspirv.kernel_groups import mul_mat_vec_groups
     w = _rand(rows, cols, dtype=dtype)
     x = _rand(cols)
-    k = dev.kernel(f"mul_mat_vec_{wt}", spec={"BLOCK_SIZE": block})
-    y = _out(dev, rows)
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=(rows, 1, 1),
+    k = dev.kernel(f"mul_mat_vec_{wt}{variant}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": rows_per_group})
+    y = _buf(dev, np.full(rows + 8, 7.0, dtype=np.float32))   # sentinels past the last row
+    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=mul_mat_vec_groups(rows, rows_per_group),
                  push=struct.pack("<II", cols, rows))
-    np.testing.assert_allclose(_get(dev, y, rows), ref.mul_mat_vec(w, x), rtol=1e-4,
-                               atol=1e-4 * np.sqrt(cols))
+    got = _get(dev, y, rows + 8)
+    np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-4 * np.sqrt(cols))
+    assert (got[rows:] == 7.0).all(), "a row past n_rows was written"
 
 
-def test_mul_mat_vec_2d_grid(dev):
+@pytest.mark.parametrize("variant", MMV_VARIANTS)
+def test_mul_mat_vec_2d_grid(dev, variant):
     """Rows beyond groups.x come from groups.y (flat group id); extra groups do nothing."""
     rows, cols = 50, 33
     w, x = _rand(rows, cols), _rand(cols)
-    k = dev.kernel("mul_mat_vec_f32", spec={"BLOCK_SIZE": 32})
+    k = dev.kernel(f"mul_mat_vec_f32{variant}", spec={"BLOCK_SIZE": 32, "ROWS_PER_GROUP": 1})
     y = _buf(dev, np.full(rows + 1, 7.0, dtype=np.float32))    # sentinel past the end
     dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=(16, 4, 1), push=struct.pack("<II", cols, rows))
     got = _get(dev, y, rows + 1)
     np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-4)
     assert got[rows] == 7.0
+
+
+@pytest.mark.parametrize("variant", MMV_VARIANTS)
+@pytest.mark.parametrize("wt,dtype,cols", [("f32", np.float32, 64), ("f16", np.float16, 72),
+                                           ("f32", np.float32, 33)])
+def test_mul_mat_vec_fewer_groups_than_blocks(dev, variant, wt, dtype, cols):
+    """A grid smaller than the blocks of rows: each group loops over several blocks
+    (the shared partial sums are reused from block to block)."""
+    from genspirv.kernel_groups import mul_mat_vec_groups
+    rows, per_group = 203, 3
+    w, x = _rand(rows, cols, dtype=dtype), _rand(cols)
+    k = dev.kernel(f"mul_mat_vec_{wt}{variant}", spec={"BLOCK_SIZE": 64, "ROWS_PER_GROUP": per_group})
+    y = _buf(dev, np.full(rows + 1, 7.0, dtype=np.float32))
+    groups = mul_mat_vec_groups(rows, per_group, max_groups=5)
+    assert groups == (5, 1, 1)
+    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=groups, push=struct.pack("<II", cols, rows))
+    got = _get(dev, y, rows + 1)
+    np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-3)
+    assert got[rows] == 7.0
+
+
+def test_mul_mat_vec_past_65535_groups(dev):
+    """More groups than maxComputeWorkGroupCount[0] guarantees: the 2-D grid of
+    mul_mat_vec_groups covers every row, with a partial last group."""
+    from genspirv.kernel_groups import mul_mat_vec_groups
+    rows, cols, per_group = 65535 * 2 + 3, 8, 2
+    groups = mul_mat_vec_groups(rows, per_group)
+    assert groups == (65535, 2, 1)
+    w, x = _rand(rows, cols, dtype=np.float16), _rand(cols)
+    k = dev.kernel("mul_mat_vec_f16", spec={"BLOCK_SIZE": 8, "ROWS_PER_GROUP": per_group})
+    y = _buf(dev, np.full(rows + 1, 7.0, dtype=np.float32))
+    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=groups, push=struct.pack("<II", cols, rows))
+    got = _get(dev, y, rows + 1)
+    np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-3)
+    assert got[rows] == 7.0
+
+
+def test_mul_mat_vec_groups_and_pick():
+    from genspirv import kernel_groups as kg
+    assert kg.mul_mat_vec_groups(1) == (1, 1, 1)
+    assert kg.mul_mat_vec_groups(4096, 2) == (2048, 1, 1)
+    assert kg.mul_mat_vec_groups(4097, 2) == (2049, 1, 1)
+    assert kg.mul_mat_vec_groups(65535, 1) == (65535, 1, 1)
+    assert kg.mul_mat_vec_groups(65536, 1) == (65535, 2, 1)
+    assert kg.mul_mat_vec_groups(4096, 1, max_groups=1056) == (1056, 1, 1)
+    assert kg.mul_mat_vec_groups(100, 1, max_groups=1056) == (100, 1, 1)
+    with pytest.raises(ValueError):
+        kg.mul_mat_vec_groups(0)
+    with pytest.raises(ValueError):
+        kg.mul_mat_vec_groups(10, 1, max_groups=0)
+    nvidia = dict(supported_operations=0xFF, supported_stages=0x7FFFFFFF, subgroup_size=32)
+    v = kg.pick_mul_mat_vec("f16", **nvidia)
+    assert (v.name, v.block_size, v.spec["ROWS_PER_GROUP"]) == ("mul_mat_vec_f16", 128, kg.ROWS_PER_GROUP)
+    no_arith = dict(nvidia, supported_operations=0x1 | 0x2)        # basic + vote only
+    assert kg.pick_mul_mat_vec("f32", **no_arith).name == "mul_mat_vec_f32_noshuffle"
+    no_compute = dict(nvidia, supported_stages=0x10)                # fragment only
+    assert kg.pick_mul_mat_vec("f32", **no_compute).name == "mul_mat_vec_f32_noshuffle"
+    assert kg.pick_mul_mat_vec("f32", **dict(nvidia, subgroup_size=64), max_invocations=1024).block_size == 128
+    assert kg.pick_mul_mat_vec("f32", **dict(nvidia, subgroup_size=48)).block_size == 96
+    assert kg.pick_mul_mat_vec("f32", **dict(nvidia, subgroup_size=8), is_cpu=True).block_size == 32
+    assert kg.pick_mul_mat_vec("f32", **nvidia, max_invocations=64).block_size == 64
+    with pytest.raises(ValueError):
+        kg.pick_mul_mat_vec("q4", **nvidia)
 
 
 # -- matmul -------------------------------------------------------------------------

@@ -14,6 +14,7 @@ reproduce it (date, device, genspirv commit, Python, cores).
   selects.
 - ``demo``    — ``runtime_suite``: the decode demo (``genspirv.llm``) under each
   barrier policy, through the same driver loop as ``genspirv demo``.
+- ``kernel``  — ``kernel_suite``: ``mul_mat_vec`` GB/s against the bandwidth probes' peak.
 
 ``--quick`` gives the smallest honest run of each suite.
 
@@ -35,6 +36,7 @@ SUITES = {
     "reflect": ("reflect_suite", "bench_reflect_suite"),
     "runtime": ("runtime_suite", "bench_runtime"),
     "demo": ("runtime_suite", "bench_demo"),
+    "kernel": ("kernel_suite", "bench_kernel"),
 }
 
 

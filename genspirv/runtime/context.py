@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from ..errors import GenspirvError
+from ..errors import DeviceFeatureError, GenspirvError
 from . import _vk
 from ._vk import call, ffi, vk
 
@@ -65,8 +65,9 @@ class Context:
     """Instance, physical device and logical device of one ``Device``."""
 
     def __init__(self, *, validation: bool, wanted: Optional[str], transfer_mode: str,
-                 on_message: Callable[[ValidationMessage], None]):
+                 on_message: Callable[[ValidationMessage], None], robust: bool = False):
         self.validation = validation
+        self.robust = robust
         self._on_message = on_message
         self._transfer_mode = transfer_mode
         self._create_instance()
@@ -158,6 +159,7 @@ class Context:
             "min_storage_buffer_offset_alignment": limits.minStorageBufferOffsetAlignment,
             "min_uniform_buffer_offset_alignment": limits.minUniformBufferOffsetAlignment,
             "max_push_constants_size": limits.maxPushConstantsSize,
+            "max_compute_shared_memory_size": limits.maxComputeSharedMemorySize,
             "max_memory_allocation_size": self.max_allocation,
             "timestamp_period_ns": limits.timestampPeriod,
         }
@@ -198,12 +200,18 @@ class Context:
             "shader_int64": bool(base.shaderInt64),
             "shader_float64": bool(base.shaderFloat64),
             "host_query_reset": bool(f12.hostQueryReset),
+            "robust_buffer_access": bool(base.robustBufferAccess),
         }
         # Convenience names used by kernel libraries.
         self.features["has_16bit_storage"] = self.features["storage_buffer_16bit_access"]
         self.features["has_float16"] = self.features["shader_float16"]
         self.features["has_int8"] = self.features["shader_int8"]
-        # Enable exactly the features kernels may need (not robustBufferAccess & co).
+        # Enable exactly the features kernels may need; robustBufferAccess only when asked
+        # (a debugging aid: out-of-range accesses then read zero or in-range values and
+        # writes are dropped, at a cost on every access).
+        if self.robust and not base.robustBufferAccess:
+            raise DeviceFeatureError(f"{self.properties['name']}: robust=True needs the "
+                                     f"robustBufferAccess feature, which this device lacks")
         e12 = vk.VkPhysicalDeviceVulkan12Features(
             shaderFloat16=f12.shaderFloat16, shaderInt8=f12.shaderInt8,
             storageBuffer8BitAccess=f12.storageBuffer8BitAccess,
@@ -214,7 +222,8 @@ class Context:
             uniformAndStorageBuffer16BitAccess=f11.uniformAndStorageBuffer16BitAccess,
             storagePushConstant16=f11.storagePushConstant16)
         ebase = vk.VkPhysicalDeviceFeatures(shaderInt16=base.shaderInt16, shaderInt64=base.shaderInt64,
-                                            shaderFloat64=base.shaderFloat64)
+                                            shaderFloat64=base.shaderFloat64,
+                                            robustBufferAccess=vk.VK_TRUE if self.robust else vk.VK_FALSE)
         enabled = vk.VkPhysicalDeviceFeatures2(pNext=e11, features=ebase)
         priorities = [1.0]
         queue_infos = [vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family, queueCount=1,

@@ -16,7 +16,9 @@ tests and diagnostics.
 from __future__ import annotations
 
 import atexit
+import itertools
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,7 @@ from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
 from .memory import Buffer, BufferView
 from .plan import DispatchPlan, check_groups, make_plan, push_bytes
 from .profile import HostProfile
+from .sharing import check_dispatch_owners, serialised, serialised_context
 from .submission import Submission
 from .transfers import Transfers
 
@@ -42,6 +45,8 @@ COUNTERS = ("dispatches", "barriers", "barriers_skipped", "submits", "fence_wait
 
 # Dispatch plans kept (kernel x bound buffers); past this the cache starts afresh.
 MAX_PLANS = 4096
+
+_device_numbers = itertools.count(1)
 
 __all__ = ["Device", "GpuTimer", "ValidationMessage", "COUNTERS", "default_manifest_path",
            "choose_physical_device", "pack_spec", "DeviceDebug", "SlotDebug"]
@@ -83,6 +88,7 @@ class DeviceDebug:
     physical_device: str
     memory_heap_bytes: tuple[int, ...]
     limits: dict
+    robust_buffer_access: bool = False  # enabled on the device (Device(robust=True))
 
 
 class GpuTimer:
@@ -96,8 +102,9 @@ class GpuTimer:
     @property
     def ns(self) -> float:
         if self._ns is None:
-            self._device.synchronize()
-            self._ns = self._device._submission.query_ns(self._query)
+            with self._device._lock:
+                self._device.synchronize()
+                self._ns = self._device._submission.query_ns(self._query)
         return self._ns
 
 
@@ -107,8 +114,10 @@ class Device(Transfers):
     def __init__(self, manifest=None, *, validation: bool = False, device: Optional[str] = None,
                  inflight: Optional[int] = None, batch: Optional[int] = None,
                  barriers: Optional[str] = None, upload: Optional[str] = None,
-                 host_profile: Optional[bool] = None, transfer_queue: str = "auto"):
+                 host_profile: Optional[bool] = None, transfer_queue: str = "auto",
+                 robust: bool = False):
         self._closed = True   # until construction completes, close() has nothing to do
+        self._lock = threading.RLock()   # every public method holds it: see sharing.py
         self._manifest_arg = manifest
         self._manifest: Optional[Manifest] = None
         self.validation = validation
@@ -133,11 +142,13 @@ class Device(Transfers):
         # semaphore path runs on a device without a transfer-only family.
         self._ctx = ctx = Context(validation=validation,
                                   wanted=device if device is not None else settings.get("GENSPIRV_DEVICE"),
-                                  transfer_mode=transfer_queue, on_message=self.validation_messages.append)
+                                  transfer_mode=transfer_queue, on_message=self.validation_messages.append,
+                                  robust=robust)
         self.handle, self.queue, self.transfer_queue = ctx.handle, ctx.queue, ctx.transfer_queue
         self.queue_family, self.transfer_family = ctx.queue_family, ctx.transfer_family
         self.properties, self.features, self._limits = ctx.properties, ctx.features, ctx.limits
         self._max_groups_x = ctx.limits["max_compute_work_group_count"][0]
+        self.label = f"Device#{next(_device_numbers)} ({ctx.properties['name']})"
         try:
             self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
         except BaseException:
@@ -157,10 +168,12 @@ class Device(Transfers):
     # -- public: settings, counters, inspection ------------------------------------
 
     @property
+    @serialised
     def stats(self) -> dict[str, int]:
         """A snapshot of the mechanism counters (names in DESIGN.md)."""
         return dict(self._stats)
 
+    @serialised
     def reset_stats(self) -> None:
         for k in self._stats:
             self._stats[k] = 0
@@ -170,6 +183,7 @@ class Device(Transfers):
         return self._tracker.policy
 
     @barrier_policy.setter
+    @serialised
     def barrier_policy(self, policy: str) -> None:
         self._tracker.policy = check_policy(policy)
 
@@ -189,6 +203,7 @@ class Device(Transfers):
         return self._ctx.subgroup["stages"]
 
     @property
+    @serialised
     def manifest(self) -> Manifest:
         if self._manifest is None:
             m = self._manifest_arg
@@ -196,6 +211,7 @@ class Device(Transfers):
         return self._manifest
 
     @property
+    @serialised
     def debug(self) -> DeviceDebug:
         """A read-only snapshot of the slots, the plan cache and the physical device."""
         sub = self._submission
@@ -208,8 +224,10 @@ class Device(Transfers):
         return DeviceDebug(slots=slots, open_slot=sub.current, completed=sub.completed,
                            plans=len(self._plans), max_plans=MAX_PLANS, host_profile=self._profile.enabled,
                            physical_device=self.properties["name"],
-                           memory_heap_bytes=self._ctx.memory_heap_bytes, limits=dict(self._limits))
+                           memory_heap_bytes=self._ctx.memory_heap_bytes, limits=dict(self._limits),
+                           robust_buffer_access=self._ctx.robust)
 
+    @serialised
     def gpu_busy(self) -> dict[str, float]:
         """GPU time of the batches finished so far (each batch's first to last timestamp):
         ``{"batches": n, "ms": total}``. Waits for nothing: batches still in flight count later."""
@@ -217,20 +235,24 @@ class Device(Transfers):
         sub.retire_finished()
         return {"batches": sub.gpu_batches, "ms": sub.gpu_busy_ns / 1e6}
 
+    @serialised
     def profile(self) -> dict[str, dict[str, float]]:
         """Host time per phase of dispatch and flush (all zero unless profiling is on)."""
         return self._profile.table()
 
+    @serialised
     def sync_hazards(self) -> list[ValidationMessage]:
         """Synchronization-validation reports collected so far."""
         return [m for m in self.validation_messages if m.is_sync_hazard]
 
+    @serialised
     def in_flight(self) -> int:
         """Slots holding submitted batches not yet retired."""
         return self._submission.in_flight()
 
     # -- public: kernels and buffers -------------------------------------------------
 
+    @serialised
     def kernel(self, name: str, spec: Optional[dict] = None) -> BoundKernel:
         self._check_open()
         if not spec:
@@ -241,26 +263,29 @@ class Device(Transfers):
         if kernel is None:
             manifest = self.manifest
             entry = manifest.entry(name)
-            kernel = Kernel(self.handle, entry, manifest.read_blob(entry), self.features)
+            kernel = Kernel(self.handle, entry, manifest.read_blob(entry), self.features, owner=self)
             self._kernels[name] = kernel
         data = pack_spec(kernel.entry, spec)
         key = (name, data.key)
         bound = self._bound.get(key)
         if bound is None:
-            bound = self._bound[key] = BoundKernel(kernel, data)
+            bound = self._bound[key] = BoundKernel(kernel, data, self._limits)
         if not data.key:
             self._by_name[name] = bound
         return bound
 
+    @serialised
     def buffer(self, nbytes: int, name: str = "") -> Buffer:
         """A device-local buffer of ``nbytes`` bytes (contents undefined until written)."""
         self._check_open()
         ctx = self._ctx
-        buf = Buffer(self.handle, ctx.mem_props, nbytes, ctx.max_allocation, name, ctx.families)
+        buf = Buffer(self.handle, ctx.mem_props, nbytes, ctx.max_allocation, name, ctx.families,
+                     owner=self)
         buf._release = self._free_buffer
         self._buffers[buf.uid] = buf
         return buf
 
+    @serialised
     def _free_buffer(self, buf: Buffer) -> None:
         if buf.handle is None:
             return
@@ -279,6 +304,10 @@ class Device(Transfers):
 
     def dispatch(self, kernel, buffers: Sequence, groups, push=None) -> None:
         """Record one dispatch of ``kernel`` over ``buffers`` (in binding order)."""
+        with self._lock:        # not @serialised: a plain call costs a third as much here
+            self._dispatch(kernel, buffers, groups, push)
+
+    def _dispatch(self, kernel, buffers: Sequence, groups, push) -> None:
         profiling = self._profile.enabled
         if profiling:
             t0 = self._profile.start()
@@ -365,6 +394,7 @@ class Device(Transfers):
         if isinstance(buffers, (Buffer, BufferView)) or not isinstance(buffers, (list, tuple)):
             raise DispatchError(f"kernel {k.name}: buffers must be a list in binding order, "
                                 f"not {type(buffers).__name__}")
+        check_dispatch_owners(bound, buffers, self)
         check_dispatch_args(k.entry, len(buffers), len(push))
         plan = make_plan(k, buffers, self._limits)
         if key is not None:
@@ -373,12 +403,14 @@ class Device(Transfers):
             self._plans[key] = plan
         return plan
 
+    @serialised
     def flush(self) -> None:
         """Submit the open batch (if it holds any command) and return without waiting."""
         slot = self._submission.open_slot()
         if slot.state == "recording" and slot.commands:
             self._submission.submit(slot)
 
+    @serialised
     def synchronize(self) -> None:
         """Submit what is open and wait until the device has finished all of it."""
         self._check_open()
@@ -388,6 +420,7 @@ class Device(Transfers):
             self._submission.wait_for(last)
 
     @contextmanager
+    @serialised_context
     def record(self):
         """Capture dispatches and copies for replay: ``with dev.record() as g: ...``; ``g.run()``."""
         from .replay import Graph
@@ -407,6 +440,7 @@ class Device(Transfers):
         self._graphs.append(graph)
 
     @contextmanager
+    @serialised_context
     def gpu_timer(self):
         """Time a region in GPU nanoseconds: ``with dev.gpu_timer() as t: ...``; then ``t.ns``."""
         self._check_open()
@@ -428,6 +462,7 @@ class Device(Transfers):
 
     # -- closing -----------------------------------------------------------------------
 
+    @serialised
     def close(self) -> None:
         """Wait for all work, free everything; safe to call twice."""
         if self._closed:
@@ -510,6 +545,7 @@ class Device(Transfers):
 
     # -- internals: replay -------------------------------------------------------------
 
+    @serialised
     def _run_graph(self, graph) -> None:
         from .replay import entry_barrier
         self._check_open()
@@ -535,6 +571,7 @@ class Device(Transfers):
         graph._last_slot = slot
         graph.last_seq = slot.seq
 
+    @serialised
     def _wait_for_graph(self, graph) -> None:
         """Block until ``graph``'s latest run has finished (for its destroy)."""
         if graph.last_seq is not None and graph.last_seq > self._submission.completed:

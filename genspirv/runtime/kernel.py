@@ -28,6 +28,7 @@ from ..errors import (
 )
 from ..manifest import ManifestEntry, check_blob
 from ._vk import call, ffi, vk
+from .trust import check_specialised, verify_kernel
 
 _SPEC_FORMATS = {
     "bool": "I", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
@@ -172,11 +173,15 @@ def blob_capabilities(blob: bytes):
 class Kernel:
     """One manifest entry turned into a pipeline layout and cached pipelines."""
 
-    def __init__(self, device, entry: ManifestEntry, blob: bytes, features: Mapping[str, bool]):
+    def __init__(self, device, entry: ManifestEntry, blob: bytes, features: Mapping[str, bool],
+                 owner=None):
         check_blob(entry, blob)   # before vkCreateShaderModule: a corrupt blob never reaches the driver
+        verify_kernel(entry, blob)   # and the manifest's reflection is the blob's own
         self.entry = entry
         self.name = entry.name
         self._device = device
+        self.device = owner       # the genspirv Device that loaded it (_device is the VkDevice)
+        self.blob = blob
         info = entry.info
         for b in info.bindings:
             if b.type not in _DESCRIPTOR_TYPES:
@@ -258,11 +263,15 @@ class Kernel:
 class BoundKernel:
     """A kernel with fixed spec values: what ``dev.kernel(name, spec=...)`` returns."""
 
-    def __init__(self, kernel: Kernel, spec: SpecData):
+    def __init__(self, kernel: Kernel, spec: SpecData, limits=None):
+        if limits is not None:
+            check_specialised(kernel.entry, kernel.blob, specialised_local_size(kernel.entry, spec),
+                              dict(spec.values), limits)
         self.kernel = kernel
         self.spec = spec
         self.name = kernel.name
         self.entry = kernel.entry
+        self.device = kernel.device
         self.pipeline = kernel.pipeline(spec)
 
     def __repr__(self) -> str:

@@ -90,13 +90,14 @@ class Buffer:
     """A device-local storage buffer of ``nbytes`` bytes."""
 
     def __init__(self, device, mem_props, nbytes: int, max_allocation: int, name: str = "",
-                 families: tuple[int, ...] = ()):
+                 families: tuple[int, ...] = (), owner=None):
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
             raise BufferRangeError(f"buffer size must be a positive integer, not {nbytes!r}")
         self.uid = next(_uids)
         self.nbytes = nbytes
         self.name = name or f"buffer#{self.uid}"
         self._device = device
+        self.device = owner      # the genspirv Device it belongs to (device is the VkDevice)
         self.handle, self.memory, self.memory_type = _allocate(
             device, mem_props, nbytes, BUFFER_USAGE, 0, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
             self.name, max_allocation, families)
@@ -162,6 +163,11 @@ class BufferView:
     @property
     def range(self) -> Range:
         return Range(self.buffer.uid, self.offset, self.size)
+
+    @property
+    def device(self):
+        """The genspirv Device its buffer belongs to."""
+        return self.buffer.device
 
     def view(self, offset: int, size: int) -> "BufferView":
         """A view of this view (offset relative to it)."""

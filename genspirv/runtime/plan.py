@@ -102,6 +102,10 @@ def check_binding_range(k, i: int, v: BufferView, limits: dict) -> None:
         raise BufferRangeError(f"kernel {k.name}, binding {b.name}: view offset {v.offset} of "
                                f"{v.buffer.name} is not a multiple of the device's {align}-byte "
                                f"{b.type} offset alignment")
+    if v.size < b.min_size:
+        raise BufferRangeError(f"kernel {k.name}, binding {b.name}: view of {v.size} bytes of "
+                               f"{v.buffer.name}, the shader's block needs at least {b.min_size} "
+                               f"bytes (min_size)")
     if v.size > max_range:
         raise BufferRangeError(f"kernel {k.name}, binding {b.name}: view of {v.size} bytes, the "
                                f"device binds at most {max_range} bytes as a {b.type}")

@@ -23,6 +23,7 @@ from . import _vk
 from ._vk import call, cmd_barrier, vk
 from .hazards import Access, Barrier, Range
 from .memory import Buffer, BufferView, StagingChunk, as_view
+from .sharing import check_owner, serialised
 from .submission import queue_submit
 from .submit import TransferLane, crossover_bytes, use_transfer_queue
 
@@ -57,12 +58,14 @@ class Transfers:
     _crossover: Optional[float] = None
     copy_crossover_info: Optional[dict] = None
 
+    @serialised
     def upload(self, dst, array) -> None:
         """Copy ``array`` into ``dst`` (buffer or view); ``array`` may be reused at once."""
         self._check_open()
         if self._recording is not None:
             raise GenspirvError("upload inside dev.record(): captured work replays fixed data; "
                                 "upload before g.run() instead")
+        check_owner(dst, self, "upload destination")
         view = as_view(dst, "upload destination")
         data = host_bytes(array)
         n = data.nbytes
@@ -94,9 +97,12 @@ class Transfers:
         else:
             self._stats["staged_uploads"] += 1
 
+    @serialised
     def copy(self, src, dst) -> None:
         """Device-side copy of all of ``src`` to the start of ``dst``."""
         self._check_open()
+        check_owner(src, self, "copy source")
+        check_owner(dst, self, "copy destination")
         s = as_view(src, "copy source")
         d = as_view(dst, "copy destination")
         if s.size > d.size:
@@ -115,6 +121,7 @@ class Transfers:
         if rec is self._recording:
             rec.buffers.update({s.buffer.uid: s.buffer, d.buffer.uid: d.buffer})
 
+    @serialised
     def download(self, src, dtype="float32", shape=None) -> np.ndarray:
         """The contents of ``src`` (buffer or view) as a new numpy array.
 
@@ -126,6 +133,7 @@ class Transfers:
         self._check_open()
         if self._recording is not None:
             raise GenspirvError("download inside dev.record(): nothing captured has run yet")
+        check_owner(src, self, "download source")
         view = as_view(src, "download source")
         try:
             dtype = np.dtype(dtype)
@@ -144,6 +152,7 @@ class Transfers:
         out = np.frombuffer(raw, dtype=dtype).copy()
         return out.reshape(shape) if shape is not None else out
 
+    @serialised
     def copy_crossover(self) -> float:
         """Bytes above which an upload pays for the transfer queue; measured on first use."""
         if self._crossover is None:

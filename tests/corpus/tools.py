@@ -144,6 +144,18 @@ def _cross_kind(section: str, res: dict) -> str:
     }[section]
 
 
+def _merge_sizes(a: dict, b: dict) -> dict:
+    """Aliased views of one binding: the largest fixed part, the finest nonzero stride."""
+    merged = dict(a)
+    for k in b:
+        if k == "min_size":
+            merged[k] = max(a.get(k, 0), b[k])
+        elif k == "array_stride":
+            strides = [s for s in (a.get(k, 0), b[k]) if s]
+            merged[k] = min(strides) if strides else 0
+    return merged
+
+
 def expected_from_cross(cross: dict, entry: str | None = None) -> dict:
     """What spirv-cross says, normalised to genspirv's terms."""
     specs_by_var = {s["variable_id"]: s for s in cross.get("specialization_constants", [])}
@@ -163,9 +175,15 @@ def expected_from_cross(cross: dict, entry: str | None = None) -> dict:
             else:
                 access = "read"
             key = (res.get("set", 0), res["binding"])
-            assert key not in bindings, f"spirv-cross lists {key} twice"
-            bindings[key] = {"type": kind, "count": count, "access": access,
-                             **_cross_block_sizes(cross, section, res)}
+            sizes = _cross_block_sizes(cross, section, res)
+            if key in bindings:
+                # Variables aliasing one binding: one binding doing what both do (as reflect()).
+                seen = bindings[key]
+                assert (seen["type"], seen["count"]) == (kind, count), f"spirv-cross: {key} aliased as {kind}"
+                if seen["access"] != access:
+                    access = "read_write"
+                sizes = _merge_sizes(seen, sizes)
+            bindings[key] = {"type": kind, "count": count, "access": access, **sizes}
     eps = cross["entryPoints"]
     ep = eps[0] if entry is None else next(e for e in eps if e["name"] == entry)
     local_size, spec_ids = [], []

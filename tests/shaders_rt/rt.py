@@ -88,3 +88,49 @@ def diamond(dev, n: int):
     scale(dev, x, b, n, 0.5)
     add(dev, a, b, c, n)
     return dev.download(c), 2.5 * x0
+
+
+def thread_chains(dev, threads: int = 4, rounds: int = 3, steps: int = 16, n: int = 1024) -> dict:
+    """``threads`` threads share ``dev``; each, ``rounds`` times: upload its own data,
+    run a read-after-write chain of ``steps`` scale dispatches over two buffers of its
+    own, download and compare with numpy.
+
+    Returns ``{"failures": [...], "dispatches": d, "uploads": u, "downloads": r}``:
+    a failure is a wrong value or an exception in a thread (named); d, u and r are
+    what the threads did, for comparison with ``dev.stats``.
+    """
+    import threading
+
+    start = threading.Barrier(threads)
+    failures: list[str] = []
+    done = {"dispatches": 0, "uploads": 0, "downloads": 0}
+    tally = threading.Lock()
+
+    def worker(t: int) -> None:
+        try:
+            x0 = (np.arange(n, dtype=np.float32) % 64) + 100 * t
+            bufs = [dev.buffer(4 * n, name=f"t{t}x"), dev.buffer(4 * n, name=f"t{t}y")]
+            start.wait()
+            for r in range(rounds):
+                dev.upload(bufs[0], x0 + r)
+                for i in range(steps):
+                    scale(dev, bufs[i % 2], bufs[(i + 1) % 2], n, 2.0 if i % 2 == 0 else 0.5)
+                out = dev.download(bufs[steps % 2])
+                ref = (x0 + r) * (2.0 if steps % 2 else 1.0)
+                wrong = int(np.count_nonzero(out != ref))
+                with tally:
+                    done["uploads"] += 1
+                    done["dispatches"] += steps
+                    done["downloads"] += 1
+                    if wrong:
+                        failures.append(f"thread {t}, round {r}: {wrong} of {n} values wrong")
+        except Exception as exc:      # noqa: BLE001 (any exception in a thread is a failure)
+            with tally:
+                failures.append(f"thread {t}: {type(exc).__name__}: {exc}")
+
+    pool = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    return {"failures": failures, **done}
