@@ -108,6 +108,22 @@ def test_schedule_model_agrees_with_the_formula(lavapipe_ok):
         assert ["L0.gate", "L0.up"] in labels
 
 
+@pytest.mark.parametrize("operations, variant", [(None, "mul_mat_vec_f32"), (0, "mul_mat_vec_f32_noshuffle")])
+def test_the_matvec_variant_follows_the_subgroup_operations(lavapipe_ok, monkeypatch, operations, variant):
+    """The driver reads the device's subgroup operations: without subgroup arithmetic
+    it binds the _noshuffle variant, and either decodes token-exact."""
+    if operations is not None:
+        monkeypatch.setattr(runtime.Device, "subgroup_operations", property(lambda self: operations))
+    args = demo.parse_args(SMALL + ["--no-replay", "--reorder"])
+    config = demo.config_from_args(args)
+    weights = ref.make_weights(config, args.seed)
+    with runtime.Device() as dev:
+        model = driver.GpuModel(dev, weights, block_size=32)
+        assert model.matvec_variant.name == variant == model.k_matvec.name
+        run = model.decode(args.prompt, args.tokens, reorder=False)
+    assert compare.Reference(weights, args.prompt, args.tokens).check(run, args.tol).ok
+
+
 def test_one_schedule_serves_every_position(lavapipe_ok):
     """The reorder pass runs once per step shape: the order it gives at the first
     position is the one it gives at every other (positions move views, not their

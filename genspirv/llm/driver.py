@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, NamedTuple, Optional, Sequence
 
+from .. import kernel_groups
 from ..errors import GenspirvError
 from ..runtime.hazards import access_of
 from .reorder import ScheduleCache
@@ -98,7 +99,16 @@ class GpuModel:
         spec = {"BLOCK_SIZE": block_size}
         self.block_size = block_size
         self.k_get_rows = dev.kernel(f"get_rows_{wt}", spec=spec)
-        self.k_matvec = dev.kernel(f"mul_mat_vec_{wt}", spec=spec)
+        # The variant (subgroup reduction, or _noshuffle where compute shaders lack
+        # subgroup arithmetic) and rows per workgroup from the device's subgroup
+        # properties; its workgroup size is the model's, as for every other kernel.
+        self.matvec_variant = kernel_groups.pick_mul_mat_vec(
+            wt, supported_operations=dev.subgroup_operations, supported_stages=dev.subgroup_stages,
+            subgroup_size=dev.subgroup_size, is_cpu=dev.properties.get("type") == "cpu",
+            max_invocations=limit)
+        self.k_matvec = dev.kernel(self.matvec_variant.name,
+                                   spec={"BLOCK_SIZE": block_size,
+                                         "ROWS_PER_GROUP": self.matvec_variant.rows_per_group})
         self.k_rms_norm = dev.kernel("rms_norm", spec=spec)
         self.k_rope = dev.kernel("rope_norm", spec=spec)
         self.k_attention = dev.kernel("attention", spec={"BLOCK_SIZE": block_size,
@@ -146,7 +156,7 @@ class GpuModel:
     # Each helper returns one Dispatch; sizes are push constants (see each .comp).
 
     def _matvec(self, label, w, x, y, rows, cols) -> Dispatch:
-        groups = (min(rows, 65535), _ceil_div(rows, 65535), 1)
+        groups = kernel_groups.mul_mat_vec_groups(rows, self.matvec_variant.rows_per_group)
         return Dispatch(label, self.k_matvec, (w, x, y), groups, struct.pack("<II", cols, rows))
 
     def _rms_norm(self, label, x, w, y) -> Dispatch:
@@ -332,7 +342,9 @@ def default_block_size(dev) -> int:
     where each reduction step's barrier costs a pass: 32 invocations measured
     about 3x faster there than 128. GPUs want more invocations per row.
     """
-    return 32 if dev.properties.get("type") == "cpu" else 128
+    if dev.properties.get("type") == "cpu":
+        return kernel_groups.CPU_BLOCK_SIZE
+    return kernel_groups.GPU_BLOCK_SIZE
 
 
 # -- the measured loop -----------------------------------------------------------------
