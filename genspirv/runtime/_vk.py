@@ -231,21 +231,17 @@ def end(cb, query_pool=None, last_query: int = 0) -> None:
 def queue_submit(queue, command_buffers, fence, wait=(), signal=()) -> None:
     """One VkSubmitInfo: wait on binary semaphores ``wait`` before any command,
     run ``command_buffers``, signal ``signal`` and ``fence``."""
-    info = ffi.new("VkSubmitInfo*")
-    info.sType = _SUBMIT_INFO
+    # Every array stays in a local until vkQueueSubmit returns.
     cbs = ffi.new("VkCommandBuffer[]", list(command_buffers))
-    info.commandBufferCount = len(cbs)
-    info.pCommandBuffers = cbs
+    fields = {"sType": _SUBMIT_INFO, "commandBufferCount": len(cbs), "pCommandBuffers": cbs}
     if wait:
         waits = ffi.new("VkSemaphore[]", list(wait))
         stages = ffi.new("VkPipelineStageFlags[]", [_ALL_COMMANDS] * len(waits))
-        info.waitSemaphoreCount = len(waits)
-        info.pWaitSemaphores = waits
-        info.pWaitDstStageMask = stages
+        fields.update(waitSemaphoreCount=len(waits), pWaitSemaphores=waits, pWaitDstStageMask=stages)
     if signal:
         signals = ffi.new("VkSemaphore[]", list(signal))
-        info.signalSemaphoreCount = len(signals)
-        info.pSignalSemaphores = signals
+        fields.update(signalSemaphoreCount=len(signals), pSignalSemaphores=signals)
+    info = ffi.new("VkSubmitInfo*", fields)
     _check(_lib.vkQueueSubmit(queue, 1, info, _NULL if fence is None else fence), "vkQueueSubmit")
 
 
