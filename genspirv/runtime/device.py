@@ -135,6 +135,7 @@ class Device(Transfers):
         if host_profile is None:
             host_profile = settings.get("GENSPIRV_HOST_PROFILE")
         self._profile = HostProfile(host_profile)
+        self._profiling = self._profile.enabled      # read at every dispatch
         self._stats = {k: 0 for k in COUNTERS}
         if transfer_queue not in ("auto", "off", "same"):
             raise GenspirvError(f"transfer_queue must be auto, off or same, not {transfer_queue!r}")
@@ -308,7 +309,7 @@ class Device(Transfers):
             self._dispatch(kernel, buffers, groups, push)
 
     def _dispatch(self, kernel, buffers: Sequence, groups, push) -> None:
-        profiling = self._profile.enabled
+        profiling = self._profiling
         if profiling:
             t0 = self._profile.start()
         if self._closed:

@@ -305,7 +305,8 @@ class HazardTracker:
                 if s is None:
                     sets[memory] = (lo, hi)
                 elif s.__class__ is tuple:
-                    _widen(sets, memory, s, lo, hi)
+                    if lo < s[0] or hi > s[1]:          # else already covered
+                        _widen(sets, memory, s, lo, hi)
                 else:
                     s.add(lo, hi)
             self._read_stages |= access.stage_bit
@@ -317,7 +318,8 @@ class HazardTracker:
                 if s is None:
                     sets[memory] = (lo, hi)
                 elif s.__class__ is tuple:
-                    _widen(sets, memory, s, lo, hi)
+                    if lo < s[0] or hi > s[1]:          # else already covered
+                        _widen(sets, memory, s, lo, hi)
                 else:
                     s.add(lo, hi)
             self._write_stages |= access.stage_bit
