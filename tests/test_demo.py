@@ -236,3 +236,37 @@ def test_cli_refuses_bad_shapes(lavapipe_ok, capsys, argv, message):
     assert main(["demo", *argv]) != 0
     err = capsys.readouterr().err
     assert "genspirv: error:" in err and message in err and "Traceback" not in err
+
+
+class _FakeDevice:
+    def __init__(self, kind="discrete", **subgroups):
+        self.properties = {"type": kind, "limits": {"max_compute_work_group_invocations": 1024}}
+        self.__dict__.update(subgroups)
+
+
+def test_matvec_variant_follows_what_the_device_reports():
+    v = driver.matvec_variant(_FakeDevice(), "f32")      # reports nothing: arithmetic assumed
+    assert (v.name, v.block_size, v.rows_per_group) == ("mul_mat_vec_f32", 128, 1)
+    assert driver.matvec_variant(_FakeDevice("cpu"), "f16").block_size == 32
+    basic_only = _FakeDevice(subgroup_operations=0x1, subgroup_stages=0x20, subgroup_size=32)
+    assert driver.matvec_variant(basic_only, "f16").name == "mul_mat_vec_f16_noshuffle"
+    arithmetic = _FakeDevice(subgroup_operations=0x5, subgroup_stages=0x20, subgroup_size=48)
+    assert (driver.matvec_variant(arithmetic, "f32").name, driver.matvec_variant(arithmetic, "f32").block_size) \
+        == ("mul_mat_vec_f32", 96)
+
+
+def test_decode_with_the_noshuffle_variant_and_two_rows_per_group(lavapipe_ok, monkeypatch):
+    """The driver's group counts follow the variant's rows per group; the shared-memory
+    fallback decodes the same tokens as the reference."""
+    from genspirv import kernel_groups
+    monkeypatch.setattr(driver, "matvec_variant", lambda dev, wt: kernel_groups.MatVecVariant(
+        f"mul_mat_vec_{wt}_noshuffle", block_size=32, rows_per_group=2))
+    config = ref.ModelConfig(n_layers=2, dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, vocab=101,
+                             max_ctx=5)
+    weights = ref.make_weights(config, 5)
+    with runtime.Device() as dev:
+        model = driver.GpuModel(dev, weights, block_size=32)
+        assert model.k_matvec.name == "mul_mat_vec_f32_noshuffle"
+        assert [d.groups for d in model.token_plan(0, 0) if d.label == "logits"] == [(51, 1, 1)]
+        run = model.decode((1,), 4, reorder=False)
+    assert run.tokens == ref.greedy_decode(weights, (1,), 4).tokens

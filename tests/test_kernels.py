@@ -68,8 +68,11 @@ def test_get_rows(dev, wt, dtype, n_cols, block):
 # -- rms_norm ---------------------------------------------------------------------
 
 
+# n a multiple of 4: 16-byte loads (1000, 500, 4096, 44); otherwise scalars. Blocks small
+# enough against n for the unrolled loop and its remainder to both run.
 @pytest.mark.parametrize("n,rows,block", [(1, 1, 32), (129, 3, 128), (1000, 2, 64), (77, 5, 256),
-                                          (500, 2, 48), (33, 1, 1)])
+                                          (500, 2, 48), (33, 1, 1), (4096, 1, 128), (44, 3, 2),
+                                          (23, 2, 3)])
 def test_rms_norm(dev, n, rows, block):
     x = _rand(rows, n) * 3
     w = _rand(n)
@@ -236,6 +239,11 @@ def test_rope_modes_differ(dev):
     (4, 4, 6, 300, 0, 128),     # n_kv > 2 blocks, head_dim below the block
     (6, 1, 40, 129, 24, 64),    # multi-query
     (2, 2, 8, 100, 0, 48),      # a workgroup size that is not a power of two
+    (32, 32, 128, 5, 0, 128),   # a decode step's shape: head_dim = the block, 16-byte loads
+    (2, 1, 64, 70, 0, 32),      # head_dim above the block: invocations loop over it
+    (3, 1, 12, 45, 1, 64),      # kv_stride not a multiple of 4: the scalar dot product
+    (2, 2, 64, 33, 4, 100),     # two lanes per score, a block they do not divide evenly
+    (2, 1, 256, 30, 0, 100),    # eight lanes per score: 12 positions a pass, 4 invocations idle
 ])
 def test_attention(dev, n_head, n_kv_head, head_dim, n_kv, pad, block):
     q = _rand(n_head, head_dim)
@@ -286,7 +294,8 @@ def test_add(dev, n):
 
 @pytest.mark.parametrize("n,block,where", [(1, 32, 0), (1000, 128, 999), (1000, 128, 3),
                                             (4097, 64, 4096), (300, 256, 150), (1000, 96, 998),
-                                            (50, 7, 49)])
+                                            (50, 7, 49), (32000, 128, 31999), (4096, 16, 2051),
+                                            (96, 3, 1)])
 def test_argmax(dev, n, block, where):
     x = _rand(n)
     x[where] = 10.0
@@ -299,6 +308,7 @@ def test_argmax(dev, n, block, where):
 def test_argmax_ties_take_the_smallest_index(dev):
     x = np.zeros(700, dtype=np.float32)
     x[[5, 133, 650]] = 2.0            # in different invocations' strides
+    x[[6, 7]] = 2.0                   # and in one invocation's 16-byte load
     k = dev.kernel("argmax", spec={"BLOCK_SIZE": 64})
     out = _out(dev, 1, np.uint32)
     dev.dispatch(k, [_buf(dev, x), out], groups=(1, 1, 1), push=struct.pack("<I", 700))

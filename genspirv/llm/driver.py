@@ -99,16 +99,8 @@ class GpuModel:
         spec = {"BLOCK_SIZE": block_size}
         self.block_size = block_size
         self.k_get_rows = dev.kernel(f"get_rows_{wt}", spec=spec)
-        # The variant (subgroup reduction, or _noshuffle where compute shaders lack
-        # subgroup arithmetic) and rows per workgroup from the device's subgroup
-        # properties; its workgroup size is the model's, as for every other kernel.
-        self.matvec_variant = kernel_groups.pick_mul_mat_vec(
-            wt, supported_operations=dev.subgroup_operations, supported_stages=dev.subgroup_stages,
-            subgroup_size=dev.subgroup_size, is_cpu=dev.properties.get("type") == "cpu",
-            max_invocations=limit)
-        self.k_matvec = dev.kernel(self.matvec_variant.name,
-                                   spec={"BLOCK_SIZE": block_size,
-                                         "ROWS_PER_GROUP": self.matvec_variant.rows_per_group})
+        self.matvec_variant = matvec_variant(dev, wt)
+        self.k_matvec = dev.kernel(self.matvec_variant.name, spec=self.matvec_variant.spec)
         self.k_rms_norm = dev.kernel("rms_norm", spec=spec)
         self.k_rope = dev.kernel("rope_norm", spec=spec)
         self.k_attention = dev.kernel("attention", spec={"BLOCK_SIZE": block_size,
@@ -335,6 +327,28 @@ class RunResult:
 
 
 
+def matvec_variant(dev, weights: str) -> kernel_groups.MatVecVariant:
+    """The ``mul_mat_vec`` variant and spec constants for this device (``pick_mul_mat_vec``).
+
+    Subgroup properties come from the device where it reports them
+    (``subgroup_size``, ``subgroup_operations``, ``subgroup_stages``); a device
+    that does not is taken to have subgroup arithmetic in compute shaders, as
+    the decode has always required, with any workgroup size allowed.
+    """
+    def reported(name, assumed):
+        value = getattr(dev, name, None)
+        return assumed if value is None else value
+
+    return kernel_groups.pick_mul_mat_vec(
+        weights,
+        supported_operations=reported("subgroup_operations", kernel_groups.SUBGROUP_FEATURE_BASIC
+                                      | kernel_groups.SUBGROUP_FEATURE_ARITHMETIC),
+        supported_stages=reported("subgroup_stages", kernel_groups.SHADER_STAGE_COMPUTE),
+        subgroup_size=reported("subgroup_size", 1),
+        is_cpu=dev.properties.get("type") == "cpu",
+        max_invocations=dev.properties["limits"]["max_compute_work_group_invocations"])
+
+
 def default_block_size(dev) -> int:
     """The workgroup size (spec constant BLOCK_SIZE) for this device.
 
@@ -351,14 +365,39 @@ def default_block_size(dev) -> int:
 
 OnRun = Callable[[int, str, str, RunResult], None]   # (round, config label, mode, run)
 
+# A GPU at rest runs its cores at a fraction of their clock: an NVIDIA H200 idles at
+# 345 MHz and reaches its 1980 MHz only after about a second of load, and falls back
+# within a second of rest. A decode of a few tokens lasts milliseconds, so without this
+# the rounds would time the idle clock (three times slower there) rather than the
+# decode. Seconds of replayed decode run just before the rounds on a non-CPU device.
+CLOCK_WARM_UP_S = 1.5
+
+
+def warm_clocks(model: "GpuModel", graphs: Sequence, prompt: Sequence[int], n_tokens: int,
+                seconds: float) -> int:
+    """Keep the device busy for ``seconds``: the captured ``graphs`` replayed in turn (a
+    recorded decode when there are none). Gives the number of decodes run."""
+    runs = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        if graphs:
+            for graph in graphs:
+                graph.run()
+        else:
+            model.decode(prompt, n_tokens, reorder=False)
+        runs += 1
+    model.dev.synchronize()
+    return runs
+
 
 def decode_rounds(model: GpuModel, prompt: Sequence[int], n_tokens: int, configs: Sequence[tuple],
                   repeats: int, on_run: OnRun, replay: bool = True) -> None:
     """Decode under each configuration ``(label, policy, reorder)``, ``repeats`` rounds.
 
     First, per configuration, one decode as warm-up (pipelines, descriptor pools)
-    and, with ``replay``, one capture. Then each round runs the configurations in
-    paired order (forward, reversed, ...), so ratios come from runs side by side:
+    and, with ``replay``, one capture; on a GPU, ``CLOCK_WARM_UP_S`` seconds of
+    decoding (``warm_clocks``), so that its cores leave their idle clock. Then
+    each round runs the configurations in paired order (forward, reversed, ...), so ratios come from runs side by side:
     the decode recorded by the host (mode ``recorded``) and, with ``replay``, the
     captured one resubmitted (``replayed``); ``on_run`` gets each as it finishes.
     The device's barrier policy is ``smart`` again afterwards.
@@ -373,6 +412,8 @@ def decode_rounds(model: GpuModel, prompt: Sequence[int], n_tokens: int, configs
             model.decode(prompt, n_tokens, reorder)
             if replay:
                 graphs[label] = model.capture(prompt, n_tokens, reorder)
+        if dev.properties.get("type") != "cpu":
+            warm_clocks(model, [g for g, _ in graphs.values()], prompt, n_tokens, CLOCK_WARM_UP_S)
         for r in range(repeats):
             for label, policy, reorder in paired_order(r, configs):
                 dev.barrier_policy = policy
