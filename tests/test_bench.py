@@ -360,3 +360,16 @@ def test_plan_bytes_counts_each_binding_once():
 
     plan = [NS(args=(NS(size=4096), NS(size=64), NS(size=16))), NS(args=(NS(size=16),))]
     assert roofline.plan_bytes(plan) == 4096 + 64 + 16 + 16
+
+
+def test_the_bandwidth_probe_measures_and_frees_its_buffers(monkeypatch):
+    pytest.importorskip("vulkan")
+    from genspirv.bench import roofline
+    from genspirv.runtime import Device
+
+    with Device() as dev:
+        before = len(dev._buffers)
+        got = roofline.measure_bandwidth(dev, nbytes=(1 << 20) + 8, groups=(2, 4), repeats=1)
+        assert got["nbytes"] == 1 << 20 and set(got["by_groups"]) == {2, 4}
+        assert got["bytes_per_s"] == max(got["by_groups"].values()) > 0
+        assert len(dev._buffers) == before
