@@ -334,17 +334,17 @@ class Device(Transfers):
             x, y, z = groups, 1, 1
         else:
             x, y, z = check_groups(bound.name, groups, self._limits["max_compute_work_group_count"])
-        rec = self._recording
-        if rec is None:
+        graph = self._recording
+        if graph is None:
             sub = self._submission
             rec = sub.slots[sub.current]
             if rec.state != "recording":
                 rec = sub.batch()
-            barrier, skipped = self._tracker.access(plan.access)
         else:
-            barrier, skipped = rec.track(plan.access)
+            rec = graph
         if profiling:
             t0 = self._profile.stop("bookkeeping", t0)
+        barrier, skipped = self._tracker.access(plan.access) if graph is None else graph.track(plan.access)
         if barrier is not None:
             self._record_barrier(rec, barrier)
         elif skipped:
@@ -376,9 +376,9 @@ class Device(Transfers):
         serial = rec.serial
         for b in plan.buffers:
             b.last_batch = serial
-        if rec is self._recording:
+        if graph is not None:
             for b in plan.buffers:
-                rec.buffers[b.uid] = b
+                graph.buffers[b.uid] = b
         elif rec.dispatches >= self.batch_size:
             self.flush()
         if profiling:
