@@ -305,8 +305,12 @@ class Device(Transfers):
 
     def dispatch(self, kernel, buffers: Sequence, groups, push=None) -> None:
         """Record one dispatch of ``kernel`` over ``buffers`` (in binding order)."""
-        with self._lock:        # not @serialised: a plain call costs a third as much here
+        # Not @serialised, nor a with-statement: the plain calls cost half as much here.
+        self._lock.acquire()
+        try:
             self._dispatch(kernel, buffers, groups, push)
+        finally:
+            self._lock.release()
 
     def _dispatch(self, kernel, buffers: Sequence, groups, push) -> None:
         profiling = self._profiling
