@@ -373,3 +373,20 @@ def test_the_bandwidth_probe_measures_and_frees_its_buffers(monkeypatch):
         assert got["nbytes"] == 1 << 20 and set(got["by_groups"]) == {2, 4}
         assert got["bytes_per_s"] == max(got["by_groups"].values()) > 0
         assert len(dev._buffers) == before
+
+
+def test_a_peer_that_cannot_open_the_device_is_skipped_with_the_reason(monkeypatch):
+    pytest.importorskip("vulkan")
+    from genspirv.bench import peer
+    from genspirv.runtime import Device
+
+    class Broken:
+        def __init__(self, name):
+            raise OSError("no adapter today")
+
+    monkeypatch.setattr(peer, "wgpu_unavailable", lambda name: None)
+    monkeypatch.setattr(peer, "WgpuArm", Broken)
+    with Device() as dev:
+        result = peer.run_peer_bench(dev, reps=1)
+    assert "OSError: no adapter today" in result["wgpu_skipped"]
+    assert list(result["samples_us_per_dispatch"]["record"]) == ["genspirv"]

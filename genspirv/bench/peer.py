@@ -40,7 +40,7 @@ from typing import Optional
 
 import numpy as np
 
-from .harness import paired_order
+from .harness import BenchError, paired_order
 
 RECORD_DISPATCHES = 1024
 FILL_N = 256                      # floats per fill: one 1 KiB view, one workgroup
@@ -190,7 +190,10 @@ def wgpu_unavailable(device_name: str) -> Optional[str]:
     version = tuple(int(p) for p in wgpu.__version__.split(".")[:2] if p.isdigit())
     if version < (0, 32):
         return f"wgpu-py {wgpu.__version__} is older than 0.32 (no set_immediates)"
-    adapter = _wgpu_adapter(wgpu, device_name)
+    try:
+        adapter = _wgpu_adapter(wgpu, device_name)
+    except Exception as exc:               # wgpu-native's own failures: the peer is skipped
+        return f"wgpu-py could not list its adapters: {type(exc).__name__}: {exc}"
     if adapter is None:
         return f"wgpu-py offers no Vulkan adapter named {device_name!r}"
     if "immediates" not in adapter.features:
@@ -324,13 +327,16 @@ def run_peer_bench(dev, reps: int = 11) -> dict:
     name = dev.properties["name"]
     arms = [GenspirvArm(dev)]
     skipped = wgpu_unavailable(name)
-    if skipped is None:
-        arms.append(WgpuArm(name))
     try:
+        if skipped is None:
+            try:
+                arms.append(WgpuArm(name))
+            except Exception as exc:       # wgpu-native's own failures: the peer is skipped
+                skipped = f"wgpu-py could not open {name!r}: {type(exc).__name__}: {exc}"
         for arm in arms:
             problem = arm.check()
             if problem:
-                raise RuntimeError(problem)
+                raise BenchError(f"bench runtime: {problem}")
         arms[0].capture()
         # Warm-up: every in-flight slot of genspirv's writes its descriptor sets once
         # (later batches only bind them), wgpu-py's allocators settle.
