@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -318,3 +319,96 @@ def test_build_generator_suite_quick_records_noops_and_checks_them(tiny_project)
     arms = [r["arm"] for r in rec.runs]
     assert arms == ["cold"] + ["noop", "fresh clone noop"] * QUICK_NOOPS
     assert rec.extra["projects"]["4"]["variants"] == 4
+
+
+# -- genspirv against wgpu-py, and the roofline ------------------------------------------
+
+
+def test_peer_rows_are_every_raw_sample_with_the_ratio():
+    from genspirv.bench import runtime_suite
+
+    samples = {k: {"genspirv": [2.0, 4.0], "wgpu-py": [6.0, 8.0]} for k in ("record", "step", "step_cpu")}
+    samples.update({k: {"genspirv": [1.0]} for k in ("replay", "replay_cpu")})
+    rec = Recorder("runtime")
+    runtime_suite.record_peer(rec, {"samples_us_per_dispatch": samples, "wgpu_skipped": None})
+    rows = [(r["case"], r["arm"], r["value"]) for r in rec.runs]
+    assert ("peer: host cpu per recorded dispatch", "wgpu-py", pytest.approx(8e-6)) in rows
+    assert len(rows) == 3 * 4 + 2
+    assert [d["label"] for d in rec.derived] == ["wgpu-py / genspirv"] * 3
+    rec = Recorder("runtime")
+    only = {k: {"genspirv": v["genspirv"]} for k, v in samples.items()}
+    runtime_suite.record_peer(rec, {"samples_us_per_dispatch": only, "wgpu_skipped": "not installed"})
+    assert not rec.derived and any("skipped: not installed" in n for n in rec.notes)
+
+
+def test_peer_arms_check_their_results(monkeypatch):
+    """Each arm's check compares with numpy (a wrong kernel fails it: negative control),
+    and the paired run gives every workload a sample per repeat and arm."""
+    pytest.importorskip("vulkan")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
+    from genspirv.bench import peer
+    from genspirv.runtime import Device
+
+    with Device() as dev:
+        batch = dev.batch_size
+        arm = peer.GenspirvArm(dev)
+        try:
+            assert arm.check() is None
+            arm.fill_pushes[3] = struct.pack("<If", peer.FILL_N, -1.0)
+            assert "fills are wrong" in arm.check()
+        finally:
+            arm.close()
+        assert dev.batch_size == batch                                    # restored
+        result = peer.run_peer_bench(dev, reps=2)
+    arms = ["genspirv"] + ([] if result["wgpu_skipped"] else ["wgpu-py"])
+    for key in ("record", "step", "step_cpu"):
+        assert sorted(result["samples_us_per_dispatch"][key]) == sorted(arms)
+        assert all(len(v) == 2 and min(v) > 0 for v in result["samples_us_per_dispatch"][key].values())
+    assert len(result["samples_us_per_dispatch"]["replay"]["genspirv"]) == 2
+    if result["wgpu_skipped"] is None:
+        wgpu_arm = peer.WgpuArm(result["device"])
+        try:
+            assert wgpu_arm.check() is None
+            wgpu_arm.fill_pushes[5] = struct.pack("<If", peer.FILL_N, -1.0)
+            assert "fills are wrong" in wgpu_arm.check()
+        finally:
+            wgpu_arm.close()
+
+
+def test_plan_bytes_counts_each_binding_once():
+    from types import SimpleNamespace as NS
+
+    from genspirv.bench import roofline
+
+    plan = [NS(args=(NS(size=4096), NS(size=64), NS(size=16))), NS(args=(NS(size=16),))]
+    assert roofline.plan_bytes(plan) == 4096 + 64 + 16 + 16
+
+
+def test_the_bandwidth_probe_measures_and_frees_its_buffers(monkeypatch):
+    pytest.importorskip("vulkan")
+    from genspirv.bench import roofline
+    from genspirv.runtime import Device
+
+    with Device() as dev:
+        before = len(dev._buffers)
+        got = roofline.measure_bandwidth(dev, nbytes=(1 << 20) + 8, groups=(2, 4), repeats=1)
+        assert got["nbytes"] == 1 << 20 and set(got["by_groups"]) == {2, 4}
+        assert got["bytes_per_s"] == max(got["by_groups"].values()) > 0
+        assert len(dev._buffers) == before
+
+
+def test_a_peer_that_cannot_open_the_device_is_skipped_with_the_reason(monkeypatch):
+    pytest.importorskip("vulkan")
+    from genspirv.bench import peer
+    from genspirv.runtime import Device
+
+    class Broken:
+        def __init__(self, name):
+            raise OSError("no adapter today")
+
+    monkeypatch.setattr(peer, "wgpu_unavailable", lambda name: None)
+    monkeypatch.setattr(peer, "WgpuArm", Broken)
+    with Device() as dev:
+        result = peer.run_peer_bench(dev, reps=1)
+    assert "OSError: no adapter today" in result["wgpu_skipped"]
+    assert list(result["samples_us_per_dispatch"]["record"]) == ["genspirv"]

@@ -108,6 +108,52 @@ def test_schedule_model_agrees_with_the_formula(lavapipe_ok):
         assert ["L0.gate", "L0.up"] in labels
 
 
+@pytest.mark.parametrize("operations, variant", [(None, "mul_mat_vec_f32"), (0, "mul_mat_vec_f32_noshuffle")])
+def test_the_matvec_variant_follows_the_subgroup_operations(lavapipe_ok, monkeypatch, operations, variant):
+    """The driver reads the device's subgroup operations: without subgroup arithmetic
+    it binds the _noshuffle variant, and either decodes token-exact."""
+    if operations is not None:
+        monkeypatch.setattr(runtime.Device, "subgroup_operations", property(lambda self: operations))
+    args = demo.parse_args(SMALL + ["--no-replay", "--reorder"])
+    config = demo.config_from_args(args)
+    weights = ref.make_weights(config, args.seed)
+    with runtime.Device() as dev:
+        model = driver.GpuModel(dev, weights, block_size=32)
+        assert model.matvec_variant.name == variant == model.k_matvec.name
+        run = model.decode(args.prompt, args.tokens, reorder=False)
+    assert compare.Reference(weights, args.prompt, args.tokens).check(run, args.tol).ok
+
+
+def test_one_schedule_serves_every_position(lavapipe_ok):
+    """The reorder pass runs once per step shape: the order it gives at the first
+    position is the one it gives at every other (positions move views, not their
+    overlaps), and a decode computes it once for prompt tokens and once for steps."""
+    config = ref.ModelConfig(n_layers=2, dim=32, n_heads=2, n_kv_heads=1, ffn_dim=48,
+                             vocab=64, max_ctx=12)
+    with runtime.Device() as dev:
+        model = driver.GpuModel(dev, ref.make_weights(config, 0), block_size=32)
+        for step in (None, 0):
+            orders = {tuple(reorder.reorder([d.access() for d in model.token_plan(pos, step)]))
+                      for pos in range(config.max_ctx - 1)}
+            assert len(orders) == 1
+        model.decode((1, 2, 3), 5, reorder=True)
+        assert model.schedules.misses == 2                 # prompt shape, step shape
+        model.decode((1, 2, 3), 5, reorder=True)
+        assert model.schedules.misses == 2
+
+
+def test_a_schedule_cache_is_keyed_by_shape():
+    """Negative control: a different shape gets its own order, not a stale one."""
+    R = runtime.Range
+    write_a = runtime.Access("compute", writes=(R("A", 0, 4),))
+    read_a = runtime.Access("compute", reads=(R("A", 0, 4),))
+    write_b = runtime.Access("compute", writes=(R("B", 0, 4),))
+    cache = reorder.ScheduleCache()
+    assert cache.order("dependent", lambda: [write_a, read_a, write_b]) == (0, 2, 1)
+    assert cache.order("independent", lambda: [write_a, write_b, read_a]) == (0, 1, 2)
+    assert cache.order("dependent", lambda: []) == (0, 2, 1) and cache.misses == 2
+
+
 def _decode_under_validation(policy: str, reorder: bool):
     config = ref.ModelConfig(n_layers=1, dim=32, n_heads=2, n_kv_heads=1, ffn_dim=48, vocab=64,
                              max_ctx=4)

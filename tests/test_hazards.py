@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genspirv.errors import GenspirvError
-from genspirv.runtime.hazards import Access, HazardTracker, Range
+from genspirv.runtime.hazards import Access, HazardTracker, Range, merge_accesses
 
 
 def R(mem, off, size):
@@ -148,3 +148,42 @@ def test_policy_none_skips_device_hazards_but_not_host_reads():
 def test_unknown_policy_is_refused():
     with pytest.raises(GenspirvError, match="unknown barrier policy 'sometimes'"):
         HazardTracker("sometimes")
+
+
+def test_unknown_stage_is_refused():
+    with pytest.raises(GenspirvError, match="unknown access stage 'vertex'"):
+        Access("vertex", reads=(R("A", 0, 4),))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(accesses, max_size=12), st.lists(accesses, min_size=1, max_size=12),
+       st.lists(accesses, min_size=1, max_size=6))
+def test_merged_accesses_answer_as_the_accesses_they_merge(pending, captured, probes):
+    """A replay graph checks (and leaves pending) its captured accesses merged:
+    the same hazards against any pending state, the same pending state after."""
+    merged = merge_accesses(captured)
+    assert len({a.stage for a in merged}) == len(merged)
+    one, other = HazardTracker(), HazardTracker()
+    for a in pending:
+        one.add_pending(a)
+        other.add_pending(a)
+    assert (any(one.hazards(a) for a in captured)
+            == any(one.hazards(a) for a in merged))
+    for a in captured:
+        one.add_pending(a)
+    for a in merged:
+        other.add_pending(a)
+    assert one.pending == other.pending
+    for p in probes:
+        assert one.hazards(p) == other.hazards(p)
+    assert one.barrier_all() == other.barrier_all()
+
+
+def test_merging_drops_nothing():
+    """Negative control for the property above: merging only the first access
+    misses a hazard the second one has."""
+    a, b = compute(writes=[R("A", 0, 4)]), compute(writes=[R("B", 0, 4)])
+    t = HazardTracker()
+    t.add_pending(compute(reads=[R("B", 0, 4)]))
+    assert not any(t.hazards(x) for x in merge_accesses([a]))
+    assert any(t.hazards(x) for x in merge_accesses([a, b])) == bool(t.hazards(b)) is True

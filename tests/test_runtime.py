@@ -465,3 +465,15 @@ def test_bad_arguments_are_clear_errors(dev, monkeypatch):
     with pytest.raises(GenspirvError, match="inflight must be 1..4, not 9"):
         Device(manifest=rt.MANIFEST, inflight=9)
     clean(dev)
+
+
+def test_subgroup_properties_are_read_only_and_consistent(dev):
+    """The device's subgroup properties (what the decode's kernel choice reads)."""
+    assert dev.subgroup_size >= 1 and dev.subgroup_size & (dev.subgroup_size - 1) == 0
+    assert dev.properties["subgroup"] == {"size": dev.subgroup_size,
+                                          "operations": dev.subgroup_operations,
+                                          "stages": dev.subgroup_stages}
+    if tuple(int(p) for p in dev.properties["api_version"].split(".")[:2]) >= (1, 1):
+        assert dev.subgroup_operations & 0x1           # VK_SUBGROUP_FEATURE_BASIC_BIT is required
+    with pytest.raises(AttributeError):
+        dev.subgroup_size = 64

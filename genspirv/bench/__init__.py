@@ -97,6 +97,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"build {QUICK_BUILD['sizes'][0]} variants, 1 job; fewer sizes and repeats")
     parser.add_argument("--demo-args", metavar="'ARGS'", default=None,
                         help="demo: model options as `genspirv demo` takes them, e.g. '--layers 4 --dim 512'")
+    parser.add_argument("--roofline", action="store_true",
+                        help="demo: also each time per token over the memory-bandwidth bound (bytes a "
+                             "token binds / the device's bandwidth, measured once with the read probe)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
 
 
@@ -115,7 +118,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                         sizes=args.sizes or quick_build.get("sizes"), jobs=args.jobs or quick_build.get("jobs"),
                         quiet=args.quiet, root=root, header_share=args.header_share,
                         keep=args.keep, quick=args.quick, demo_args=args.demo_args,
-                        per_source=args.per_source)
+                        per_source=args.per_source, roofline=args.roofline)
     module, function = SUITES[args.suite]
     suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
     rec = Recorder(args.suite)

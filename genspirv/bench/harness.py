@@ -51,6 +51,7 @@ class BenchOptions:
     keep: Optional[Path] = None            # keep the synthetic projects here
     quick: bool = False                    # smallest honest run (reflect, runtime, demo)
     demo_args: Optional[str] = None        # demo: model options, as `genspirv demo` takes them
+    roofline: bool = False                 # demo: each time per token over the bandwidth bound
 
 
 @dataclass

@@ -75,6 +75,18 @@ def bench_demo(opts: BenchOptions, rec: Recorder) -> None:
         block_size = args.block_size or driver.default_block_size(dev)
         rec.extra["model"]["block_size"] = block_size
         model = driver.GpuModel(dev, weights, block_size=block_size)
+        bound = _roofline(dev, model, args.prompt, n, rec) if opts.roofline else None
+        if bound is not None:
+            inner = on_run
+
+            def on_run(r: int, label: str, mode: str, run) -> None:
+                inner(r, label, mode, run)
+                info = {"repeat": r, "config": label, "tokens": n}
+                if mode == "replayed":
+                    rec.add("gpu per token, replayed / roofline", label, run.gpu_seconds / n / bound, "x", **info)
+                else:
+                    rec.add("wall per token / roofline", label, run.seconds / n / bound, "x", **info)
+                    rec.add("gpu per token / roofline", label, run.gpu_seconds / n / bound, "x", **info)
         driver.decode_rounds(model, args.prompt, n, demo.CONFIGS, repeats, on_run)
         for case in ("wall per token", "gpu per token", "gpu per token, replayed", "barriers per token"):
             rec.ratio(case, "always / smart", "always", "smart")
@@ -84,13 +96,39 @@ def bench_demo(opts: BenchOptions, rec: Recorder) -> None:
         dev.close()
 
 
+def _roofline(dev, model, prompt, n_tokens: int, rec: Recorder) -> float:
+    """Seconds a token takes at the device's measured read bandwidth; recorded in the JSON."""
+    from . import roofline
+
+    try:
+        dev.kernel(roofline.PROBE)
+    except Exception as exc:                                    # an older manifest
+        raise BenchError(f"bench demo --roofline: the device's manifest has no {roofline.PROBE} "
+                         f"({exc})") from None
+    bandwidth = roofline.measure_bandwidth(dev)
+    nbytes = roofline.bytes_per_token(model, prompt, n_tokens)
+    bound = nbytes / bandwidth["bytes_per_s"]
+    rec.extra["roofline"] = {"bytes_per_token": nbytes, "bandwidth_gb_per_s": bandwidth["bytes_per_s"] / 1e9,
+                             "probe": bandwidth["probe"], "probe_bytes": bandwidth["nbytes"],
+                             "probe_gb_per_s_by_groups": {str(g): v / 1e9 for g, v in
+                                                          bandwidth["by_groups"].items()},
+                             "seconds_per_token": bound}
+    rec.notes.append(f"roofline: {nbytes / 1e6:.1f} MB bound per token (every weight once, the KV "
+                     f"prefix, activations) / {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s measured by "
+                     f"{bandwidth['probe']} over {bandwidth['nbytes'] >> 20} MiB (best median of "
+                     f"{len(bandwidth['by_groups'])} group counts) = {bound * 1e6:.1f} µs per token; "
+                     f"'/ roofline' rows divide each time per token by it.")
+    return bound
+
+
 def bench_runtime(opts: BenchOptions, rec: Recorder) -> None:
     from ..runtime import Device
+    from . import peer
     from . import runtime_micro as micro
 
     reps = opts.repeat or (2 if opts.quick else None)
     kwargs = {"reps": reps} if reps else {}
-    progress = Progress(3, opts.quiet)
+    progress = Progress(4, opts.quiet)
     try:
         with Device() as dev:
             rec.device = _device_name(dev)
@@ -100,11 +138,14 @@ def bench_runtime(opts: BenchOptions, rec: Recorder) -> None:
             submission = micro.run_submission_bench(dev, **kwargs)
             progress.step("runtime: host cost per dispatch")
             host = micro.run_host_bench(dev, samples=reps or 15)
+            progress.step("runtime: genspirv against wgpu-py")
+            peer_result = peer.run_peer_bench(dev, reps=reps or 11)
     finally:
         progress.close()
     record_barriers(rec, barriers)
     record_submission(rec, submission)
     record_host(rec, host)
+    record_peer(rec, peer_result)
     rec.notes.append("barrier policies: GPU time (timestamps) per workload and policy, one command "
                      "buffer per arm; submission: wall time per step; host per dispatch: the calling "
                      "thread's CPU time (cpu) and wall time, the device idle at each sample's start; "
@@ -144,3 +185,28 @@ def record_host(rec: Recorder, res: dict) -> None:
         for arm, key in (("cpu", "cpu_us"), ("wall", "wall_us")):
             for i, v in enumerate(r[key]):
                 rec.add(f"host per dispatch, {name}", arm, v * 1e-6, repeat=i, workload=name)
+
+
+PEER_CASES = {"record": "peer: host cpu per recorded dispatch",
+              "step": "peer: 100-dispatch step, wall per dispatch",
+              "step_cpu": "peer: 100-dispatch step, cpu per dispatch",
+              "replay": "peer: replayed step, wall per dispatch",
+              "replay_cpu": "peer: replayed step, cpu per dispatch"}
+
+
+def record_peer(rec: Recorder, res: dict) -> None:
+    """Rows from ``peer.run_peer_bench``: every sample, and wgpu-py / genspirv ratios."""
+    for key, case in PEER_CASES.items():
+        for arm, samples in res["samples_us_per_dispatch"][key].items():
+            for i, v in enumerate(samples):
+                rec.add(case, arm, v * 1e-6, repeat=i)
+        if "wgpu-py" in res["samples_us_per_dispatch"][key]:
+            rec.ratio(case, "wgpu-py / genspirv", "wgpu-py", "genspirv")
+    if res["wgpu_skipped"]:
+        rec.notes.append(f"peer: the wgpu-py arm was skipped: {res['wgpu_skipped']}")
+    else:
+        rec.notes.append("peer: the same fill/scale/add work in genspirv and in wgpu-py (WGSL, push "
+                         "constants as immediates, one compute pass), arms alternating "
+                         "(genspirv.bench.peer); record = 1,024 independent fills recorded, not "
+                         "submitted; step = 100 dispatches with 75 dependencies recorded, submitted "
+                         "and waited for.")

@@ -15,12 +15,17 @@ dependent pair keeps its order, so results are unchanged. ASAP levels are also
 the fewest possible: a chain of L dependent nodes needs L - 1 barriers in any
 order, and the levelled order needs at most that many.
 
+``ScheduleCache`` keeps the order of a step shape once computed: a decode
+issues the same kernels over the same buffers at every token (only positions
+inside the KV cache and the token slots move), so the pass runs once per shape,
+not once per token.
+
 Pure: no Vulkan, no device (``genspirv.runtime.hazards`` imports neither).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Callable, Hashable, Protocol, Sequence
 
 from ..runtime.hazards import Access, HazardTracker
 
@@ -85,3 +90,25 @@ def count_barriers(nodes: Sequence[AccessLike], order: Sequence[int] | None = No
     order = range(len(nodes)) if order is None else order
     tracker = HazardTracker("smart")
     return sum(tracker.access(_as_access(nodes[j]))[0] is not None for j in order)
+
+
+class ScheduleCache:
+    """Orders by step shape: ``order(shape, nodes)`` runs ``reorder`` the first
+    time a shape is met and returns the stored order after that.
+
+    ``shape`` must fix the dependency DAG: two sequences of one shape must
+    conflict pair for pair alike (the caller's key; the decode driver's is the
+    kernel and buffer of every argument, with views that keep their overlaps
+    from one position to the next). ``nodes`` is called only on a miss.
+    """
+
+    def __init__(self) -> None:
+        self._orders: dict[Hashable, tuple[int, ...]] = {}
+        self.misses = 0
+
+    def order(self, shape: Hashable, nodes: Callable[[], Sequence[AccessLike]]) -> tuple[int, ...]:
+        found = self._orders.get(shape)
+        if found is None:
+            found = self._orders[shape] = tuple(reorder(nodes()))
+            self.misses += 1
+        return found

@@ -84,13 +84,12 @@ def call(fn, *args):
 
 
 def fence_signalled(device, fence) -> bool:
-    try:
-        vk.vkGetFenceStatus(device, fence)
+    result = _lib.vkGetFenceStatus(device, fence)
+    if result == vk.VK_SUCCESS:
         return True
-    except vk.VkNotReady:
+    if result == vk.VK_NOT_READY:
         return False
-    except vk.VkError as exc:
-        raise VulkanError(f"vkGetFenceStatus failed: {type(exc).__name__}") from None
+    _raise(result, "vkGetFenceStatus")
 
 
 _STAGE_BITS = {
@@ -141,24 +140,36 @@ _POOL_FULL = (-abs(vk.VK_ERROR_OUT_OF_POOL_MEMORY), -abs(vk.VK_ERROR_FRAGMENTED_
 
 def _check(result: int, name: str) -> None:
     if result != vk.VK_SUCCESS:
-        if result in (vk.VK_ERROR_OUT_OF_DEVICE_MEMORY, vk.VK_ERROR_OUT_OF_HOST_MEMORY):
-            raise AllocationError(f"{name} failed: VkResult {result}")
-        raise VulkanError(f"{name} failed: VkResult {result}")
+        _raise(result, name)
+
+
+def _raise(result: int, name: str) -> None:
+    """The error ``call`` raises for the same VkResult, with the same message."""
+    exc = vk.exception_codes.get(result)
+    what = exc.__name__ if exc is not None else f"VkResult {result}"
+    if result in (vk.VK_ERROR_OUT_OF_DEVICE_MEMORY, vk.VK_ERROR_OUT_OF_HOST_MEMORY):
+        raise AllocationError(f"{name} failed: {what}")
+    if result > 0:
+        raise VulkanError(f"{name} returned {what}")
+    raise VulkanError(f"{name} failed: {what}")
 
 
 # Recording copies the barrier struct, so one struct per distinct Barrier serves
-# every command buffer; the runtime meets a handful of distinct ones.
-_BARRIER_STRUCTS: dict[Barrier, tuple] = {}
+# every command buffer; the runtime meets a handful of distinct ones (the tracker
+# hands out one object per distinct barrier). Keyed by identity, which costs no
+# hash of six frozensets; the entry holds the Barrier, so its id is never reused.
+_BARRIER_STRUCTS: dict[int, tuple] = {}
+_cmd_pipeline_barrier = _lib.vkCmdPipelineBarrier
 
 
 def cmd_barrier(cb, b: Barrier) -> None:
-    made = _BARRIER_STRUCTS.get(b)
+    made = _BARRIER_STRUCTS.get(id(b))
     if made is None:
         src_stage, dst_stage, src_access, dst_access = barrier_masks(b)
         mb = ffi.new("VkMemoryBarrier*", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                           "srcAccessMask": src_access, "dstAccessMask": dst_access})
-        made = _BARRIER_STRUCTS[b] = (src_stage, dst_stage, mb)
-    _lib.vkCmdPipelineBarrier(cb, made[0], made[1], 0, 1, made[2], 0, _NULL, 0, _NULL)
+        made = _BARRIER_STRUCTS[id(b)] = (src_stage, dst_stage, mb, b)
+    _cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, _NULL, 0, _NULL)
 
 
 def cmd_copy(cb, src, dst, src_offset: int, dst_offset: int, size: int) -> None:
@@ -166,14 +177,87 @@ def cmd_copy(cb, src, dst, src_offset: int, dst_offset: int, size: int) -> None:
     _lib.vkCmdCopyBuffer(cb, src, dst, 1, region)
 
 
-def cmd_dispatch(cb, pipeline, bind_pipeline: bool, layout, sets, push: bytes, groups) -> None:
-    if bind_pipeline:
-        _lib.vkCmdBindPipeline(cb, _COMPUTE, pipeline)
+_cmd_bind_pipeline = _lib.vkCmdBindPipeline
+_cmd_bind_descriptor_sets = _lib.vkCmdBindDescriptorSets
+_cmd_push_constants = _lib.vkCmdPushConstants
+_cmd_dispatch = _lib.vkCmdDispatch
+
+
+def cmd_dispatch(cb, pipeline, layout, sets, push: bytes, x: int, y: int, z: int) -> None:
+    """Record a dispatch; ``pipeline`` / ``sets`` None when already bound, ``push``
+    empty when the kernel has no push constants."""
+    if pipeline is not None:
+        _cmd_bind_pipeline(cb, _COMPUTE, pipeline)
     if sets is not None:
-        _lib.vkCmdBindDescriptorSets(cb, _COMPUTE, layout, 0, len(sets), sets, 0, _NULL)
+        _cmd_bind_descriptor_sets(cb, _COMPUTE, layout, 0, len(sets), sets, 0, _NULL)
     if push:
-        _lib.vkCmdPushConstants(cb, layout, _COMPUTE_STAGE, 0, len(push), ffi.from_buffer(push))
-    _lib.vkCmdDispatch(cb, groups[0], groups[1], groups[2])
+        # cffi passes a bytes object's own buffer as the const void*: no copy.
+        _cmd_push_constants(cb, layout, _COMPUTE_STAGE, 0, len(push), push)
+    _cmd_dispatch(cb, x, y, z)
+
+
+# -- the per-batch calls: begin, end, submit, fences --------------------------------
+#
+# Each batch makes a dozen of these; through the binding's wrappers they cost
+# more host time than recording the batch's dispatches (tens of microseconds
+# each on a loaded 2-core machine, measured).
+
+_BEGIN_ONE_TIME = ffi.new("VkCommandBufferBeginInfo*", {
+    "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+    "flags": vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT})
+_SUBMIT_INFO = vk.VK_STRUCTURE_TYPE_SUBMIT_INFO
+_ALL_COMMANDS = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
+_cmd_write_timestamp = _lib.vkCmdWriteTimestamp
+_cmd_reset_query_pool = _lib.vkCmdResetQueryPool
+
+
+def reset_and_begin(device, pool, cb, query_pool=None, first_query: int = 0) -> None:
+    """Reset ``pool`` (so its one command buffer) and begin ``cb`` for one submission;
+    with a query pool, reset two of its queries and write the first timestamp."""
+    _check(_lib.vkResetCommandPool(device, pool, 0), "vkResetCommandPool")
+    _check(_lib.vkBeginCommandBuffer(cb, _BEGIN_ONE_TIME), "vkBeginCommandBuffer")
+    if query_pool is not None:
+        _cmd_reset_query_pool(cb, query_pool, first_query, 2)
+        _cmd_write_timestamp(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool, first_query)
+
+
+def end(cb, query_pool=None, last_query: int = 0) -> None:
+    """End ``cb`` (after writing timestamp ``last_query`` when given a query pool)."""
+    if query_pool is not None:
+        _cmd_write_timestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, last_query)
+    _check(_lib.vkEndCommandBuffer(cb), "vkEndCommandBuffer")
+
+
+def queue_submit(queue, command_buffers, fence, wait=(), signal=()) -> None:
+    """One VkSubmitInfo: wait on binary semaphores ``wait`` before any command,
+    run ``command_buffers``, signal ``signal`` and ``fence``."""
+    # Every array stays in a local until vkQueueSubmit returns.
+    cbs = ffi.new("VkCommandBuffer[]", list(command_buffers))
+    fields = {"sType": _SUBMIT_INFO, "commandBufferCount": len(cbs), "pCommandBuffers": cbs}
+    if wait:
+        waits = ffi.new("VkSemaphore[]", list(wait))
+        stages = ffi.new("VkPipelineStageFlags[]", [_ALL_COMMANDS] * len(waits))
+        fields.update(waitSemaphoreCount=len(waits), pWaitSemaphores=waits, pWaitDstStageMask=stages)
+    if signal:
+        signals = ffi.new("VkSemaphore[]", list(signal))
+        fields.update(signalSemaphoreCount=len(signals), pSignalSemaphores=signals)
+    info = ffi.new("VkSubmitInfo*", fields)
+    _check(_lib.vkQueueSubmit(queue, 1, info, _NULL if fence is None else fence), "vkQueueSubmit")
+
+
+def fence_array(fence):
+    """A one-element VkFence array for wait_fence / reset_fence, made once per fence."""
+    return ffi.new("VkFence[1]", [fence])
+
+
+def wait_fence(device, fences, timeout_ns: int = NO_TIMEOUT) -> None:
+    result = _lib.vkWaitForFences(device, 1, fences, vk.VK_TRUE, timeout_ns)
+    if result != vk.VK_SUCCESS:
+        _raise(result, "vkWaitForFences")
+
+
+def reset_fence(device, fences) -> None:
+    _check(_lib.vkResetFences(device, 1, fences), "vkResetFences")
 
 
 def query_results(device, pool, first: int, count: int, data) -> bool:

@@ -141,10 +141,15 @@ class Context:
              and not f.queueFlags & (vk.VK_QUEUE_GRAPHICS_BIT | vk.VK_QUEUE_COMPUTE_BIT)), None)
         self.timestamp_bits = families[self.queue_family].timestampValidBits
         limits = p.limits
-        maint3 = vk.VkPhysicalDeviceMaintenance3Properties()
+        subgroup = vk.VkPhysicalDeviceSubgroupProperties()
+        maint3 = vk.VkPhysicalDeviceMaintenance3Properties(pNext=subgroup)
         props2 = vk.VkPhysicalDeviceProperties2(pNext=maint3)
         vk.vkGetPhysicalDeviceProperties2(self.physical, props2)
         self.max_allocation = maint3.maxMemoryAllocationSize or (1 << 62)
+        # A Vulkan 1.0 driver leaves the struct as it was: no subgroup operations.
+        self.subgroup = {"size": subgroup.subgroupSize or 1,
+                         "operations": subgroup.supportedOperations,
+                         "stages": subgroup.supportedStages}
         self.limits = {
             "max_compute_work_group_count": tuple(limits.maxComputeWorkGroupCount),
             "max_compute_work_group_size": tuple(limits.maxComputeWorkGroupSize),
@@ -168,6 +173,7 @@ class Context:
             "queue_family": self.queue_family,
             "transfer_family": self.transfer_family,
             "limits": self.limits,
+            "subgroup": self.subgroup,
         }
         self.mem_props = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         heaps = self.mem_props

@@ -135,6 +135,7 @@ class Device(Transfers):
         if host_profile is None:
             host_profile = settings.get("GENSPIRV_HOST_PROFILE")
         self._profile = HostProfile(host_profile)
+        self._profiling = self._profile.enabled      # read at every dispatch
         self._stats = {k: 0 for k in COUNTERS}
         if transfer_queue not in ("auto", "off", "same"):
             raise GenspirvError(f"transfer_queue must be auto, off or same, not {transfer_queue!r}")
@@ -147,6 +148,7 @@ class Device(Transfers):
         self.handle, self.queue, self.transfer_queue = ctx.handle, ctx.queue, ctx.transfer_queue
         self.queue_family, self.transfer_family = ctx.queue_family, ctx.transfer_family
         self.properties, self.features, self._limits = ctx.properties, ctx.features, ctx.limits
+        self._max_groups_x = ctx.limits["max_compute_work_group_count"][0]
         self.label = f"Device#{next(_device_numbers)} ({ctx.properties['name']})"
         try:
             self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
@@ -185,6 +187,21 @@ class Device(Transfers):
     @serialised
     def barrier_policy(self, policy: str) -> None:
         self._tracker.policy = check_policy(policy)
+
+    @property
+    def subgroup_size(self) -> int:
+        """Invocations per subgroup (``VkPhysicalDeviceSubgroupProperties``; 1 when unknown)."""
+        return self._ctx.subgroup["size"]
+
+    @property
+    def subgroup_operations(self) -> int:
+        """``supportedOperations``: VkSubgroupFeatureFlags (0 when unknown)."""
+        return self._ctx.subgroup["operations"]
+
+    @property
+    def subgroup_stages(self) -> int:
+        """``supportedStages``: the shader stages with subgroup operations (0 when unknown)."""
+        return self._ctx.subgroup["stages"]
 
     @property
     @serialised
@@ -288,61 +305,108 @@ class Device(Transfers):
 
     def dispatch(self, kernel, buffers: Sequence, groups, push=None) -> None:
         """Record one dispatch of ``kernel`` over ``buffers`` (in binding order)."""
-        with self._lock:        # not @serialised: a plain call costs a third as much here
+        # Not @serialised, nor a with-statement: the plain calls cost half as much here.
+        self._lock.acquire()
+        try:
             self._dispatch(kernel, buffers, groups, push)
+        finally:
+            self._lock.release()
 
     def _dispatch(self, kernel, buffers: Sequence, groups, push) -> None:
-        t0 = self._profile.start()
+        profiling = self._profiling
+        if profiling:
+            t0 = self._profile.start()
         if self._closed:
             self._check_open()
-        bound = kernel if isinstance(kernel, BoundKernel) else self.kernel(kernel)
-        k = bound.kernel
-        if isinstance(buffers, (Buffer, BufferView)) or not isinstance(buffers, (list, tuple)):
-            raise DispatchError(f"kernel {k.name}: buffers must be a list in binding order, "
-                                f"not {type(buffers).__name__}")
-        push_data = push_bytes(push)
+        bound = kernel if type(kernel) is BoundKernel else self._bound_kernel(kernel)
         # The checks of the bound buffers depend on nothing but the kernel and the
-        # buffers: made once per combination, the plan is looked up after that.
+        # buffers: made once per combination, the plan is looked up after that. A
+        # hit proves ``buffers`` iterated to a list checked before, all still alive
+        # (destroying a buffer drops every plan).
         try:
-            key = (k, *buffers)
+            key = (bound, *buffers)
             plan = self._plans.get(key)
-        except TypeError:          # an unhashable item: the plan's checks name it
+        except TypeError:          # not iterable, or an unhashable item: the checks name it
             key = plan = None
-        limit = self._limits["max_compute_work_group_count"]
+        if push.__class__ is not bytes:
+            push = push_bytes(push)
         if plan is None:
-            check_dispatch_owners(bound, buffers, self)
-            check_dispatch_args(k.entry, len(buffers), len(push_data))
-            groups = check_groups(k.name, groups, limit)
-            plan = make_plan(k, buffers, self._limits)
-            if key is not None:
-                if len(self._plans) >= MAX_PLANS:
-                    self._plans.clear()
-                self._plans[key] = plan
+            plan = self._make_plan(bound, key, buffers, push)
+        elif len(push) != plan.push_size:
+            check_dispatch_args(bound.entry, len(buffers), len(push))
+        if groups.__class__ is int and 0 < groups <= self._max_groups_x:
+            x, y, z = groups, 1, 1
         else:
-            if len(push_data) != k.push_constant_size:
-                check_dispatch_args(k.entry, len(buffers), len(push_data))
-            groups = check_groups(k.name, groups, limit)
-        rec = self._recorder()
-        t0 = self._profile.stop("bookkeeping", t0)
-        self._track(rec, plan.access)
-        t0 = self._profile.stop("record", t0)
-        sets = self._descriptor_sets(rec, k, plan)
-        t0 = self._profile.stop("descriptors", t0)
-        bind = rec.bound_pipeline is not bound.pipeline
-        rec.bound_pipeline = bound.pipeline
-        _vk.cmd_dispatch(rec.command_buffer, bound.pipeline, bind, k.pipeline_layout, sets,
-                         push_data, groups)
+            x, y, z = check_groups(bound.name, groups, self._limits["max_compute_work_group_count"])
+        graph = self._recording
+        if graph is None:
+            sub = self._submission
+            rec = sub.slots[sub.current]
+            if rec.state != "recording":
+                rec = sub.batch()
+        else:
+            rec = graph
+        if profiling:
+            t0 = self._profile.stop("bookkeeping", t0)
+        barrier, skipped = self._tracker.access(plan.access) if graph is None else graph.track(plan.access)
+        if barrier is not None:
+            self._record_barrier(rec, barrier)
+        elif skipped:
+            self._stats["barriers_skipped"] += 1
+        if profiling:
+            t0 = self._profile.stop("record", t0)
+        sets = None
+        if plan.views:
+            sets = rec.descriptors.cache.get(plan.descriptor_key)
+            if sets is None:
+                sets = self._descriptor_sets(rec, bound.kernel, plan)
+            if profiling:
+                t0 = self._profile.stop("descriptors", t0)
+            # The same sets bound last stay bound (they belong to this kernel's
+            # layout, so nothing recorded since can have disturbed them).
+            if sets is rec.bound_sets:
+                sets = None
+            else:
+                rec.bound_sets = sets
+        pipeline = bound.pipeline
+        if pipeline is rec.bound_pipeline:
+            pipeline = None
+        else:
+            rec.bound_pipeline = pipeline
+        _vk.cmd_dispatch(rec.command_buffer, pipeline, plan.pipeline_layout, sets, push, x, y, z)
         rec.dispatches += 1
         rec.commands += 1
         self._stats["dispatches"] += 1
         serial = rec.serial
         for b in plan.buffers:
             b.last_batch = serial
-        if rec is self._recording:
-            rec.buffers.update((b.uid, b) for b in plan.buffers)
-        t0 = self._profile.stop("record", t0)
-        if rec is not self._recording and rec.dispatches >= self.batch_size:
+        if graph is not None:
+            for b in plan.buffers:
+                graph.buffers[b.uid] = b
+        elif rec.dispatches >= self.batch_size:
             self.flush()
+        if profiling:
+            self._profile.stop("record", t0)
+
+    def _bound_kernel(self, kernel) -> BoundKernel:
+        if isinstance(kernel, BoundKernel):
+            return kernel
+        return self.kernel(kernel)
+
+    def _make_plan(self, bound: BoundKernel, key, buffers, push: bytes) -> DispatchPlan:
+        """Check a kernel and buffers met for the first time; cache the plan (when hashable)."""
+        k = bound.kernel
+        if isinstance(buffers, (Buffer, BufferView)) or not isinstance(buffers, (list, tuple)):
+            raise DispatchError(f"kernel {k.name}: buffers must be a list in binding order, "
+                                f"not {type(buffers).__name__}")
+        check_dispatch_owners(bound, buffers, self)
+        check_dispatch_args(k.entry, len(buffers), len(push))
+        plan = make_plan(k, buffers, self._limits)
+        if key is not None:
+            if len(self._plans) >= MAX_PLANS:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
 
     @serialised
     def flush(self) -> None:
@@ -502,7 +566,7 @@ class Device(Transfers):
             self._record_barrier(slot, barrier)
         elif skipped:
             self._stats["barriers_skipped"] += 1
-        for access in graph.tail:
+        for access in graph.tail_footprint:
             self._tracker.add_pending(access)
         for buf in graph.buffers.values():
             buf.last_batch = slot.serial

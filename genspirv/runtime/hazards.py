@@ -21,8 +21,8 @@ does, to prove the tests can see a missing barrier.
 
 from __future__ import annotations
 
-import bisect
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
 from typing import Optional
 
 POLICIES = ("smart", "always", "none")
@@ -52,6 +52,29 @@ class Access:
     stage: str
     reads: tuple[Range, ...] = ()
     writes: tuple[Range, ...] = ()
+    # The non-empty ranges as (memory, lo, hi), made once: the tracker meets the
+    # same Access at every dispatch of a cached plan.
+    read_spans: tuple = field(init=False, repr=False, compare=False)
+    write_spans: tuple = field(init=False, repr=False, compare=False)
+    stage_bit: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        bit = _STAGE_BITS.get(self.stage)
+        if bit is None:
+            from ..errors import GenspirvError
+            raise GenspirvError(f"unknown access stage {self.stage!r} (known: {', '.join(_STAGE_BITS)})")
+        object.__setattr__(self, "read_spans", _spans(self.reads))
+        object.__setattr__(self, "write_spans", _spans(self.writes))
+        object.__setattr__(self, "stage_bit", bit)
+
+
+# The tracker keeps the stages with pending reads or writes as bit masks.
+_STAGE_BITS = {"compute": 1, "transfer": 2, "host": 4}
+_STAGE_SETS = tuple(frozenset(s for s, bit in _STAGE_BITS.items() if mask & bit) for mask in range(8))
+
+
+def _spans(ranges) -> tuple:
+    return tuple((r.memory, r.offset, r.offset + r.size) for r in ranges if r.size > 0)
 
 
 @dataclass(frozen=True)
@@ -85,16 +108,45 @@ def access_of(entry, ranges, stage: str = "compute") -> Access:
     return Access(stage, reads, writes)
 
 
+def merge_accesses(accesses) -> tuple[Access, ...]:
+    """The bytes ``accesses`` read and write, as one ``Access`` per stage with each
+    memory object's ranges merged: the same hazards against any pending state
+    (each check is a union over ranges) and the same pending state once recorded."""
+    by_stage: dict[str, tuple[dict, dict]] = {}
+    for a in accesses:
+        reads, writes = by_stage.setdefault(a.stage, ({}, {}))
+        for sets, spans in ((reads, a.read_spans), (writes, a.write_spans)):
+            for memory, lo, hi in spans:
+                s = sets.get(memory)
+                if s is None:
+                    s = sets[memory] = _RangeSet()
+                s.add(lo, hi)
+    return tuple(Access(stage, _ranges(reads), _ranges(writes))
+                 for stage, (reads, writes) in by_stage.items())
+
+
+def _ranges(sets: dict) -> tuple[Range, ...]:
+    return tuple(Range(memory, lo, hi - lo) for memory, s in sets.items()
+                 for lo, hi in zip(s.starts, s.ends))
+
+
 DEVICE_STAGES = frozenset({"compute", "transfer"})
 _NO_KINDS: frozenset[str] = frozenset()
-# hazards() answers with one of these eight, indexed by (raw, waw, war).
-_KINDS = {(raw, waw, war): frozenset(k for k, on in (("RAW", raw), ("WAW", waw), ("WAR", war)) if on)
-          for raw in (False, True) for waw in (False, True) for war in (False, True)}
+# hazards() answers with one of these eight, indexed by the bits RAW 4, WAW 2, WAR 1.
+_KINDS = tuple(frozenset(k for k, bit in (("RAW", 4), ("WAW", 2), ("WAR", 1)) if i & bit)
+               for i in range(8))
 _BARRIERS: dict[tuple, Barrier] = {}
+_HOST = 4
+_NOTHING_PENDING = (None, False)
+_SKIPPED = (None, True)
 
 
 class _RangeSet:
-    """Disjoint, sorted, merged intervals of one memory object."""
+    """Disjoint, sorted, merged intervals of one memory object.
+
+    The tracker keeps a memory object's pending bytes as a plain ``(lo, hi)``
+    tuple while they are one interval (nearly always) and as a ``_RangeSet``
+    from the first gap on."""
 
     __slots__ = ("starts", "ends")
 
@@ -105,21 +157,30 @@ class _RangeSet:
     def overlaps(self, lo: int, hi: int) -> bool:
         # The last interval starting before hi is the only candidate; disjoint
         # and sorted means earlier ones end before it starts.
-        i = bisect.bisect_left(self.starts, hi) - 1
+        i = bisect_left(self.starts, hi) - 1
         return i >= 0 and self.ends[i] > lo
 
     def add(self, lo: int, hi: int) -> None:
         # Ends are sorted too (disjoint intervals): [i, j) are the intervals that
         # overlap or touch [lo, hi), replaced by their union.
         starts, ends = self.starts, self.ends
-        i = bisect.bisect_left(ends, lo)
-        j = bisect.bisect_right(starts, hi)
-        if i == j:
+        i = bisect_left(ends, lo)
+        if i == len(ends):          # past every interval (and the first one)
+            starts.append(lo)
+            ends.append(hi)
+            return
+        j = bisect_right(starts, hi)
+        if j == i + 1:              # one interval met: widen it in place
+            if lo < starts[i]:
+                starts[i] = lo
+            if hi > ends[i]:
+                ends[i] = hi
+        elif i == j:
             starts.insert(i, lo)
             ends.insert(i, hi)
-            return
-        starts[i:j] = [min(lo, starts[i])]
-        ends[i:j] = [max(hi, ends[j - 1])]
+        else:
+            starts[i:j] = [min(lo, starts[i])]
+            ends[i:j] = [max(hi, ends[j - 1])]
 
     def __bool__(self) -> bool:
         return bool(self.starts)
@@ -132,8 +193,8 @@ class HazardTracker:
         self.policy = check_policy(policy)
         self._reads: dict[object, _RangeSet] = {}
         self._writes: dict[object, _RangeSet] = {}
-        self._read_stages: set[str] = set()
-        self._write_stages: set[str] = set()
+        self._read_stages = 0           # bit mask (_STAGE_BITS) of stages with pending reads
+        self._write_stages = 0          # ... and with pending writes
 
     # -- queries --------------------------------------------------------------
 
@@ -143,19 +204,27 @@ class HazardTracker:
 
     def hazards(self, access: Access) -> frozenset[str]:
         """The hazard kinds ``access`` has against what is pending."""
-        raw = waw = war = False
-        for r in access.reads:
-            if r.size > 0 and _hit(self._writes, r):
-                raw = True
-                break
-        for w in access.writes:
-            if w.size <= 0:
-                continue
-            if not waw and _hit(self._writes, w):
-                waw = True
-            if not war and _hit(self._reads, w):
-                war = True
-        return _KINDS[raw, waw, war]
+        writes, reads = self._writes, self._reads
+        raw = waw = war = 0
+        if writes:
+            for memory, lo, hi in access.read_spans:
+                s = writes.get(memory)
+                if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
+                                      else s.overlaps(lo, hi)):
+                    raw = 4
+                    break
+        for memory, lo, hi in access.write_spans:
+            if not waw:
+                s = writes.get(memory)
+                if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
+                                      else s.overlaps(lo, hi)):
+                    waw = 2
+            if not war:
+                s = reads.get(memory)
+                if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
+                                      else s.overlaps(lo, hi)):
+                    war = 1
+        return _KINDS[raw | waw | war]
 
     # -- the one entry point the device uses ----------------------------------
 
@@ -167,33 +236,38 @@ class HazardTracker:
         when something was pending and no barrier was needed — a barrier the
         policy ``always`` would have emitted.
         """
-        barrier = None
-        skipped = False
-        if self._read_stages or self._write_stages:
-            if self.policy == "always":
-                barrier = self._barrier_for(access, _NO_KINDS)
-            elif self.policy == "smart" or access.stage == "host":
-                # Host reads of mapped memory are never left unsynchronised,
-                # even under "none": that policy exists to test device hazards.
-                kinds = self.hazards(access)
-                if kinds:
-                    barrier = self._barrier_for(access, kinds)
-                else:
-                    skipped = True
-            else:
-                skipped = True
-        if barrier is not None:
-            self.clear()
+        if not (self._read_stages or self._write_stages):
+            self._record(access)
+            return _NOTHING_PENDING
+        policy = self.policy
+        if policy == "always":
+            kinds = _NO_KINDS
+        elif policy == "smart" or access.stage_bit == _HOST:
+            # Host reads of mapped memory are never left unsynchronised,
+            # even under "none": that policy exists to test device hazards.
+            kinds = self.hazards(access)
+            if not kinds:
+                self._record(access)
+                return _SKIPPED
+        else:
+            self._record(access)
+            return _SKIPPED
+        barrier = self._barrier_for(access, kinds)
+        self.clear()
         self._record(access)
-        return barrier, skipped
+        return barrier, False
 
     def barrier_all(self) -> Optional[Barrier]:
         """A barrier ordering everything pending before everything after, or None."""
         if not self.pending:
             return None
-        b = Barrier(src_stages=frozenset(self._read_stages | self._write_stages),
-                    src_writes=frozenset(self._write_stages), dst_stages=DEVICE_STAGES,
-                    dst_reads=DEVICE_STAGES, dst_writes=DEVICE_STAGES, kinds=frozenset())
+        key = (self._read_stages, self._write_stages)
+        b = _BARRIERS.get(key)
+        if b is None:
+            b = _BARRIERS[key] = Barrier(src_stages=_STAGE_SETS[self._read_stages | self._write_stages],
+                                         src_writes=_STAGE_SETS[self._write_stages],
+                                         dst_stages=DEVICE_STAGES, dst_reads=DEVICE_STAGES,
+                                         dst_writes=DEVICE_STAGES, kinds=_NO_KINDS)
         self.clear()
         return b
 
@@ -205,44 +279,63 @@ class HazardTracker:
         """Forget everything pending: call only when a barrier has been recorded."""
         self._reads.clear()
         self._writes.clear()
-        self._read_stages.clear()
-        self._write_stages.clear()
+        self._read_stages = self._write_stages = 0
 
     # -- internals ------------------------------------------------------------
 
     def _barrier_for(self, access: Access, kinds: frozenset[str]) -> Barrier:
-        # A barrier is a function of these four small sets: each distinct one is
+        # A barrier is a function of these four small values: each distinct one is
         # built once, and the device can keep its Vulkan form beside it.
-        key = (frozenset(self._read_stages), frozenset(self._write_stages), access.stage, kinds)
+        key = (self._read_stages, self._write_stages, access.stage, kinds)
         b = _BARRIERS.get(key)
         if b is None:
+            reads, writes = _STAGE_SETS[self._read_stages], _STAGE_SETS[self._write_stages]
             dst = DEVICE_STAGES | {access.stage}
-            b = _BARRIERS[key] = Barrier(src_stages=key[0] | key[1], src_writes=key[1],
+            b = _BARRIERS[key] = Barrier(src_stages=reads | writes, src_writes=writes,
                                          dst_stages=dst, dst_reads=dst, dst_writes=DEVICE_STAGES,
                                          kinds=kinds)
         return b
 
     def _record(self, access: Access) -> None:
-        for r in access.reads:
-            if r.size > 0:
-                _ranges_of(self._reads, r.memory).add(r.offset, r.offset + r.size)
-                self._read_stages.add(access.stage)
-        for w in access.writes:
-            if w.size > 0:
-                _ranges_of(self._writes, w.memory).add(w.offset, w.offset + w.size)
-                self._write_stages.add(access.stage)
+        spans = access.read_spans
+        if spans:
+            sets = self._reads
+            for memory, lo, hi in spans:
+                s = sets.get(memory)
+                if s is None:
+                    sets[memory] = (lo, hi)
+                elif s.__class__ is tuple:
+                    if lo < s[0] or hi > s[1]:          # else already covered
+                        _widen(sets, memory, s, lo, hi)
+                else:
+                    s.add(lo, hi)
+            self._read_stages |= access.stage_bit
+        spans = access.write_spans
+        if spans:
+            sets = self._writes
+            for memory, lo, hi in spans:
+                s = sets.get(memory)
+                if s is None:
+                    sets[memory] = (lo, hi)
+                elif s.__class__ is tuple:
+                    if lo < s[0] or hi > s[1]:          # else already covered
+                        _widen(sets, memory, s, lo, hi)
+                else:
+                    s.add(lo, hi)
+            self._write_stages |= access.stage_bit
 
 
-def _ranges_of(sets: dict[object, _RangeSet], memory) -> _RangeSet:
-    s = sets.get(memory)
-    if s is None:
-        s = sets[memory] = _RangeSet()
-    return s
-
-
-def _hit(sets: dict[object, _RangeSet], r: Range) -> bool:
-    s = sets.get(r.memory)
-    return s is not None and s.overlaps(r.offset, r.offset + r.size)
+def _widen(sets: dict, memory, pending: tuple[int, int], lo: int, hi: int) -> None:
+    """Add [lo, hi) to a memory object's one pending interval: still one interval
+    if they overlap or touch, else a ``_RangeSet`` of both."""
+    a, b = pending
+    if lo <= b and a <= hi:
+        if lo < a or hi > b:
+            sets[memory] = (min(a, lo), max(b, hi))
+        return
+    s = sets[memory] = _RangeSet()
+    s.add(a, b)
+    s.add(lo, hi)
 
 
 def check_policy(policy: str) -> str:

@@ -3,8 +3,13 @@
 Takes a kernel, the buffers or views bound to it, a group count and the
 device's limits (``Context.limits``); gives a frozen ``DispatchPlan`` (the
 checked views, the dispatch's ``Access`` from ``access_of``, the descriptor
-cache key, the distinct buffers) or a ``DispatchError`` / ``BufferRangeError``
-naming the kernel, the binding and the numbers. No Vulkan calls of its own.
+cache key, the distinct buffers, and what recording needs from the kernel) or
+a ``DispatchError`` / ``BufferRangeError`` naming the kernel, the binding and
+the numbers. No Vulkan calls of its own.
+
+A plan is made once per kernel and bound buffers and looked up at every later
+dispatch over them, so everything a dispatch can learn from those alone is
+worked out here, once: the hot path only checks the push size and group count.
 """
 
 from __future__ import annotations
@@ -24,8 +29,12 @@ class DispatchPlan:
 
     views: tuple[BufferView, ...]
     access: Access                  # the dispatch's reads and writes, for the tracker
-    descriptor_key: tuple           # (kernel, (buffer uid, offset, size) per binding)
+    # "kernel id/uid:offset:size,...": a str, so its hash is computed once and the
+    # owner's descriptor-set cache is looked up at the cost of an identity check.
+    descriptor_key: str
     buffers: tuple[Buffer, ...]     # the distinct buffers bound
+    pipeline_layout: object         # the kernel's, for binding sets and pushing constants
+    push_size: int                  # the kernel's push-constant size
 
 
 def push_bytes(push) -> bytes:
@@ -47,9 +56,10 @@ def make_plan(k, buffers, limits: dict) -> DispatchPlan:
     for i, v in enumerate(views):
         check_binding_range(k, i, v, limits)
     distinct = tuple({v.buffer.uid: v.buffer for v in views}.values())
+    key = f"{id(k)}/" + ",".join(f"{v.buffer.uid}:{v.offset}:{v.size}" for v in views)
     return DispatchPlan(views=views, access=access_of(k, [v.range for v in views]),
-                        descriptor_key=(id(k), tuple((v.buffer.uid, v.offset, v.size) for v in views)),
-                        buffers=distinct)
+                        descriptor_key=key, buffers=distinct, pipeline_layout=k.pipeline_layout,
+                        push_size=k.push_constant_size)
 
 
 def check_groups(name: str, groups, limit: tuple[int, int, int]) -> tuple[int, int, int]:

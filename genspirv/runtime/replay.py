@@ -23,7 +23,7 @@ from typing import Optional
 
 from ..errors import GenspirvError
 from ._vk import call, vk
-from .hazards import Access, Barrier, HazardTracker
+from .hazards import Access, Barrier, HazardTracker, merge_accesses
 from .submit import DescriptorPools
 
 
@@ -44,6 +44,7 @@ class Graph:
         self.tail: list[Access] = []      # accesses after the last internal barrier
         self.buffers: dict[int, object] = {}
         self.bound_pipeline = None
+        self.bound_sets = None
         self.dispatches = 0
         self.commands = 0
         self.serial = -1                  # never equal to a slot's batch serial
@@ -63,6 +64,10 @@ class Graph:
 
     def finish(self) -> None:
         call(vk.vkEndCommandBuffer, self.command_buffer)
+        # What every run checks against and leaves pending, merged once: a few
+        # ranges per buffer instead of one access per captured command.
+        self.footprint = merge_accesses(self.accesses)
+        self.tail_footprint = merge_accesses(self.tail)
         self.finished = True
 
     # -- replay ---------------------------------------------------------------
@@ -91,7 +96,7 @@ def entry_barrier(tracker: HazardTracker, graph: Graph) -> tuple[Optional[Barrie
     if not tracker.pending:
         return None, False
     if tracker.policy == "always" or (
-            tracker.policy == "smart" and any(tracker.hazards(a) for a in graph.accesses)):
+            tracker.policy == "smart" and any(tracker.hazards(a) for a in graph.footprint)):
         return tracker.barrier_all(), False
     return None, True
 

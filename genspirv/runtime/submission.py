@@ -15,26 +15,23 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from . import _vk
 from ._vk import call, ffi, query_results, vk
 from .submit import InFlightGuard, Slot
 
 TIMER_QUERIES = 256
+# Timestamp pairs the batches take in turn. A retired batch's pair is read only
+# when the ring comes back to it (or gpu_busy() asks): lavapipe answers
+# vkGetQueryPoolResults, even without the wait flag, by waiting for the queue,
+# which at every retire would stall the host behind the batch in flight.
+BATCH_QUERY_PAIRS = 64
 
 
 def queue_submit(queue, command_buffers: Sequence = (), fence=None, *,
                  wait: Sequence = (), signal: Sequence = ()) -> None:
     """Submit ``command_buffers`` to ``queue``: wait on the binary semaphores ``wait``
     (before any command), signal ``signal`` and ``fence`` when done."""
-    cbs, waits, signals = list(command_buffers), list(wait), list(signal)
-    stages = [vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(waits)
-    # The binding frees inline temporaries before the call reads them: keep every
-    # array in a local until vkQueueSubmit returns.
-    info = vk.VkSubmitInfo(commandBufferCount=len(cbs), pCommandBuffers=cbs or None,
-                           waitSemaphoreCount=len(waits), pWaitSemaphores=waits or None,
-                           pWaitDstStageMask=stages or None,
-                           signalSemaphoreCount=len(signals), pSignalSemaphores=signals or None)
-    submits = [info]
-    call(vk.vkQueueSubmit, queue, 1, submits, fence)
+    _vk.queue_submit(queue, command_buffers, fence, wait, signal)
 
 
 class Submission:
@@ -46,14 +43,16 @@ class Submission:
         self._stats = stats
         self._profile = profile
         self.guard = InFlightGuard()
-        # Queries [0, 2 * inflight) are the slots' batch timestamps; the rest serve timers.
-        self.timer_base = 2 * inflight
+        # Queries [0, 2 * BATCH_QUERY_PAIRS) are the batches' timestamps; the rest serve timers.
+        self.timer_base = 2 * max(BATCH_QUERY_PAIRS, inflight)
         pool_info = vk.VkQueryPoolCreateInfo(queryType=vk.VK_QUERY_TYPE_TIMESTAMP,
                                              queryCount=self.timer_base + TIMER_QUERIES)
         self.query_pool = call(vk.vkCreateQueryPool, ctx.handle, pool_info, None)
         self._next_query = 0
-        self.gpu_busy_ns = 0.0
-        self.gpu_batches = 0
+        self._next_pair = 0
+        self._unread: list[int] = []      # first queries of retired batches, not read yet
+        self._gpu_busy_ns = 0.0
+        self._gpu_batches = 0
         self.slots = [Slot(i, ctx.handle, ctx.queue_family, ctx.mem_props, ctx.max_allocation,
                            ctx.families, self.query_pool) for i in range(inflight)]
         self.current = 0
@@ -86,18 +85,41 @@ class Submission:
         if slot.state == "submitted":
             self.retire(slot)
         self.serial += 1
+        slot.query_base = self._take_pair()
         slot.begin(self.serial)
+
+    def _take_pair(self) -> int:
+        """The first query of the next timestamp pair; its earlier batch's are read first."""
+        first = 2 * self._next_pair
+        self._next_pair = (self._next_pair + 1) % (self.timer_base // 2)
+        if first in self._unread:
+            self.read_timestamps()
+        return first
+
+    def read_timestamps(self) -> None:
+        """Add the GPU time of every retired batch not read yet."""
+        for first in self._unread:
+            self._gpu_busy_ns += self.query_ns(first, wait=False)
+        self._gpu_batches += len(self._unread)
+        self._unread.clear()
+
+    @property
+    def gpu_busy_ns(self) -> float:
+        self.read_timestamps()
+        return self._gpu_busy_ns
+
+    @property
+    def gpu_batches(self) -> int:
+        return self._gpu_batches + len(self._unread)
 
     def retire(self, slot: Slot) -> None:
         if not slot.signalled():
             self.wait_for(slot)
             slot.wait()     # returns at once; vkResetFences needs the fence itself signalled
         self.completed = max(self.completed, slot.seq)
-        # The fence has signalled, so the batch's timestamps are written: read them
-        # without the wait flag, which lavapipe implements as waiting for the whole
-        # queue (every later batch too, 2.3 ms a retire in a 128-dispatch step).
-        self.gpu_busy_ns += self.query_ns(slot.query_base, wait=False)
-        self.gpu_batches += 1
+        # The fence has signalled, so the batch's timestamps are written; they are
+        # read later, without the wait flag (see BATCH_QUERY_PAIRS).
+        self._unread.append(slot.query_base)
         slot.retire(self.guard)
 
     def retire_finished(self) -> None:
@@ -161,7 +183,7 @@ class Submission:
 
     def submit_transfer(self, slot: Slot, command_buffer, semaphore) -> None:
         """Submit a copy on the transfer queue; ``slot``'s next submission waits on it."""
-        call(vk.vkEndCommandBuffer, command_buffer)
+        _vk.end(command_buffer)
         queue_submit(self._ctx.transfer_queue, [command_buffer], signal=[semaphore])
         slot.transfer.waits.append(semaphore)
         slot.commands += 1          # the batch must be submitted to consume the semaphore

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import InFlightError
+from . import _vk
 from ._vk import NO_TIMEOUT, allocate_descriptor_set, call, fence_signalled, vk
 from .memory import StagingChunk
 
@@ -228,6 +229,7 @@ class Slot:
                                                commandBufferCount=1)
         self.command_buffer = call(vk.vkAllocateCommandBuffers, device, alloc)[0]
         self.fence = call(vk.vkCreateFence, device, vk.VkFenceCreateInfo(), None)
+        self._fences = _vk.fence_array(self.fence)
         self.descriptors = DescriptorPools(device)
         self.staging = StagingArena(device, mem_props, max_allocation, families)
         self.state = "idle"
@@ -236,6 +238,7 @@ class Slot:
         self.dispatches = 0        # dispatch commands in the current batch
         self.commands = 0          # any commands (dispatch, copy, barrier, timestamp)
         self.bound_pipeline = None
+        self.bound_sets = None         # the descriptor-set array bound last in this batch
         self.keep_alive: list = []     # objects the batch references (e.g. a replay graph)
         self.transfer: Optional[TransferLane] = None   # created on first use
         # Two timestamps of the device's query pool: the batch's start and end on the GPU.
@@ -243,37 +246,28 @@ class Slot:
         self.query_base = 2 * index
 
     def begin(self, serial: int) -> None:
-        call(vk.vkResetCommandPool, self._device, self.command_pool, 0)
-        info = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
-        call(vk.vkBeginCommandBuffer, self.command_buffer, info)
-        if self.query_pool is not None:
-            vk.vkCmdResetQueryPool(self.command_buffer, self.query_pool, self.query_base, 2)
-            vk.vkCmdWriteTimestamp(self.command_buffer, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
-                                   self.query_pool, self.query_base)
+        _vk.reset_and_begin(self._device, self.command_pool, self.command_buffer,
+                            self.query_pool, self.query_base)
         self.state = "recording"
         self.serial = serial
         self.dispatches = 0
         self.commands = 0
         self.bound_pipeline = None
+        self.bound_sets = None
 
     def end(self) -> None:
         """Close the command buffer (with the batch's end timestamp)."""
-        if self.query_pool is not None:
-            vk.vkCmdWriteTimestamp(self.command_buffer, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-                                   self.query_pool, self.query_base + 1)
-        call(vk.vkEndCommandBuffer, self.command_buffer)
+        _vk.end(self.command_buffer, self.query_pool, self.query_base + 1)
 
     def wait(self, timeout_ns: int = NO_TIMEOUT) -> None:
-        fences = [self.fence]
-        call(vk.vkWaitForFences, self._device, 1, fences, vk.VK_TRUE, timeout_ns)
+        _vk.wait_fence(self._device, self._fences, timeout_ns)
 
     def signalled(self) -> bool:
         return fence_signalled(self._device, self.fence)
 
     def retire(self, guard: InFlightGuard) -> None:
         """After the fence signalled: free everything for the next batch."""
-        fences = [self.fence]
-        call(vk.vkResetFences, self._device, 1, fences)
+        _vk.reset_fence(self._device, self._fences)
         guard.retire(self.index)
         if self.descriptors.allocated >= CACHED_DESCRIPTOR_SETS:
             for pid in self.descriptors.used_ids:
