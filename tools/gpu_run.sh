@@ -1,37 +1,50 @@
 #!/usr/bin/env bash
-# The runtime's GPU checks in one command, for a machine with a real GPU:
+# The runtime's GPU checks and figures in one command, for a machine with a real GPU:
 #   bash tools/gpu_run.sh
-# 1. tests/gpu/test_gpu_values.py: exact values under "smart", wrong ones under the test-only
-#    "none", the transfer queue, sync validation where the layer is present;
-# 2. the runtime benchmarks (python -m genspirv bench runtime);
-# 3. the rest of tests/gpu, in the time left.
-# Logs and JSON go to $OUT (default /tmp/genspirv-gpu). On a bare image it first sources
-# .gl/enter.sh (Vulkan loader, validation layers and wheels carried in .gl/ and .whl/).
+# 1. the runtime's value, trust, threading and kernel tests (tests/gpu and the runtime tests:
+#    exact values under "smart", wrong ones under the test-only "none", sync validation
+#    where the layers are present);
+# 2. genspirv bench runtime (barrier policies, submission, host cost, the wgpu-py peer
+#    when wgpu is importable);
+# 3. genspirv bench demo --roofline at three model sizes (f32) and the largest with f16
+#    weights.
+# Each step has its own time limit; logs and JSON go to $OUT (default /tmp/genspirv-gpu).
+# On a bare image it first sources .gl/enter.sh (Vulkan loader, validation layers and
+# wheels carried in .gl/ and .whl/).
 set -u
 cd "$(dirname "$0")/.."
 if ! python3 -c "import vulkan" 2>/dev/null && [ -f .gl/enter.sh ]; then
   # shellcheck disable=SC1091
   source .gl/enter.sh
 fi
-export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp} PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/genspirv-gpu}
 export OUT
 mkdir -p "$OUT"
 status=0
+step() {   # step SECONDS LOG COMMAND...: run with a limit, keep the log, remember a failure
+  local limit=$1 log=$2; shift 2
+  echo "== $*" | tee -a "$OUT/steps.txt"
+  timeout "$limit" "$@" > "$OUT/$log" 2>&1 || { echo "   exit $?" | tee -a "$OUT/steps.txt"; status=1; }
+  tail -3 "$OUT/$log"
+}
 python3 - <<'PY' 2>&1 | tee "$OUT/device.txt"
 from genspirv.runtime import Device
 with Device() as d:
     print(d.properties["name"], d.properties["type"], d.properties["api_version"])
-    print("queue family", d.queue_family, "transfer-only family", d.transfer_family)
-    print("features", {k: v for k, v in d.features.items() if v})
+    print("subgroup", d.subgroup_size, hex(d.subgroup_operations))
 PY
-pytest_args=(-q -rs -p no:cacheprovider -o addopts=)
-timeout 240 python3 -m pytest "${pytest_args[@]}" tests/gpu/test_gpu_values.py \
-  --junitxml="$OUT/gpu_values.xml" 2>&1 | tee "$OUT/gpu_values.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-timeout 200 python3 -m genspirv bench runtime --repeat 7 --json "$OUT/runtime_bench.json" 2>&1 \
-  | tee "$OUT/runtime_bench.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-timeout 120 python3 -m pytest "${pytest_args[@]}" tests/gpu --ignore=tests/gpu/test_gpu_values.py \
-  2>&1 | tail -30 > "$OUT/gpu_other.log"
+step 180 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests/test_runtime.py \
+  tests/test_submit.py tests/test_starter_kernels.py tests/test_kernels.py tests/test_demo.py \
+  tests/test_reliability_runtime.py tests/test_runtime_trust.py tests/test_runtime_sharing.py \
+  tests/test_spec_ids.py tests/test_concurrent.py tests/test_hazards.py
+step 80 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
+demo() {   # demo SECONDS NAME MODEL-ARGS
+  step "$1" "demo_$2.log" python3 -m genspirv bench demo --roofline --repeat 3 \
+    --json "$OUT/demo_h200_$2.json" --demo-args "$3"
+}
+demo 45 1024 "--layers 8 --dim 1024 --heads 16 --kv-heads 4 --ffn 2816 --vocab 16000 --tokens 16"
+demo 55 2048 "--layers 8 --dim 2048 --heads 16 --kv-heads 4 --ffn 5632 --vocab 32000 --tokens 16"
+demo 80 4096 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8"
+demo 70 4096_f16 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8 --f16"
 exit $status
