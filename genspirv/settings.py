@@ -99,7 +99,7 @@ SETTINGS: tuple[Setting, ...] = (
     _tool("GENSPIRV_SPIRV_AS", "spirv-as"),
     # -- benchmarks ------------------------------------------------------------------
     Setting("GENSPIRV_COMMIT", _text, "a commit hash", None,
-            "the commit a benchmark report names when the tree has no `.git`"),
+            "the commit a benchmark report names, over what `.git` says (a copied tree may carry a stale one)"),
     Setting("GENSPIRV_BENCH_POOL_BYTES", _number(int, 1 << 20), "a byte count", None,
             "`bench kernel`: bytes of the weight pool its chains read (unset: 1.5 GiB, 64 MiB with --quick)",
             bounds="1048576 or more"),

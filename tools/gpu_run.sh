@@ -37,7 +37,7 @@ PY
 step 180 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests/test_runtime.py \
   tests/test_submit.py tests/test_starter_kernels.py tests/test_kernels.py tests/test_demo.py \
   tests/test_reliability_runtime.py tests/test_runtime_trust.py tests/test_runtime_sharing.py \
-  tests/test_spec_ids.py tests/test_concurrent.py tests/test_hazards.py
+  tests/test_spec_ids.py tests/test_hazards.py
 step 80 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
 demo() {   # demo SECONDS NAME MODEL-ARGS
   step "$1" "demo_$2.log" python3 -m genspirv bench demo --roofline --repeat 3 \

@@ -229,8 +229,9 @@ def metadata(root: Path, device: Optional[str]) -> dict:
                     else shlex.join(sys.argv)),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         # A copy without .git (e.g. a tree shipped to another machine) may name its commit.
-        "genspirv_commit": (git_commit(Path(__file__).resolve().parent) or git_commit(root)
-                            or settings.get("GENSPIRV_COMMIT")),
+        # A stated commit wins: a copy of the tree can carry a stale .git of its own.
+        "genspirv_commit": (settings.get("GENSPIRV_COMMIT") or git_commit(Path(__file__).resolve().parent)
+                            or git_commit(root)),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu": cpu_name(),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ..errors import GenspirvError
+from .. import settings
 from ..fsutil import git_commit
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def run_demo(args: argparse.Namespace) -> dict:
     report = {"device": dev.properties.get("name", "unknown"),
               "device_type": dev.properties.get("type"),
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "commit": git_commit(Path(__file__).resolve().parent),
+              "commit": settings.get("GENSPIRV_COMMIT") or git_commit(Path(__file__).resolve().parent),
               "model": {"layers": config.n_layers, "dim": config.dim, "heads": config.n_heads,
                         "kv_heads": config.n_kv_heads, "ffn": config.ffn_dim, "vocab": config.vocab,
                         "weights": "f16" if config.weights_f16 else "f32", "seed": args.seed,
