@@ -20,7 +20,6 @@ import itertools
 import sys
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -28,11 +27,12 @@ from .. import settings
 from ..errors import DispatchError, GenspirvError
 from ..manifest import Manifest, load_manifest
 from . import _vk
-from ._vk import cmd_barrier, ffi, vk
+from ._vk import cmd_barrier, vk
 from .context import Context, ValidationMessage, choose_physical_device
 from .hazards import Access, Barrier, HazardTracker, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
 from .memory import Buffer, BufferView
+from .observe import DeviceDebug, GpuTimer, SlotDebug, snapshot
 from .plan import DispatchPlan, check_groups, make_plan, push_bytes
 from .profile import HostProfile
 from .sharing import check_dispatch_owners, serialised, serialised_context
@@ -59,53 +59,6 @@ def default_manifest_path() -> Path:
     if shipped.is_file():
         return shipped
     return package.parent / "manifests" / "shaders.json"
-
-
-@dataclass(frozen=True)
-class SlotDebug:
-    """One in-flight slot at the moment of the snapshot."""
-
-    index: int
-    state: str                          # idle, recording or submitted
-    serial: int                         # its batch's serial (recording order)
-    seq: int                            # its submission number (queue order)
-    signalled: Optional[bool]           # its fence, when submitted
-    staging_chunks: frozenset[int]      # uids of its staging chunks
-    descriptor_pools: frozenset[int]    # ids of its descriptor pools (as the guard keys them)
-    descriptor_sets: tuple              # its cached descriptor-set arrays, one per (kernel, ranges)
-
-
-@dataclass(frozen=True)
-class DeviceDebug:
-    """A read-only snapshot of a Device's mechanism (``dev.debug``)."""
-
-    slots: tuple[SlotDebug, ...]
-    open_slot: int                      # index of the slot that records the next batch
-    completed: int                      # every submission numbered <= this has finished
-    plans: int                          # dispatch plans cached
-    max_plans: int
-    host_profile: bool
-    physical_device: str
-    memory_heap_bytes: tuple[int, ...]
-    limits: dict
-    robust_buffer_access: bool = False  # enabled on the device (Device(robust=True))
-
-
-class GpuTimer:
-    """GPU time of a region; ``ns`` waits for the region's work the first time it is read."""
-
-    def __init__(self, device: "Device", first_query: int):
-        self._device = device
-        self._query = first_query
-        self._ns: Optional[float] = None
-
-    @property
-    def ns(self) -> float:
-        if self._ns is None:
-            with self._device._lock:
-                self._device.synchronize()
-                self._ns = self._device._submission.query_ns(self._query)
-        return self._ns
 
 
 class Device(Transfers):
@@ -215,18 +168,8 @@ class Device(Transfers):
     @serialised
     def debug(self) -> DeviceDebug:
         """A read-only snapshot of the slots, the plan cache and the physical device."""
-        sub = self._submission
-        slots = tuple(SlotDebug(index=s.index, state=s.state, serial=s.serial, seq=s.seq,
-                                signalled=s.signalled() if s.state == "submitted" else None,
-                                staging_chunks=frozenset(c.uid for c in s.staging.chunks),
-                                descriptor_pools=frozenset(id(p) for p in s.descriptors.pools),
-                                descriptor_sets=tuple(s.descriptors.cache.values()))
-                      for s in sub.slots)
-        return DeviceDebug(slots=slots, open_slot=sub.current, completed=sub.completed,
-                           plans=len(self._plans), max_plans=MAX_PLANS, host_profile=self._profile.enabled,
-                           physical_device=self.properties["name"],
-                           memory_heap_bytes=self._ctx.memory_heap_bytes, limits=dict(self._limits),
-                           robust_buffer_access=self._ctx.robust)
+        return snapshot(self._submission, plans=len(self._plans), max_plans=MAX_PLANS,
+                        host_profile=self._profile.enabled, ctx=self._ctx, limits=self._limits)
 
     @serialised
     def gpu_busy(self) -> dict[str, float]:
@@ -526,26 +469,14 @@ class Device(Transfers):
         self._stats["barriers"] += 1
 
     def _descriptor_sets(self, rec, k: Kernel, plan: DispatchPlan):
-        """Descriptor sets for this dispatch (a cdata array), or None without bindings.
-
-        A set is written once, when it is allocated, and then only bound: the
-        owner (slot or replay graph) keeps it, keyed by kernel and bound ranges,
-        until it resets its pools, which a slot does only after its fence."""
+        """Descriptor sets for this dispatch, or None without bindings (submit.DescriptorPools)."""
         if not plan.views:
             return None
-        pools = rec.descriptors
-        sets = pools.cache.get(plan.descriptor_key)
-        if sets is not None:
-            return sets
-        sets = ffi.new("VkDescriptorSet[]", len(k.set_layouts))
-        for i, layout in enumerate(k.set_layouts):
-            sets[i] = pools.allocate(layout)
-        if rec is not self._recording:
-            for pid in pools.used_ids:
-                self._submission.guard.use_pool(pid, rec.index)
-        _vk.write_buffer_descriptors(self.handle, sets, k.bindings, k.descriptor_types, plan.views)
-        self._stats["descriptor_updates"] += 1
-        pools.cache[plan.descriptor_key] = sets
+        guard = None if rec is self._recording else (
+            lambda pid: self._submission.guard.use_pool(pid, rec.index))
+        sets, written = rec.descriptors.sets_for(k, plan, guard)
+        if written:
+            self._stats["descriptor_updates"] += 1
         return sets
 
     # -- internals: replay -------------------------------------------------------------

@@ -130,6 +130,27 @@ class DescriptorPools:
                                              pPoolSizes=sizes)
         return call(vk.vkCreateDescriptorPool, self._device, info, None)
 
+    def sets_for(self, kernel, plan, on_new_pool=None):
+        """Descriptor sets for a dispatch of ``kernel`` with ``plan`` (a cdata array), and
+        whether they were written now (False: cached).
+
+        A set is written once, when it is allocated, and then only bound: this owner
+        keeps it, keyed by kernel and bound ranges, until it resets its pools, which a
+        slot does only after its fence. ``on_new_pool(pool_id)`` hears of every pool
+        the sets came from (the in-flight guard's bookkeeping)."""
+        sets = self.cache.get(plan.descriptor_key)
+        if sets is not None:
+            return sets, False
+        sets = _vk.ffi.new("VkDescriptorSet[]", len(kernel.set_layouts))
+        for i, layout in enumerate(kernel.set_layouts):
+            sets[i] = self.allocate(layout)
+        if on_new_pool is not None:
+            for pid in self.used_ids:
+                on_new_pool(pid)
+        _vk.write_buffer_descriptors(self._device, sets, kernel.bindings, kernel.descriptor_types, plan.views)
+        self.cache[plan.descriptor_key] = sets
+        return sets, True
+
     def allocate(self, layout):
         while True:
             if self._current == len(self.pools):
