@@ -18,7 +18,7 @@ from dataclasses import dataclass
 # The guaranteed minimum of maxComputeWorkGroupCount[0]; past it, a 2-D grid.
 MAX_GROUPS_X = 65535
 
-# Defaults measured on an NVIDIA H200 (docs/plots/kernel_h200.json, `genspirv bench kernel`): invocations
+# Defaults measured on an NVIDIA H200 (docs/bench/kernel_h200.json, `genspirv bench kernel`): invocations
 # per workgroup and rows per workgroup; the spec constants' defaults in the shader agree.
 GPU_BLOCK_SIZE = 128
 ROWS_PER_GROUP = 1
