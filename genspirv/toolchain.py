@@ -433,14 +433,7 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
                 missing=missing, messages=messages, source=source)
         raise CompileError(f"{what}: {source} does not compile:\n{messages}", messages=messages, source=source)
     # glslang 12 exits 0 when it cannot write its output: trust only the file.
-    try:
-        blob = output.read_bytes()
-    except OSError:
-        blob = b""
-    if not blob:
-        _refuse_full_disk(output.parent, what, "glslangValidator")
-        raise ToolchainError(f"{what}: glslangValidator exited 0 but wrote no SPIR-V to {output}"
-                             + (f":\n{messages}" if messages else ""))
+    blob = _written_output(output, what, "glslangValidator", messages, nothing="no SPIR-V")
     try:
         deps = parse_depfile(depfile.read_text(encoding="utf-8"), str(output))
     except OSError:
@@ -481,14 +474,20 @@ def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, wh
     text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
     if proc.returncode != 0:
         raise ValidationError(f"{what}: spirv-opt -O refused the blob:\n{text}")
+    return _written_output(output, what, "spirv-opt", text)
+
+
+def _written_output(output: Path, what: str, tool: str, messages: str, nothing: str = "nothing") -> bytes:
+    """The bytes a tool that exited 0 wrote to ``output``; none is a full disk (named as
+    such) or a ToolchainError naming the tool, the file and what the tool said."""
     try:
         blob = output.read_bytes()
     except OSError:
         blob = b""
     if not blob:
-        _refuse_full_disk(output.parent, what, "spirv-opt")
-        raise ToolchainError(f"{what}: spirv-opt exited 0 but wrote nothing to {output}"
-                             + (f":\n{text}" if text else ""))
+        _refuse_full_disk(output.parent, what, tool)
+        raise ToolchainError(f"{what}: {tool} exited 0 but wrote {nothing} to {output}"
+                             + (f":\n{messages}" if messages else ""))
     return blob
 
 
