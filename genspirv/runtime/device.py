@@ -26,8 +26,7 @@ from typing import Optional, Sequence
 from .. import settings
 from ..errors import DispatchError, GenspirvError
 from ..manifest import Manifest, load_manifest
-from . import _vk
-from ._vk import cmd_barrier, vk
+from ._vk import cmd_barrier, cmd_dispatch, vk
 from .context import Context, ValidationMessage, choose_physical_device
 from .hazards import Access, Barrier, HazardTracker, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
@@ -291,11 +290,16 @@ class Device(Transfers):
             rec = graph
         if profiling:
             t0 = self._profile.stop("bookkeeping", t0)
+        stats = self._stats
         barrier, skipped = self._tracker.access(plan.access) if graph is None else graph.track(plan.access)
+        cb = rec.command_buffer
         if barrier is not None:
-            self._record_barrier(rec, barrier)
+            # _record_barrier, inlined: this is the step's per-dependency cost.
+            cmd_barrier(cb, barrier)
+            rec.commands += 1
+            stats["barriers"] += 1
         elif skipped:
-            self._stats["barriers_skipped"] += 1
+            stats["barriers_skipped"] += 1
         if profiling:
             t0 = self._profile.stop("record", t0)
         sets = None
@@ -316,10 +320,10 @@ class Device(Transfers):
             pipeline = None
         else:
             rec.bound_pipeline = pipeline
-        _vk.cmd_dispatch(rec.command_buffer, pipeline, plan.pipeline_layout, sets, push, x, y, z)
+        cmd_dispatch(cb, pipeline, plan.pipeline_layout, sets, push, x, y, z)
         rec.dispatches += 1
         rec.commands += 1
-        self._stats["dispatches"] += 1
+        stats["dispatches"] += 1
         serial = rec.serial
         for b in plan.buffers:
             b.last_batch = serial
