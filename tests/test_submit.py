@@ -389,6 +389,48 @@ def test_every_batch_carries_its_gpu_timestamps():
         clean(dev)
 
 
+def test_batch_timestamps_are_read_a_run_of_pairs_per_call(monkeypatch):
+    """Past a wrap of the pair ring, adjacent pairs are read in one call each run, and
+    add up to what reading pair by pair gives (the fallback when a call says not ready)."""
+    from genspirv.runtime import submission
+
+    calls = []
+    real = submission.query_results
+
+    def counting(device, pool, first, count, data):
+        calls.append(count)
+        return real(device, pool, first, count, data)
+
+    monkeypatch.setattr(submission, "query_results", counting)
+    with device(inflight=2, batch=1) as dev:
+        y = dev.buffer(4096)
+        sub = dev._submission
+        pairs = sub.timer_base // 2
+        fills(dev, y, 1024, pairs + 5)               # one batch each: the ring wraps
+        dev.synchronize()
+        assert calls and max(calls) > 2 and len(calls) <= 3
+        assert dev.gpu_busy()["batches"] == pairs + 5
+        # The same retired pairs read one at a time (the not-ready fallback) sum alike.
+        fills(dev, y, 1024, 6)
+        dev.synchronize()
+        unread = list(sub._unread)
+        assert len(unread) >= 4
+        one_by_one = sum(sub.query_ns(q, wait=False) for q in unread)
+        monkeypatch.setattr(submission, "query_results", lambda *a: False)
+        before = sub._gpu_busy_ns
+        sub.read_timestamps()
+        assert sub._gpu_busy_ns - before == pytest.approx(one_by_one)
+        monkeypatch.setattr(submission, "query_results", real)
+        fills(dev, y, 1024, 6)
+        dev.synchronize()
+        unread = list(sub._unread)
+        one_by_one = sum(sub.query_ns(q, wait=False) for q in unread)
+        before = sub._gpu_busy_ns
+        sub.read_timestamps()
+        assert sub._gpu_busy_ns - before == pytest.approx(one_by_one) and one_by_one > 0
+        clean(dev)
+
+
 def test_buffers_of_a_live_graph_cannot_be_destroyed():
     with device() as dev:
         n = 256

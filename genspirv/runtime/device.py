@@ -26,8 +26,7 @@ from typing import Optional, Sequence
 from .. import settings
 from ..errors import DispatchError, GenspirvError
 from ..manifest import Manifest, load_manifest
-from . import _vk
-from ._vk import cmd_barrier, vk
+from ._vk import cmd_barrier, cmd_dispatch, vk
 from .context import Context, ValidationMessage, choose_physical_device
 from .hazards import Access, Barrier, HazardTracker, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
@@ -251,85 +250,87 @@ class Device(Transfers):
         # Not @serialised, nor a with-statement: the plain calls cost half as much here.
         self._lock.acquire()
         try:
-            self._dispatch(kernel, buffers, groups, push)
+            profiling = self._profiling
+            if profiling:
+                t0 = self._profile.start()
+            if self._closed:
+                self._check_open()
+            bound = kernel if type(kernel) is BoundKernel else self._bound_kernel(kernel)
+            # The checks of the bound buffers depend on nothing but the kernel and the
+            # buffers: made once per combination, the plan is looked up after that. A
+            # hit proves ``buffers`` iterated to a list checked before, all still alive
+            # (destroying a buffer drops every plan).
+            try:
+                key = (bound, *buffers)
+                plan = self._plans.get(key)
+            except TypeError:          # not iterable, or an unhashable item: the checks name it
+                key = plan = None
+            if push.__class__ is not bytes:
+                push = push_bytes(push)
+            if plan is None:
+                plan = self._make_plan(bound, key, buffers, push)
+            elif len(push) != plan.push_size:
+                check_dispatch_args(bound.entry, len(buffers), len(push))
+            if groups.__class__ is int and 0 < groups <= self._max_groups_x:
+                x, y, z = groups, 1, 1
+            else:
+                x, y, z = check_groups(bound.name, groups, self._limits["max_compute_work_group_count"])
+            graph = self._recording
+            if graph is None:
+                sub = self._submission
+                rec = sub.slots[sub.current]
+                if rec.state != "recording":
+                    rec = sub.batch()
+            else:
+                rec = graph
+            if profiling:
+                t0 = self._profile.stop("bookkeeping", t0)
+            stats = self._stats
+            barrier, skipped = self._tracker.access(plan.access) if graph is None else graph.track(plan.access)
+            cb = rec.command_buffer
+            if barrier is not None:
+                # _record_barrier, inlined: this is the step's per-dependency cost.
+                cmd_barrier(cb, barrier)
+                rec.commands += 1
+                stats["barriers"] += 1
+            elif skipped:
+                stats["barriers_skipped"] += 1
+            if profiling:
+                t0 = self._profile.stop("record", t0)
+            sets = None
+            if plan.views:
+                sets = rec.descriptors.cache.get(plan.descriptor_key)
+                if sets is None:
+                    sets = self._descriptor_sets(rec, bound.kernel, plan)
+                if profiling:
+                    t0 = self._profile.stop("descriptors", t0)
+                # The same sets bound last stay bound (they belong to this kernel's
+                # layout, so nothing recorded since can have disturbed them).
+                if sets is rec.bound_sets:
+                    sets = None
+                else:
+                    rec.bound_sets = sets
+            pipeline = bound.pipeline
+            if pipeline is rec.bound_pipeline:
+                pipeline = None
+            else:
+                rec.bound_pipeline = pipeline
+            cmd_dispatch(cb, pipeline, plan.pipeline_layout, sets, push, x, y, z)
+            rec.dispatches += 1
+            rec.commands += 1
+            stats["dispatches"] += 1
+            serial = rec.serial
+            for b in plan.buffers:
+                b.last_batch = serial
+            if graph is not None:
+                for b in plan.buffers:
+                    graph.buffers[b.uid] = b
+            elif rec.dispatches >= self.batch_size:
+                self.flush()
+            if profiling:
+                self._profile.stop("record", t0)
         finally:
             self._lock.release()
-
-    def _dispatch(self, kernel, buffers: Sequence, groups, push) -> None:
-        profiling = self._profiling
-        if profiling:
-            t0 = self._profile.start()
-        if self._closed:
-            self._check_open()
-        bound = kernel if type(kernel) is BoundKernel else self._bound_kernel(kernel)
-        # The checks of the bound buffers depend on nothing but the kernel and the
-        # buffers: made once per combination, the plan is looked up after that. A
-        # hit proves ``buffers`` iterated to a list checked before, all still alive
-        # (destroying a buffer drops every plan).
-        try:
-            key = (bound, *buffers)
-            plan = self._plans.get(key)
-        except TypeError:          # not iterable, or an unhashable item: the checks name it
-            key = plan = None
-        if push.__class__ is not bytes:
-            push = push_bytes(push)
-        if plan is None:
-            plan = self._make_plan(bound, key, buffers, push)
-        elif len(push) != plan.push_size:
-            check_dispatch_args(bound.entry, len(buffers), len(push))
-        if groups.__class__ is int and 0 < groups <= self._max_groups_x:
-            x, y, z = groups, 1, 1
-        else:
-            x, y, z = check_groups(bound.name, groups, self._limits["max_compute_work_group_count"])
-        graph = self._recording
-        if graph is None:
-            sub = self._submission
-            rec = sub.slots[sub.current]
-            if rec.state != "recording":
-                rec = sub.batch()
-        else:
-            rec = graph
-        if profiling:
-            t0 = self._profile.stop("bookkeeping", t0)
-        barrier, skipped = self._tracker.access(plan.access) if graph is None else graph.track(plan.access)
-        if barrier is not None:
-            self._record_barrier(rec, barrier)
-        elif skipped:
-            self._stats["barriers_skipped"] += 1
-        if profiling:
-            t0 = self._profile.stop("record", t0)
-        sets = None
-        if plan.views:
-            sets = rec.descriptors.cache.get(plan.descriptor_key)
-            if sets is None:
-                sets = self._descriptor_sets(rec, bound.kernel, plan)
-            if profiling:
-                t0 = self._profile.stop("descriptors", t0)
-            # The same sets bound last stay bound (they belong to this kernel's
-            # layout, so nothing recorded since can have disturbed them).
-            if sets is rec.bound_sets:
-                sets = None
-            else:
-                rec.bound_sets = sets
-        pipeline = bound.pipeline
-        if pipeline is rec.bound_pipeline:
-            pipeline = None
-        else:
-            rec.bound_pipeline = pipeline
-        _vk.cmd_dispatch(rec.command_buffer, pipeline, plan.pipeline_layout, sets, push, x, y, z)
-        rec.dispatches += 1
-        rec.commands += 1
-        self._stats["dispatches"] += 1
-        serial = rec.serial
-        for b in plan.buffers:
-            b.last_batch = serial
-        if graph is not None:
-            for b in plan.buffers:
-                graph.buffers[b.uid] = b
-        elif rec.dispatches >= self.batch_size:
-            self.flush()
-        if profiling:
-            self._profile.stop("record", t0)
 
     def _bound_kernel(self, kernel) -> BoundKernel:
         if isinstance(kernel, BoundKernel):

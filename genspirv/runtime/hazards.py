@@ -331,7 +331,7 @@ def _widen(sets: dict, memory, pending: tuple[int, int], lo: int, hi: int) -> No
     a, b = pending
     if lo <= b and a <= hi:
         if lo < a or hi > b:
-            sets[memory] = (min(a, lo), max(b, hi))
+            sets[memory] = (lo if lo < a else a, hi if hi > b else b)   # min, max without the calls
         return
     s = sets[memory] = _RangeSet()
     s.add(a, b)
