@@ -25,6 +25,9 @@
 #ifndef MMV_SUBGROUP
 #define MMV_SUBGROUP 1
 #endif
+#ifndef MMV_SILU_X
+#define MMV_SILU_X 0
+#endif
 #if MMV_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -50,6 +53,23 @@ layout(binding = 1) readonly buffer X { vec4 x4[]; };
 layout(binding = 1) readonly buffer XScalar { float x[]; };
 layout(binding = 2) writeonly buffer Y { float y[]; };
 
+// The input vector element by element. With MMV_SILU_X=1 (the mul_mat_vec_silu_*
+// variants, a SwiGLU's down projection) binding 1 holds gate and binding 3 up, and
+// the input is silu(gate) * up, computed where it is loaded, as silu_mul.comp computes
+// it: the separate silu_mul dispatch, and the dependent step before it, go away.
+#if MMV_SILU_X
+layout(binding = 3) readonly buffer Up { vec4 up4[]; };
+layout(binding = 3) readonly buffer UpScalar { float up[]; };
+// For very negative g, exp(-g) is +inf and g / inf is -0: the right limit.
+vec4 load_x4(const uint i) { const vec4 g = x4[i]; return g / (1.0 + exp(-g)) * up4[i]; }
+float load_x(const uint k) { const float g = x[k]; return g / (1.0 + exp(-g)) * up[k]; }
+#define LOAD_X4(i) load_x4(i)
+#define LOAD_X(k) load_x(k)
+#else
+#define LOAD_X4(i) x4[i]
+#define LOAD_X(k) x[k]
+#endif
+
 layout(push_constant) uniform Params {
     uint n_cols;
     uint n_rows;
@@ -62,10 +82,10 @@ float acc[ROWS_PER_GROUP];
 // One vector column c (VEC weights) of every row of the group.
 void accumulate_vec(const uint c, const uint nv, const uint row0) {
 #if WEIGHT_F16
-    const vec4 xa = x4[2u * c];
-    const vec4 xb = x4[2u * c + 1u];
+    const vec4 xa = LOAD_X4(2u * c);
+    const vec4 xb = LOAD_X4(2u * c + 1u);
 #else
-    const vec4 xv = x4[c];
+    const vec4 xv = LOAD_X4(c);
 #endif
     [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
         // Rows past the end re-read the last row (uniform control flow); never stored.
@@ -144,7 +164,7 @@ void rows_block(const uint row0) {
         }
     } else {
         for (uint k = tid; k < p.n_cols; k += BLOCK_SIZE) {
-            const float xk = x[k];
+            const float xk = LOAD_X(k);
             [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
                 const uint row = min(row0 + r, p.n_rows - 1u);
                 acc[r] += float(w[row * p.n_cols + k]) * xk;
