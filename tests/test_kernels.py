@@ -163,6 +163,37 @@ def test_mul_mat_vec_silu_input(dev, variant, wt, dtype, rows, cols, block, rows
 
 
 @pytest.mark.parametrize("variant", MMV_VARIANTS)
+@pytest.mark.parametrize("wt,dtype", [("f32", np.float32), ("f16", np.float16)])
+# heads x head_dim rows; pairs per group 1 to 3 (a group's last pairs past the end on
+# 5 x 6 = 30 rows with 4 pairs); scalar (cols 33) and vector input paths.
+@pytest.mark.parametrize("n_heads,head_dim,cols,pos,block,pairs", [
+    (1, 2, 1, 0, 32, 1), (3, 10, 33, 7, 64, 1), (5, 6, 520, 300, 48, 4), (4, 64, 4096, 5, 128, 1),
+    (2, 16, 300, 1, 100, 3)])
+def test_mul_mat_vec_rope_output(dev, variant, wt, dtype, n_heads, head_dim, cols, pos, block, pairs):
+    """mul_mat_vec_rope_*: y = rope(W x) at pos ("normal" mode), ROWS_PER_GROUP pairs of rows."""
+    from genspirv.kernel_groups import mul_mat_vec_groups
+    rows = n_heads * head_dim
+    w, x = _rand(rows, cols, dtype=dtype), _rand(cols)
+    k = dev.kernel(f"mul_mat_vec_rope_{wt}{variant}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": pairs})
+    y = _buf(dev, np.full(rows + 8, 7.0, dtype=np.float32))
+    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=mul_mat_vec_groups(rows, 2 * pairs),
+                 push=struct.pack("<IIIIf", cols, rows, head_dim, pos, 10000.0))
+    got = _get(dev, y, rows + 8)
+    plain = ref.mul_mat_vec(w, x)
+    want = ref.rope(plain.reshape(n_heads, head_dim), pos, 10000.0).reshape(rows)
+    # The dot products' rounding plus rope's (a few ulps of angles up to `pos` radians).
+    scale = np.abs(plain).max()
+    np.testing.assert_allclose(got[:rows], want, rtol=1e-4,
+                               atol=(1e-4 * np.sqrt(cols) + 2e-6 * max(pos, 1)) * max(scale, 1.0))
+    assert (got[rows:] == 7.0).all(), "a row past n_rows was written"
+    if pos > 0:   # negative controls: the unrotated product, and the NeoX pairing
+        assert not np.allclose(got[:rows], plain, rtol=1e-3, atol=1e-3)
+        if head_dim > 2:
+            neox = ref.rope(plain.reshape(n_heads, head_dim), pos, 10000.0, neox=True).reshape(rows)
+            assert not np.allclose(got[:rows], neox, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("variant", MMV_VARIANTS)
 def test_mul_mat_vec_2d_grid(dev, variant):
     """Rows beyond groups.x come from groups.y (flat group id); extra groups do nothing."""
     rows, cols = 50, 33

@@ -65,30 +65,31 @@ class Dispatch(NamedTuple):
 
 
 def dispatches_per_token(config: ref.ModelConfig) -> int:
-    """get_rows and the first layer's attention norm; 12 per layer; logits, argmax.
+    """get_rows and the first layer's attention norm; 10 per layer; logits, argmax.
 
-    Per layer: q, rope q, k, rope k, v, attention, o, the attention residual fused
-    with the ffn norm, gate, up, down (silu_mul fused into its input), the ffn
-    residual fused with the next norm (the next layer's attention norm, or the
-    output norm after the last layer)."""
-    return 2 + 12 * config.n_layers + 2
+    Per layer: q and k (each with its rope applied to the result), v, attention,
+    o, the attention residual fused with the ffn norm, gate, up, down (silu_mul
+    fused into its input), the ffn residual fused with the next norm (the next
+    layer's attention norm, or the output norm after the last layer)."""
+    return 2 + 10 * config.n_layers + 2
 
 
 def expected_barriers_per_token(config: ref.ModelConfig, policy: str, reorder: bool) -> int:
     """Barriers per decoded token, from the model's structure alone.
 
     ``always``: one before every dispatch. ``smart`` in program order, per layer:
-    q proj (reads the norm before it), rope q, rope k (reads the k proj, issued
-    after rope q), attention, o proj, residual add + ffn norm, gate (up shares
-    it), down (reads gate and up), residual add + next norm = 9; plus get_rows
-    (reads the slot argmax wrote), the first attention norm, logits and argmax
-    = 4. The reorder pass issues the q/k/v projections together, then both
-    ropes: one fewer per layer. (Before the fusions, 12 and 11 per layer: the
-    two residual adds and silu_mul were steps of their own.)
+    q+rope (reads the norm before it; k+rope and v share its step), attention,
+    o proj, residual add + ffn norm, gate (up shares it), down (reads gate and
+    up), residual add + next norm = 7; plus get_rows (reads the slot argmax
+    wrote), the first attention norm, logits and argmax = 4. Program order is
+    already one step per level of the dependency DAG, so the reorder pass gives
+    the same count. (Before the fusions, 12 per layer in program order and 11
+    reordered: the two ropes, the two residual adds and silu_mul were steps of
+    their own.)
     """
     if policy == "always":
         return dispatches_per_token(config)
-    return 4 + (8 if reorder else 9) * config.n_layers
+    return 4 + 7 * config.n_layers
 
 
 
@@ -110,8 +111,9 @@ class GpuModel:
         self.k_matvec = dev.kernel(self.matvec_variant.name, spec=self.matvec_variant.spec)
         self.k_rms_norm = dev.kernel("rms_norm", spec=spec)
         self.k_add_rms_norm = dev.kernel("add_rms_norm", spec=spec)
-        self.k_matvec_silu = dev.kernel(silu_input_name(self.matvec_variant), spec=self.matvec_variant.spec)
-        self.k_rope = dev.kernel("rope_norm", spec=spec)
+        self.k_matvec_silu = dev.kernel(fused_name(self.matvec_variant, "silu"), spec=self.matvec_variant.spec)
+        # The rope variant's ROWS_PER_GROUP counts pairs of rows.
+        self.k_matvec_rope = dev.kernel(fused_name(self.matvec_variant, "rope"), spec=self.matvec_variant.spec)
         self.k_attention = dev.kernel("attention", spec={"BLOCK_SIZE": block_size,
                                                          "MAX_CTX": c.max_ctx})
         self.k_argmax = dev.kernel("argmax", spec=spec)
@@ -125,9 +127,7 @@ class GpuModel:
         f32 = 4
         self.residual = [dev.buffer(c.dim * f32), dev.buffer(c.dim * f32)]
         self.h = dev.buffer(c.dim * f32)
-        self.q = dev.buffer(c.dim * f32)
         self.q_rot = dev.buffer(c.dim * f32)
-        self.k = dev.buffer(c.kv_dim * f32)
         self.att = dev.buffer(c.dim * f32)
         self.proj = dev.buffer(c.dim * f32)
         self.gate = dev.buffer(c.ffn_dim * f32)
@@ -163,11 +163,12 @@ class GpuModel:
         return Dispatch(label, self.k_rms_norm, (x, w, y), (1, 1, 1),
                         struct.pack("<IIf", c.dim, 1, c.eps))
 
-    def _rope(self, label, src, dst, n_heads, pos) -> Dispatch:
+    def _matvec_rope(self, label, w, x, y, rows, cols, pos) -> Dispatch:
+        """y = rope(W x) at ``pos``: a q or k projection with its rotary embedding."""
         c = self.config
-        pairs = n_heads * c.head_dim // 2
-        return Dispatch(label, self.k_rope, (src, dst), (_ceil_div(pairs, self.block_size), 1, 1),
-                        struct.pack("<IIIf", n_heads, c.head_dim, pos, c.rope_base))
+        groups = kernel_groups.mul_mat_vec_groups(rows, 2 * self.matvec_variant.rows_per_group)
+        return Dispatch(label, self.k_matvec_rope, (w, x, y), groups,
+                        struct.pack("<IIIIf", cols, rows, c.head_dim, pos, c.rope_base))
 
     def _add_rms_norm(self, label, x, residual, w, h, y) -> Dispatch:
         c = self.config
@@ -184,8 +185,6 @@ class GpuModel:
         last = li + 1 == len(self.layers)
         next_norm = self.out_norm if last else self.layers[li + 1]["attn_norm"]
         return {
-            "q": self._matvec(f"L{li}.q", lw["wq"], self.h, self.q, c.dim, c.dim),
-            "k": self._matvec(f"L{li}.k", lw["wk"], self.h, self.k, c.kv_dim, c.dim),
             "o": self._matvec(f"L{li}.o", lw["wo"], self.att, self.proj, c.dim, c.dim),
             "attn_residual_norm": self._add_rms_norm(f"L{li}.attn_residual_norm", x, self.proj,
                                                      lw["ffn_norm"], x2, self.h),
@@ -219,11 +218,9 @@ class GpuModel:
             k_cache, v_cache = self.k_cache[li], self.v_cache[li]
             v_here = v_cache.view(pos * slot, c.kv_dim * f32)
             plan += [
-                s["q"],
-                self._rope(f"L{li}.rope_q", self.q, self.q_rot, c.n_heads, pos),
-                s["k"],
-                self._rope(f"L{li}.rope_k", self.k, k_cache.view(pos * slot, c.kv_dim * f32),
-                           c.n_kv_heads, pos),
+                self._matvec_rope(f"L{li}.q", lw["wq"], self.h, self.q_rot, c.dim, c.dim, pos),
+                self._matvec_rope(f"L{li}.k", lw["wk"], self.h, k_cache.view(pos * slot, c.kv_dim * f32),
+                                  c.kv_dim, c.dim, pos),
                 self._matvec(f"L{li}.v", lw["wv"], self.h, v_here, c.kv_dim, c.dim),
                 Dispatch(f"L{li}.attention", self.k_attention,
                          (self.q_rot, k_cache.view(0, (pos + 1) * slot),
@@ -360,10 +357,11 @@ def matvec_variant(dev, weights: str) -> kernel_groups.MatVecVariant:
         max_invocations=dev.properties["limits"]["max_compute_work_group_invocations"])
 
 
-def silu_input_name(variant: kernel_groups.MatVecVariant) -> str:
-    """The ``mul_mat_vec_silu_*`` kernel that pairs with ``variant``: the same weights
-    and reduction, its input silu(gate) * up from two bindings (glsl/mul_mat_vec.comp)."""
-    return variant.name.replace("mul_mat_vec_", "mul_mat_vec_silu_", 1)
+def fused_name(variant: kernel_groups.MatVecVariant, fusion: str) -> str:
+    """The ``mul_mat_vec_{fusion}_*`` kernel that pairs with ``variant`` (same weights and
+    reduction; glsl/mul_mat_vec.comp): ``silu``, its input silu(gate) * up from two
+    bindings; ``rope``, its output rotated by the rotary embedding."""
+    return variant.name.replace("mul_mat_vec_", f"mul_mat_vec_{fusion}_", 1)
 
 
 def default_block_size(dev) -> int:
