@@ -8,7 +8,10 @@ here: the runtime query that feeds ``pick_mul_mat_vec`` lives with the caller.
 Variants (glsl/mul_mat_vec.comp): ``mul_mat_vec_{f32,f16}`` reduce with
 ``GL_KHR_shader_subgroup_arithmetic``; ``mul_mat_vec_{f32,f16}_noshuffle``
 reduce through shared memory only, for devices without subgroup arithmetic in
-compute shaders.
+compute shaders. Each has fused siblings of the same reduction that the decode
+driver binds: ``mul_mat_vec_silu_*`` (input silu(gate) * up) and
+``mul_mat_vec_rope_*`` (output rotated; ``ROWS_PER_GROUP`` counts row pairs,
+so its groups are ``mul_mat_vec_groups(n_rows, 2 * rows_per_group)``).
 """
 
 from __future__ import annotations

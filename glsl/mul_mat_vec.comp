@@ -25,6 +25,12 @@
 #ifndef MMV_SUBGROUP
 #define MMV_SUBGROUP 1
 #endif
+#ifndef MMV_SILU_X
+#define MMV_SILU_X 0
+#endif
+#ifndef MMV_ROPE
+#define MMV_ROPE 0
+#endif
 #if MMV_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -32,6 +38,16 @@
 #include "include/llm_common.glsl"
 
 layout(constant_id = 1) const uint ROWS_PER_GROUP = 1;
+
+// Rows per workgroup. With MMV_ROPE=1 (the mul_mat_vec_rope_* variants: a query or
+// key projection with its rotary embedding, llama.cpp's "normal" mode, applied to the
+// result) ROWS_PER_GROUP counts pairs of adjacent rows, so that the two rows a
+// rotation mixes are always reduced by the same workgroup.
+#if MMV_ROPE
+#define MMV_ROWS (2u * ROWS_PER_GROUP)
+#else
+#define MMV_ROWS ROWS_PER_GROUP
+#endif
 
 // Each buffer is seen twice, as vectors for the aligned path and as scalars for
 // the rest (aliased views of one binding; a scalar access never reaches past the
@@ -50,24 +66,60 @@ layout(binding = 1) readonly buffer X { vec4 x4[]; };
 layout(binding = 1) readonly buffer XScalar { float x[]; };
 layout(binding = 2) writeonly buffer Y { float y[]; };
 
+// The input vector element by element. With MMV_SILU_X=1 (the mul_mat_vec_silu_*
+// variants, a SwiGLU's down projection) binding 1 holds gate and binding 3 up, and
+// the input is silu(gate) * up, computed where it is loaded, as silu_mul.comp computes
+// it: the separate silu_mul dispatch, and the dependent step before it, go away.
+#if MMV_SILU_X
+layout(binding = 3) readonly buffer Up { vec4 up4[]; };
+layout(binding = 3) readonly buffer UpScalar { float up[]; };
+// For very negative g, exp(-g) is +inf and g / inf is -0: the right limit.
+vec4 load_x4(const uint i) { const vec4 g = x4[i]; return g / (1.0 + exp(-g)) * up4[i]; }
+float load_x(const uint k) { const float g = x[k]; return g / (1.0 + exp(-g)) * up[k]; }
+#define LOAD_X4(i) load_x4(i)
+#define LOAD_X(k) load_x(k)
+#else
+#define LOAD_X4(i) x4[i]
+#define LOAD_X(k) x[k]
+#endif
+
 layout(push_constant) uniform Params {
     uint n_cols;
     uint n_rows;
+#if MMV_ROPE
+    uint head_dim;      // even; n_rows a multiple of it
+    uint pos;
+    float theta_base;
+#endif
 } p;
 
-shared float mmv_partial[ROWS_PER_GROUP * BLOCK_SIZE];
+#if MMV_ROPE
+// Rows `row` and `row + 1` (`row` even) are pair j of their head: rotated by
+// pos * theta_base^(-2j / head_dim), as rope.comp rotates them.
+void store_rotated(const uint row, const float x0, const float x1) {
+    const uint j = (row % p.head_dim) / 2u;
+    const float freq = pow(p.theta_base, -float(2u * j) / float(p.head_dim));
+    const float angle = float(p.pos) * freq;
+    const float c = cos(angle);
+    const float s = sin(angle);
+    y[row] = x0 * c - x1 * s;
+    y[row + 1u] = x0 * s + x1 * c;
+}
+#endif
 
-float acc[ROWS_PER_GROUP];
+shared float mmv_partial[MMV_ROWS * BLOCK_SIZE];
+
+float acc[MMV_ROWS];
 
 // One vector column c (VEC weights) of every row of the group.
 void accumulate_vec(const uint c, const uint nv, const uint row0) {
 #if WEIGHT_F16
-    const vec4 xa = x4[2u * c];
-    const vec4 xb = x4[2u * c + 1u];
+    const vec4 xa = LOAD_X4(2u * c);
+    const vec4 xb = LOAD_X4(2u * c + 1u);
 #else
-    const vec4 xv = x4[c];
+    const vec4 xv = LOAD_X4(c);
 #endif
-    [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+    [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
         // Rows past the end re-read the last row (uniform control flow); never stored.
         const uint row = min(row0 + r, p.n_rows - 1u);
 #if WEIGHT_F16
@@ -85,49 +137,68 @@ void accumulate_vec(const uint c, const uint nv, const uint row0) {
 // gl_NumSubgroups partial sums of their row and store it.
 void reduce_by_subgroups(const uint row0) {
     const uint tid = gl_LocalInvocationID.x;
-    [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+    [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
         const float s = subgroupAdd(acc[r]);
         if (gl_SubgroupInvocationID == 0u) {
             mmv_partial[r * BLOCK_SIZE + gl_SubgroupID] = s;
         }
     }
     barrier();
-    if (tid < ROWS_PER_GROUP && row0 + tid < p.n_rows) {
+#if MMV_ROPE
+    if (2u * tid < MMV_ROWS && row0 + 2u * tid < p.n_rows) {
+        float t0 = 0.0;
+        float t1 = 0.0;
+        for (uint s = 0; s < gl_NumSubgroups; ++s) {
+            t0 += mmv_partial[2u * tid * BLOCK_SIZE + s];
+            t1 += mmv_partial[(2u * tid + 1u) * BLOCK_SIZE + s];
+        }
+        store_rotated(row0 + 2u * tid, t0, t1);
+    }
+#else
+    if (tid < MMV_ROWS && row0 + tid < p.n_rows) {
         float total = 0.0;
         for (uint s = 0; s < gl_NumSubgroups; ++s) {
             total += mmv_partial[tid * BLOCK_SIZE + s];
         }
         y[row0 + tid] = total;
     }
+#endif
 }
 #endif
 
 // Shared-memory fold of every row at once; any BLOCK_SIZE (rounds the live range up).
 void reduce_in_shared_memory(const uint row0) {
     const uint tid = gl_LocalInvocationID.x;
-    [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+    [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
         mmv_partial[r * BLOCK_SIZE + tid] = acc[r];
     }
     barrier();
     for (uint live = BLOCK_SIZE; live > 1u; ) {
         const uint upper = (live + 1u) / 2u;
         if (tid + upper < live) {
-            [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+            [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
                 mmv_partial[r * BLOCK_SIZE + tid] += mmv_partial[r * BLOCK_SIZE + tid + upper];
             }
         }
         barrier();
         live = upper;
     }
-    if (tid < ROWS_PER_GROUP && row0 + tid < p.n_rows) {
+#if MMV_ROPE
+    if (2u * tid < MMV_ROWS && row0 + 2u * tid < p.n_rows) {
+        store_rotated(row0 + 2u * tid, mmv_partial[2u * tid * BLOCK_SIZE],
+                      mmv_partial[(2u * tid + 1u) * BLOCK_SIZE]);
+    }
+#else
+    if (tid < MMV_ROWS && row0 + tid < p.n_rows) {
         y[row0 + tid] = mmv_partial[tid * BLOCK_SIZE];
     }
+#endif
 }
 
 // The dot products of rows row0 .. row0 + ROWS_PER_GROUP - 1, reduced and stored.
 void rows_block(const uint row0) {
     const uint tid = gl_LocalInvocationID.x;
-    [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+    [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
         acc[r] = 0.0;
     }
     if (p.n_cols % VEC == 0u) {
@@ -144,8 +215,8 @@ void rows_block(const uint row0) {
         }
     } else {
         for (uint k = tid; k < p.n_cols; k += BLOCK_SIZE) {
-            const float xk = x[k];
-            [[unroll]] for (uint r = 0; r < ROWS_PER_GROUP; ++r) {
+            const float xk = LOAD_X(k);
+            [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
                 const uint row = min(row0 + r, p.n_rows - 1u);
                 acc[r] += float(w[row * p.n_cols + k]) * xk;
             }
@@ -166,8 +237,8 @@ void main() {
     // Blocks of rows, grid-stride: the usual ceil(n_rows / ROWS_PER_GROUP) groups take
     // one block each; fewer groups (a grid sized to the device) loop; more do nothing.
     const uint n_groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
-    for (uint g = flat_group_id(); g * ROWS_PER_GROUP < p.n_rows; g += n_groups) {
-        rows_block(g * ROWS_PER_GROUP);
+    for (uint g = flat_group_id(); g * MMV_ROWS < p.n_rows; g += n_groups) {
+        rows_block(g * MMV_ROWS);
         barrier();  // the next block's partial sums overwrite this one's
     }
 }

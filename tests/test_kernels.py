@@ -84,6 +84,32 @@ def test_rms_norm(dev, n, rows, block):
                                rtol=1e-5, atol=1e-5)
 
 
+# -- add_rms_norm (a residual add fused with the norm after it) ----------------------------
+
+
+# n a multiple of 4 (vector path: 1000 and 44 past UNROLL * block vectors, the rest
+# recomputed; 4096 as in decode) and not (scalar path); blocks that are not powers of two.
+@pytest.mark.parametrize("n,rows,block", [(1, 1, 32), (129, 3, 128), (1000, 2, 8), (77, 5, 256),
+                                          (500, 2, 48), (4096, 1, 128), (44, 3, 1), (23, 2, 3)])
+def test_add_rms_norm(dev, n, rows, block):
+    x, r, w = _rand(rows, n) * 3, _rand(rows, n), _rand(n)
+    k = dev.kernel("add_rms_norm", spec={"BLOCK_SIZE": block})
+    h = _buf(dev, np.full(rows * n + 4, 7.0, dtype=np.float32))     # sentinels past the end
+    y = _buf(dev, np.full(rows * n + 4, 7.0, dtype=np.float32))
+    dev.dispatch(k, [_buf(dev, x), _buf(dev, r), _buf(dev, w), h, y], groups=(rows, 1, 1),
+                 push=struct.pack("<IIf", n, rows, 1e-5))
+    got_h, got_y = _get(dev, h, rows * n + 4), _get(dev, y, rows * n + 4)
+    # The sum is one float addition per element: exactly numpy's.
+    np.testing.assert_array_equal(got_h[:rows * n].reshape(rows, n), x + r)
+    np.testing.assert_allclose(got_y[:rows * n].reshape(rows, n), ref.rms_norm(x + r, w, 1e-5),
+                               rtol=1e-5, atol=1e-5)
+    assert (got_h[rows * n:] == 7.0).all() and (got_y[rows * n:] == 7.0).all()
+    # Negative control: the norm of x alone (the residual left out) is not what it gave
+    # (for one element both are +-weight: only the signs could tell them apart).
+    assert n == 1 or not np.allclose(got_y[:rows * n].reshape(rows, n), ref.rms_norm(x, w, 1e-5),
+                           rtol=1e-3, atol=1e-3)
+
+
 # -- mul_mat_vec --------------------------------------------------------------------
 
 
@@ -108,6 +134,63 @@ def test_mul_mat_vec(dev, variant, wt, dtype, rows, cols, block, rows_per_group)
     got = _get(dev, y, rows + 8)
     np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-4 * np.sqrt(cols))
     assert (got[rows:] == 7.0).all(), "a row past n_rows was written"
+
+
+@pytest.mark.parametrize("variant", MMV_VARIANTS)
+@pytest.mark.parametrize("wt,dtype", [("f32", np.float32), ("f16", np.float16)])
+# The same awkward shapes as above: scalar and vector input paths, partial row blocks.
+@pytest.mark.parametrize("rows,cols,block,rows_per_group", [
+    (1, 1, 32, 1), (67, 300, 128, 2), (5, 1031, 256, 3), (9, 777, 100, 2), (7, 520, 48, 4),
+    (3, 4096, 128, 2)])
+def test_mul_mat_vec_silu_input(dev, variant, wt, dtype, rows, cols, block, rows_per_group):
+    """mul_mat_vec_silu_*: y = W (silu(gate) * up), gate at binding 1, up at binding 3."""
+    from genspirv.kernel_groups import mul_mat_vec_groups
+    w = _rand(rows, cols, dtype=dtype)
+    gate, up = _rand(cols) * 4, _rand(cols)
+    gate[0] = -200.0        # exp(-g) overflows to +inf: silu's limit -0, not NaN
+    k = dev.kernel(f"mul_mat_vec_silu_{wt}{variant}",
+                   spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": rows_per_group})
+    y = _buf(dev, np.full(rows + 8, 7.0, dtype=np.float32))
+    dev.dispatch(k, [_buf(dev, w), _buf(dev, gate), y, _buf(dev, up)],
+                 groups=mul_mat_vec_groups(rows, rows_per_group), push=struct.pack("<II", cols, rows))
+    got = _get(dev, y, rows + 8)
+    want = ref.mul_mat_vec(w, ref.silu_mul(gate, up))
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got[:rows], want, rtol=1e-4, atol=1e-4 * np.sqrt(cols))
+    assert (got[rows:] == 7.0).all(), "a row past n_rows was written"
+    if cols > 1:   # negative control: the plain product of gate and up is not what it gave
+        assert not np.allclose(got[:rows], ref.mul_mat_vec(w, gate * up), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("variant", MMV_VARIANTS)
+@pytest.mark.parametrize("wt,dtype", [("f32", np.float32), ("f16", np.float16)])
+# heads x head_dim rows; pairs per group 1 to 3 (a group's last pairs past the end on
+# 5 x 6 = 30 rows with 4 pairs); scalar (cols 33) and vector input paths.
+@pytest.mark.parametrize("n_heads,head_dim,cols,pos,block,pairs", [
+    (1, 2, 1, 0, 32, 1), (3, 10, 33, 7, 64, 1), (5, 6, 520, 300, 48, 4), (4, 64, 4096, 5, 128, 1),
+    (2, 16, 300, 1, 100, 3)])
+def test_mul_mat_vec_rope_output(dev, variant, wt, dtype, n_heads, head_dim, cols, pos, block, pairs):
+    """mul_mat_vec_rope_*: y = rope(W x) at pos ("normal" mode), ROWS_PER_GROUP pairs of rows."""
+    from genspirv.kernel_groups import mul_mat_vec_groups
+    rows = n_heads * head_dim
+    w, x = _rand(rows, cols, dtype=dtype), _rand(cols)
+    k = dev.kernel(f"mul_mat_vec_rope_{wt}{variant}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": pairs})
+    y = _buf(dev, np.full(rows + 8, 7.0, dtype=np.float32))
+    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=mul_mat_vec_groups(rows, 2 * pairs),
+                 push=struct.pack("<IIIIf", cols, rows, head_dim, pos, 10000.0))
+    got = _get(dev, y, rows + 8)
+    plain = ref.mul_mat_vec(w, x)
+    want = ref.rope(plain.reshape(n_heads, head_dim), pos, 10000.0).reshape(rows)
+    # The dot products' rounding plus rope's (a few ulps of angles up to `pos` radians).
+    scale = np.abs(plain).max()
+    np.testing.assert_allclose(got[:rows], want, rtol=1e-4,
+                               atol=(1e-4 * np.sqrt(cols) + 2e-6 * max(pos, 1)) * max(scale, 1.0))
+    assert (got[rows:] == 7.0).all(), "a row past n_rows was written"
+    if pos > 0:   # negative controls: the unrotated product, and the NeoX pairing
+        assert not np.allclose(got[:rows], plain, rtol=1e-3, atol=1e-3)
+        if head_dim > 2:
+            neox = ref.rope(plain.reshape(n_heads, head_dim), pos, 10000.0, neox=True).reshape(rows)
+            assert not np.allclose(got[:rows], neox, rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.parametrize("variant", MMV_VARIANTS)

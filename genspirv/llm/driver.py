@@ -65,23 +65,31 @@ class Dispatch(NamedTuple):
 
 
 def dispatches_per_token(config: ref.ModelConfig) -> int:
-    """get_rows; 15 per layer; final norm, logits, argmax."""
-    return 1 + 15 * config.n_layers + 3
+    """get_rows and the first layer's attention norm; 10 per layer; logits, argmax.
+
+    Per layer: q and k (each with its rope applied to the result), v, attention,
+    o, the attention residual fused with the ffn norm, gate, up, down (silu_mul
+    fused into its input), the ffn residual fused with the next norm (the next
+    layer's attention norm, or the output norm after the last layer)."""
+    return 2 + 10 * config.n_layers + 2
 
 
 def expected_barriers_per_token(config: ref.ModelConfig, policy: str, reorder: bool) -> int:
     """Barriers per decoded token, from the model's structure alone.
 
     ``always``: one before every dispatch. ``smart`` in program order, per layer:
-    attn norm, q proj, rope q, rope k (reads the k proj, issued after rope q),
-    attention, o proj, residual add, ffn norm, gate (up shares it), silu_mul,
-    down, residual add = 12; plus get_rows (reads the slot argmax wrote), output
-    norm, logits and argmax = 4. The reorder pass issues the q/k/v projections
-    together, then both ropes: one fewer per layer.
+    q+rope (reads the norm before it; k+rope and v share its step), attention,
+    o proj, residual add + ffn norm, gate (up shares it), down (reads gate and
+    up), residual add + next norm = 7; plus get_rows (reads the slot argmax
+    wrote), the first attention norm, logits and argmax = 4. Program order is
+    already one step per level of the dependency DAG, so the reorder pass gives
+    the same count. (Before the fusions, 12 per layer in program order and 11
+    reordered: the two ropes, the two residual adds and silu_mul were steps of
+    their own.)
     """
     if policy == "always":
         return dispatches_per_token(config)
-    return 4 + (11 if reorder else 12) * config.n_layers
+    return 4 + 7 * config.n_layers
 
 
 
@@ -102,11 +110,12 @@ class GpuModel:
         self.matvec_variant = matvec_variant(dev, wt)
         self.k_matvec = dev.kernel(self.matvec_variant.name, spec=self.matvec_variant.spec)
         self.k_rms_norm = dev.kernel("rms_norm", spec=spec)
-        self.k_rope = dev.kernel("rope_norm", spec=spec)
+        self.k_add_rms_norm = dev.kernel("add_rms_norm", spec=spec)
+        self.k_matvec_silu = dev.kernel(fused_name(self.matvec_variant, "silu"), spec=self.matvec_variant.spec)
+        # The rope variant's ROWS_PER_GROUP counts pairs of rows.
+        self.k_matvec_rope = dev.kernel(fused_name(self.matvec_variant, "rope"), spec=self.matvec_variant.spec)
         self.k_attention = dev.kernel("attention", spec={"BLOCK_SIZE": block_size,
                                                          "MAX_CTX": c.max_ctx})
-        self.k_silu_mul = dev.kernel("silu_mul", spec=spec)
-        self.k_add = dev.kernel("add_f32")
         self.k_argmax = dev.kernel("argmax", spec=spec)
 
         self.embedding = self._upload(weights.embedding)
@@ -118,14 +127,11 @@ class GpuModel:
         f32 = 4
         self.residual = [dev.buffer(c.dim * f32), dev.buffer(c.dim * f32)]
         self.h = dev.buffer(c.dim * f32)
-        self.q = dev.buffer(c.dim * f32)
         self.q_rot = dev.buffer(c.dim * f32)
-        self.k = dev.buffer(c.kv_dim * f32)
         self.att = dev.buffer(c.dim * f32)
         self.proj = dev.buffer(c.dim * f32)
         self.gate = dev.buffer(c.ffn_dim * f32)
         self.up = dev.buffer(c.ffn_dim * f32)
-        self.act = dev.buffer(c.ffn_dim * f32)
         self.kv_slot = _align(c.kv_dim * f32)           # bytes per cached position
         self.k_cache = [dev.buffer(c.max_ctx * self.kv_slot) for _ in range(c.n_layers)]
         self.v_cache = [dev.buffer(c.max_ctx * self.kv_slot) for _ in range(c.n_layers)]
@@ -136,7 +142,8 @@ class GpuModel:
         # The dispatches that are the same at every position, made once per layer;
         # and the reorder pass's order, once per step shape.
         self._static = [self._layer_static(li, lw) for li, lw in enumerate(self.layers)]
-        self._out_norm = self._rms_norm("out_norm", self.residual[0], self.out_norm, self.h)
+        self._attn_norm0 = self._rms_norm("L0.attn_norm", self.residual[0],
+                                          self.layers[0]["attn_norm"], self.h)
         self.schedules = ScheduleCache()
 
     def _upload(self, array):
@@ -156,35 +163,38 @@ class GpuModel:
         return Dispatch(label, self.k_rms_norm, (x, w, y), (1, 1, 1),
                         struct.pack("<IIf", c.dim, 1, c.eps))
 
-    def _rope(self, label, src, dst, n_heads, pos) -> Dispatch:
+    def _matvec_rope(self, label, w, x, y, rows, cols, pos) -> Dispatch:
+        """y = rope(W x) at ``pos``: a q or k projection with its rotary embedding."""
         c = self.config
-        pairs = n_heads * c.head_dim // 2
-        return Dispatch(label, self.k_rope, (src, dst), (_ceil_div(pairs, self.block_size), 1, 1),
-                        struct.pack("<IIIf", n_heads, c.head_dim, pos, c.rope_base))
+        groups = kernel_groups.mul_mat_vec_groups(rows, 2 * self.matvec_variant.rows_per_group)
+        return Dispatch(label, self.k_matvec_rope, (w, x, y), groups,
+                        struct.pack("<IIIIf", cols, rows, c.head_dim, pos, c.rope_base))
 
-    def _add(self, label, a, b, out) -> Dispatch:
-        n = self.config.dim
-        return Dispatch(label, self.k_add, (a, b, out), (_ceil_div(n, 256), 1, 1), struct.pack("<I", n))
+    def _add_rms_norm(self, label, x, residual, w, h, y) -> Dispatch:
+        c = self.config
+        return Dispatch(label, self.k_add_rms_norm, (x, residual, w, h, y), (1, 1, 1),
+                        struct.pack("<IIf", c.dim, 1, c.eps))
 
     def _layer_static(self, li: int, lw: dict) -> dict[str, Dispatch]:
         """Layer ``li``'s dispatches that no position changes, by role. Each layer
-        reads residual[0] and leaves its output there (two residual adds a layer)."""
+        reads residual[0] and its norm in h, and leaves its output in residual[0]
+        and that output's next norm (the next layer's attention norm, or the
+        output norm after the last layer) in h."""
         c = self.config
         x, x2 = self.residual
+        last = li + 1 == len(self.layers)
+        next_norm = self.out_norm if last else self.layers[li + 1]["attn_norm"]
         return {
-            "attn_norm": self._rms_norm(f"L{li}.attn_norm", x, lw["attn_norm"], self.h),
-            "q": self._matvec(f"L{li}.q", lw["wq"], self.h, self.q, c.dim, c.dim),
-            "k": self._matvec(f"L{li}.k", lw["wk"], self.h, self.k, c.kv_dim, c.dim),
             "o": self._matvec(f"L{li}.o", lw["wo"], self.att, self.proj, c.dim, c.dim),
-            "attn_residual": self._add(f"L{li}.attn_residual", x, self.proj, x2),
-            "ffn_norm": self._rms_norm(f"L{li}.ffn_norm", x2, lw["ffn_norm"], self.h),
+            "attn_residual_norm": self._add_rms_norm(f"L{li}.attn_residual_norm", x, self.proj,
+                                                     lw["ffn_norm"], x2, self.h),
             "gate": self._matvec(f"L{li}.gate", lw["w_gate"], self.h, self.gate, c.ffn_dim, c.dim),
             "up": self._matvec(f"L{li}.up", lw["w_up"], self.h, self.up, c.ffn_dim, c.dim),
-            "silu_mul": Dispatch(f"L{li}.silu_mul", self.k_silu_mul, (self.gate, self.up, self.act),
-                                 (_ceil_div(c.ffn_dim, self.block_size), 1, 1),
-                                 struct.pack("<I", c.ffn_dim)),
-            "down": self._matvec(f"L{li}.down", lw["w_down"], self.act, self.proj, c.dim, c.ffn_dim),
-            "ffn_residual": self._add(f"L{li}.ffn_residual", x2, self.proj, x),
+            "down": Dispatch(f"L{li}.down", self.k_matvec_silu, (lw["w_down"], self.gate, self.proj, self.up),
+                             kernel_groups.mul_mat_vec_groups(c.dim, self.matvec_variant.rows_per_group),
+                             struct.pack("<II", c.ffn_dim, c.dim)),
+            "ffn_residual_norm": self._add_rms_norm(f"L{li}.ffn_residual_norm", x2, self.proj,
+                                                    next_norm, x, self.h),
         }
 
     def token_plan(self, pos: int, step: Optional[int]) -> list[Dispatch]:
@@ -200,31 +210,29 @@ class GpuModel:
         plan = [Dispatch("get_rows", self.k_get_rows,
                          (self.tokens.view(pos * VIEW_ALIGN, 4), self.embedding, self.residual[0]),
                          (_ceil_div(c.dim, self.block_size), 1, 1),
-                         struct.pack("<III", c.dim, 1, c.vocab))]
+                         struct.pack("<III", c.dim, 1, c.vocab)),
+                self._attn_norm0]
         attention_push = struct.pack("<IIIIIf", c.n_heads, c.n_kv_heads, c.head_dim, pos + 1,
                                      slot // f32, c.head_dim ** -0.5)
         for li, (s, lw) in enumerate(zip(self._static, self.layers)):
             k_cache, v_cache = self.k_cache[li], self.v_cache[li]
             v_here = v_cache.view(pos * slot, c.kv_dim * f32)
             plan += [
-                s["attn_norm"], s["q"],
-                self._rope(f"L{li}.rope_q", self.q, self.q_rot, c.n_heads, pos),
-                s["k"],
-                self._rope(f"L{li}.rope_k", self.k, k_cache.view(pos * slot, c.kv_dim * f32),
-                           c.n_kv_heads, pos),
+                self._matvec_rope(f"L{li}.q", lw["wq"], self.h, self.q_rot, c.dim, c.dim, pos),
+                self._matvec_rope(f"L{li}.k", lw["wk"], self.h, k_cache.view(pos * slot, c.kv_dim * f32),
+                                  c.kv_dim, c.dim, pos),
                 self._matvec(f"L{li}.v", lw["wv"], self.h, v_here, c.kv_dim, c.dim),
                 Dispatch(f"L{li}.attention", self.k_attention,
                          (self.q_rot, k_cache.view(0, (pos + 1) * slot),
                           v_cache.view(0, (pos + 1) * slot), self.att),
                          (c.n_heads, 1, 1), attention_push),
-                s["o"], s["attn_residual"], s["ffn_norm"], s["gate"], s["up"], s["silu_mul"],
-                s["down"], s["ffn_residual"],
+                s["o"], s["attn_residual_norm"], s["gate"], s["up"], s["down"],
+                s["ffn_residual_norm"],
             ]
         if step is None:
             return plan
         logits = self.logits.view(step * self.logits_row, c.vocab * f32)
         plan += [
-            self._out_norm,
             self._matvec("logits", self.output, self.h, logits, c.vocab, c.dim),
             Dispatch("argmax", self.k_argmax, (logits, self.tokens.view((pos + 1) * VIEW_ALIGN, 4)),
                      (1, 1, 1), struct.pack("<I", c.vocab)),
@@ -347,6 +355,13 @@ def matvec_variant(dev, weights: str) -> kernel_groups.MatVecVariant:
         subgroup_size=reported("subgroup_size", 1),
         is_cpu=dev.properties.get("type") == "cpu",
         max_invocations=dev.properties["limits"]["max_compute_work_group_invocations"])
+
+
+def fused_name(variant: kernel_groups.MatVecVariant, fusion: str) -> str:
+    """The ``mul_mat_vec_{fusion}_*`` kernel that pairs with ``variant`` (same weights and
+    reduction; glsl/mul_mat_vec.comp): ``silu``, its input silu(gate) * up from two
+    bindings; ``rope``, its output rotated by the rotary embedding."""
+    return variant.name.replace("mul_mat_vec_", f"mul_mat_vec_{fusion}_", 1)
 
 
 def default_block_size(dev) -> int:
