@@ -559,10 +559,12 @@ def test_the_layer_reports_a_set_rewritten_in_flight():
         n = 256
         y, z = dev.buffer(4 * n), dev.buffer(4 * n)
         rt.fill(dev, y, n, 1.0)
+        # Everything is looked up before the flush: dev.debug reads the fences of submitted
+        # slots, and a fence seen signalled tells the layer the batch is over.
         slot = dev.debug.open_slot
-        dev.flush()                                # submitted; its fence not yet waited on
         (sets,) = dev.debug.slots[slot].descriptor_sets
         k = dev.kernel("rt_fill").kernel
+        dev.flush()                                # submitted; its fence not yet looked at
         _vk.write_buffer_descriptors(dev.handle, sets, k.bindings, k.descriptor_types, (z,))
         dev.synchronize()
         assert any(m.id == "VUID-vkUpdateDescriptorSets-None-03047" for m in dev.validation_messages)
