@@ -45,15 +45,7 @@ pytestmark = pytest.mark.skipif(not rt.device_present(), reason="no Vulkan devic
 N = 1024
 
 
-def refused(dev, exc_type, *needles, call):
-    before = dev.stats
-    with pytest.raises(exc_type) as info:
-        call()
-    assert isinstance(info.value, GenspirvError)
-    for needle in needles:
-        assert needle in str(info.value), f"{needle!r} not in: {info.value}"
-    assert dev.stats == before, "a refused call changed the counters"
-    return str(info.value)
+refused = rt.refused
 
 
 # -- the manifest proven against the blob ----------------------------------------

@@ -134,3 +134,18 @@ def thread_chains(dev, threads: int = 4, rounds: int = 3, steps: int = 16, n: in
     for th in pool:
         th.join()
     return {"failures": failures, **done}
+
+
+def refused(dev, exc_type, *needles, call) -> str:
+    """Run ``call``: it must raise ``exc_type`` (a GenspirvError) naming every needle,
+    and leave ``dev.stats`` as it was. The message, for further checks."""
+    import pytest
+    from genspirv.errors import GenspirvError
+    before = dev.stats
+    with pytest.raises(exc_type) as info:
+        call()
+    assert isinstance(info.value, GenspirvError)
+    for needle in needles:
+        assert needle in str(info.value), f"{needle!r} not in: {info.value}"
+    assert dev.stats == before, "a refused call changed the counters"
+    return str(info.value)
