@@ -20,6 +20,8 @@ import struct
 import time
 from typing import Sequence
 
+from ..llm.driver import CLOCK_WARM_UP_S   # the same clock ramp as the decode's own warm-up
+
 PROBE = "bandwidth_probe_read"
 PROBE_BLOCK = 256
 GPU_BYTES = 1 << 30                # twenty times an H200's 50 MiB L2
@@ -27,11 +29,10 @@ CPU_BYTES = 64 << 20               # lavapipe: system memory, a loaded machine
 GPU_GROUPS = (1024, 4096, 16384, 65535)
 CPU_GROUPS = (8, 64, 512)
 REPEATS = 5
-WARM_UP_S = 1.5                    # as the decode's own warm-up (genspirv.llm.driver)
 
 
 def measure_bandwidth(dev, nbytes: int | None = None, groups: Sequence[int] | None = None,
-                      repeats: int = REPEATS, warm_up_s: float = WARM_UP_S) -> dict:
+                      repeats: int = REPEATS, warm_up_s: float = CLOCK_WARM_UP_S) -> dict:
     """{"bytes_per_s": best median, "by_groups": {groups: median}, "nbytes": n}: the read
     probe over one buffer, GPU time per pass."""
     cpu = dev.properties.get("type") == "cpu"
