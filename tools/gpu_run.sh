@@ -34,17 +34,17 @@ with Device() as d:
     print(d.properties["name"], d.properties["type"], d.properties["api_version"])
     print("subgroup", d.subgroup_size, hex(d.subgroup_operations))
 PY
-step 180 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests/test_runtime.py \
+step 150 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests/test_runtime.py \
   tests/test_submit.py tests/test_starter_kernels.py tests/test_kernels.py tests/test_demo.py \
   tests/test_reliability_runtime.py tests/test_runtime_trust.py tests/test_runtime_sharing.py \
   tests/test_spec_ids.py tests/test_hazards.py
-step 80 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
+step 70 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
 demo() {   # demo SECONDS NAME MODEL-ARGS
   step "$1" "demo_$2.log" python3 -m genspirv bench demo --roofline --repeat 3 \
     --json "$OUT/demo_h200_$2.json" --demo-args "$3"
 }
-demo 45 1024 "--layers 8 --dim 1024 --heads 16 --kv-heads 4 --ffn 2816 --vocab 16000 --tokens 16"
-demo 55 2048 "--layers 8 --dim 2048 --heads 16 --kv-heads 4 --ffn 5632 --vocab 32000 --tokens 16"
-demo 80 4096 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8"
-demo 70 4096_f16 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8 --f16"
+demo 40 1024 "--layers 8 --dim 1024 --heads 16 --kv-heads 4 --ffn 2816 --vocab 16000 --tokens 16"
+demo 50 2048 "--layers 8 --dim 2048 --heads 16 --kv-heads 4 --ffn 5632 --vocab 32000 --tokens 16"
+demo 90 4096 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8"
+demo 130 4096_f16 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8 --f16"
 exit $status
