@@ -22,6 +22,9 @@
 // the flat group id); ceil(n_rows / ROWS_PER_GROUP) groups, as (min(g, 65535),
 // ceil(g / 65535), 1), give one block per group (genspirv.kernel_groups.mul_mat_vec_groups);
 // extra groups do nothing.
+// Fused variants, by define (each explained where it acts): MMV_SILU_X and MMV_NORM_X
+// make the input (silu(gate) * up; rms_norm(x) * weight), MMV_ROPE and MMV_ADD_Y the
+// output (rotated; plus a residual). One of each kind at most.
 #ifndef MMV_SUBGROUP
 #define MMV_SUBGROUP 1
 #endif
@@ -30,6 +33,18 @@
 #endif
 #ifndef MMV_ROPE
 #define MMV_ROPE 0
+#endif
+#ifndef MMV_NORM_X
+#define MMV_NORM_X 0
+#endif
+#ifndef MMV_ADD_Y
+#define MMV_ADD_Y 0
+#endif
+#if MMV_NORM_X && MMV_SILU_X
+#error "MMV_NORM_X and MMV_SILU_X both transform the input: pick one"
+#endif
+#if MMV_ADD_Y && MMV_ROPE
+#error "MMV_ADD_Y and MMV_ROPE both transform the output: pick one"
 #endif
 #if MMV_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -47,6 +62,14 @@ layout(constant_id = 1) const uint ROWS_PER_GROUP = 1;
 #define MMV_ROWS (2u * ROWS_PER_GROUP)
 #else
 #define MMV_ROWS ROWS_PER_GROUP
+#endif
+
+// Sums reduced per block: one per row, and with MMV_NORM_X one more, the input's sum
+// of squares (its index is MMV_ROWS).
+#if MMV_NORM_X
+#define MMV_SUMS (MMV_ROWS + 1u)
+#else
+#define MMV_SUMS MMV_ROWS
 #endif
 
 // Each buffer is seen twice, as vectors for the aligned path and as scalars for
@@ -78,9 +101,30 @@ vec4 load_x4(const uint i) { const vec4 g = x4[i]; return g / (1.0 + exp(-g)) * 
 float load_x(const uint k) { const float g = x[k]; return g / (1.0 + exp(-g)) * up[k]; }
 #define LOAD_X4(i) load_x4(i)
 #define LOAD_X(k) load_x(k)
+#elif MMV_NORM_X
+// With MMV_NORM_X=1 (the mul_mat_vec_norm_* variants) the input is rms_norm(x) * weight,
+// the weight at binding 3 and eps a push constant. The norm's 1 / rms is a factor of
+// every row's dot product: each x is loaded once, times its weight into the products,
+// squared into one more sum that is reduced with the rows', and the row's total is
+// scaled at the end. The separate rms_norm dispatch, and its step, go away.
+layout(binding = 3) readonly buffer NormWeight { vec4 norm_w4[]; };
+layout(binding = 3) readonly buffer NormWeightScalar { float norm_w[]; };
+#define LOAD_X4(i) load_x4(i)
+#define LOAD_X(k) load_x(k)
 #else
 #define LOAD_X4(i) x4[i]
 #define LOAD_X(k) x[k]
+#endif
+
+// With MMV_ADD_Y=1 (the mul_mat_vec_add_* variants, a residual add) the output is
+// resid + W x, resid at the binding after the input's (3, or 4 after silu's up):
+// the residual stream's update without an add dispatch of its own.
+#if MMV_ADD_Y
+#if MMV_SILU_X || MMV_NORM_X
+layout(binding = 4) readonly buffer Resid { float resid[]; };
+#else
+layout(binding = 3) readonly buffer Resid { float resid[]; };
+#endif
 #endif
 
 layout(push_constant) uniform Params {
@@ -90,6 +134,9 @@ layout(push_constant) uniform Params {
     uint head_dim;      // even; n_rows a multiple of it
     uint pos;
     float theta_base;
+#endif
+#if MMV_NORM_X
+    float eps;
 #endif
 } p;
 
@@ -107,9 +154,34 @@ void store_rotated(const uint row, const float x0, const float x1) {
 }
 #endif
 
-shared float mmv_partial[MMV_ROWS * BLOCK_SIZE];
+shared float mmv_partial[MMV_SUMS * BLOCK_SIZE];
 
-float acc[MMV_ROWS];
+float acc[MMV_SUMS];
+
+#if MMV_NORM_X
+// x times the norm's weight; x squared into acc[MMV_ROWS] on the way.
+vec4 load_x4(const uint i) {
+    const vec4 v = x4[i];
+    acc[MMV_ROWS] += dot(v, v);
+    return v * norm_w4[i];
+}
+float load_x(const uint k) {
+    const float v = x[k];
+    acc[MMV_ROWS] += v * v;
+    return v * norm_w[k];
+}
+#define NORMED(d) ((d) * inv_rms)
+#else
+#define NORMED(d) (d)
+#endif
+
+// Row `row`'s output from its reduced dot product `d` (scaled by the norm, plus the
+// residual, as the variant says).
+#if MMV_ADD_Y
+#define STORE_Y(row, d) y[row] = resid[row] + NORMED(d)
+#else
+#define STORE_Y(row, d) y[row] = NORMED(d)
+#endif
 
 // One vector column c (VEC weights) of every row of the group.
 void accumulate_vec(const uint c, const uint nv, const uint row0) {
@@ -137,13 +209,20 @@ void accumulate_vec(const uint c, const uint nv, const uint row0) {
 // gl_NumSubgroups partial sums of their row and store it.
 void reduce_by_subgroups(const uint row0) {
     const uint tid = gl_LocalInvocationID.x;
-    [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
+    [[unroll]] for (uint r = 0; r < MMV_SUMS; ++r) {
         const float s = subgroupAdd(acc[r]);
         if (gl_SubgroupInvocationID == 0u) {
             mmv_partial[r * BLOCK_SIZE + gl_SubgroupID] = s;
         }
     }
     barrier();
+#if MMV_NORM_X
+    float sum_sq = 0.0;
+    for (uint s = 0; s < gl_NumSubgroups; ++s) {
+        sum_sq += mmv_partial[MMV_ROWS * BLOCK_SIZE + s];
+    }
+    const float inv_rms = inversesqrt(sum_sq / float(p.n_cols) + p.eps);
+#endif
 #if MMV_ROPE
     if (2u * tid < MMV_ROWS && row0 + 2u * tid < p.n_rows) {
         float t0 = 0.0;
@@ -152,7 +231,7 @@ void reduce_by_subgroups(const uint row0) {
             t0 += mmv_partial[2u * tid * BLOCK_SIZE + s];
             t1 += mmv_partial[(2u * tid + 1u) * BLOCK_SIZE + s];
         }
-        store_rotated(row0 + 2u * tid, t0, t1);
+        store_rotated(row0 + 2u * tid, NORMED(t0), NORMED(t1));
     }
 #else
     if (tid < MMV_ROWS && row0 + tid < p.n_rows) {
@@ -160,7 +239,7 @@ void reduce_by_subgroups(const uint row0) {
         for (uint s = 0; s < gl_NumSubgroups; ++s) {
             total += mmv_partial[tid * BLOCK_SIZE + s];
         }
-        y[row0 + tid] = total;
+        STORE_Y(row0 + tid, total);
     }
 #endif
 }
@@ -169,28 +248,31 @@ void reduce_by_subgroups(const uint row0) {
 // Shared-memory fold of every row at once; any BLOCK_SIZE (rounds the live range up).
 void reduce_in_shared_memory(const uint row0) {
     const uint tid = gl_LocalInvocationID.x;
-    [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
+    [[unroll]] for (uint r = 0; r < MMV_SUMS; ++r) {
         mmv_partial[r * BLOCK_SIZE + tid] = acc[r];
     }
     barrier();
     for (uint live = BLOCK_SIZE; live > 1u; ) {
         const uint upper = (live + 1u) / 2u;
         if (tid + upper < live) {
-            [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
+            [[unroll]] for (uint r = 0; r < MMV_SUMS; ++r) {
                 mmv_partial[r * BLOCK_SIZE + tid] += mmv_partial[r * BLOCK_SIZE + tid + upper];
             }
         }
         barrier();
         live = upper;
     }
+#if MMV_NORM_X
+    const float inv_rms = inversesqrt(mmv_partial[MMV_ROWS * BLOCK_SIZE] / float(p.n_cols) + p.eps);
+#endif
 #if MMV_ROPE
     if (2u * tid < MMV_ROWS && row0 + 2u * tid < p.n_rows) {
-        store_rotated(row0 + 2u * tid, mmv_partial[2u * tid * BLOCK_SIZE],
-                      mmv_partial[(2u * tid + 1u) * BLOCK_SIZE]);
+        store_rotated(row0 + 2u * tid, NORMED(mmv_partial[2u * tid * BLOCK_SIZE]),
+                      NORMED(mmv_partial[(2u * tid + 1u) * BLOCK_SIZE]));
     }
 #else
     if (tid < MMV_ROWS && row0 + tid < p.n_rows) {
-        y[row0 + tid] = mmv_partial[tid * BLOCK_SIZE];
+        STORE_Y(row0 + tid, mmv_partial[tid * BLOCK_SIZE]);
     }
 #endif
 }
@@ -198,7 +280,7 @@ void reduce_in_shared_memory(const uint row0) {
 // The dot products of rows row0 .. row0 + ROWS_PER_GROUP - 1, reduced and stored.
 void rows_block(const uint row0) {
     const uint tid = gl_LocalInvocationID.x;
-    [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
+    [[unroll]] for (uint r = 0; r < MMV_SUMS; ++r) {
         acc[r] = 0.0;
     }
     if (p.n_cols % VEC == 0u) {
