@@ -9,9 +9,12 @@ Variants (glsl/mul_mat_vec.comp): ``mul_mat_vec_{f32,f16}`` reduce with
 ``GL_KHR_shader_subgroup_arithmetic``; ``mul_mat_vec_{f32,f16}_noshuffle``
 reduce through shared memory only, for devices without subgroup arithmetic in
 compute shaders. Each has fused siblings of the same reduction that the decode
-driver binds: ``mul_mat_vec_silu_*`` (input silu(gate) * up) and
-``mul_mat_vec_rope_*`` (output rotated; ``ROWS_PER_GROUP`` counts row pairs,
-so its groups are ``mul_mat_vec_groups(n_rows, 2 * rows_per_group)``).
+driver binds: ``mul_mat_vec_norm_*`` (input rms_norm(x) * weight),
+``mul_mat_vec_rope_norm_*`` (that, and the output rotated; ``ROWS_PER_GROUP``
+counts row pairs, so its groups are ``mul_mat_vec_groups(n_rows, 2 *
+rows_per_group)``), ``mul_mat_vec_add_*`` (output plus a residual) and
+``mul_mat_vec_silu_add_*`` (input silu(gate) * up, output plus a residual);
+``mul_mat_vec_silu_*`` and ``mul_mat_vec_rope_*`` have one fusion each.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ MAX_GROUPS_X = 65535
 # per workgroup and rows per workgroup; the spec constants' defaults in the shader agree.
 GPU_BLOCK_SIZE = 128
 ROWS_PER_GROUP = 1
+# Rows per workgroup by weight type, what ``pick_mul_mat_vec`` gives when not told: a
+# parameter per type, since a row of f16 weights is half the bytes of an f32 one for the
+# same reads of x (and of the norm's weight) per workgroup. Both are ROWS_PER_GROUP, the
+# measured default, until a measurement says otherwise.
+ROWS_PER_GROUP_BY_WEIGHTS = {"f32": ROWS_PER_GROUP, "f16": ROWS_PER_GROUP}
 # A CPU implementation (lavapipe) runs a workgroup as a loop over SIMD lanes: small groups.
 CPU_BLOCK_SIZE = 32
 
@@ -71,19 +79,21 @@ def has_subgroup_arithmetic(supported_operations: int, supported_stages: int) ->
 
 def pick_mul_mat_vec(weights: str, *, supported_operations: int, supported_stages: int,
                      subgroup_size: int, is_cpu: bool = False, max_invocations: int = 1024,
-                     rows_per_group: int = ROWS_PER_GROUP) -> MatVecVariant:
+                     rows_per_group: int | None = None) -> MatVecVariant:
     """The ``mul_mat_vec`` variant for a device.
 
     Inputs, all from the physical device: ``weights`` "f32" or "f16";
     ``supported_operations``, ``supported_stages`` and ``subgroup_size`` from
     ``VkPhysicalDeviceSubgroupProperties``; ``is_cpu`` when deviceType is CPU;
-    ``max_invocations`` = ``maxComputeWorkGroupInvocations``. The subgroup
-    variant when compute shaders have subgroup arithmetic, else ``_noshuffle``;
-    the workgroup is a whole number of subgroups (at least one), capped by the
-    device's limit.
+    ``max_invocations`` = ``maxComputeWorkGroupInvocations``; ``rows_per_group``
+    (default ``ROWS_PER_GROUP_BY_WEIGHTS[weights]``). The subgroup variant when
+    compute shaders have subgroup arithmetic, else ``_noshuffle``; the workgroup
+    is a whole number of subgroups (at least one), capped by the device's limit.
     """
     if weights not in ("f32", "f16"):
         raise ValueError(f"mul_mat_vec: weights must be 'f32' or 'f16', not {weights!r}")
+    if rows_per_group is None:
+        rows_per_group = ROWS_PER_GROUP_BY_WEIGHTS[weights]
     if subgroup_size < 1 or max_invocations < 1 or rows_per_group < 1:
         raise ValueError(f"mul_mat_vec: subgroup_size ({subgroup_size}), max_invocations "
                          f"({max_invocations}) and rows_per_group ({rows_per_group}) must be at least 1")

@@ -47,14 +47,14 @@ def test_demo_token_exact_with_structural_barrier_counts(lavapipe_ok, seed):
         assert r["token_exact"] and r["ties"] == [] and r["mismatches"] == []
         assert r["tokens"] == report["reference_tokens"]
         assert r["max_rel_err"] <= 1e-5
-        assert r["dispatches_per_token"] == driver.dispatches_per_token(config) == 4 + 10 * 2
-    # The structure (each rope applied by its projection, the residual adds fused into
-    # the norms after them, silu_mul into the down projection): 4 + 7 per layer in
-    # program order, which is already one step per DAG level, so the same reordered;
-    # a barrier before every dispatch under "always".
-    assert runs["smart"]["barriers_per_token"] == 4 + 7 * 2
-    assert runs["smart+reorder"]["barriers_per_token"] == 4 + 7 * 2
-    assert runs["always"]["barriers_per_token"] == 4 + 10 * 2
+        assert r["dispatches_per_token"] == driver.dispatches_per_token(config) == 3 + 8 * 2
+    # The structure (each norm fused into the products that read it, each residual add
+    # into the product before it, each rope applied by its projection, silu_mul into
+    # the down projection): 3 + 5 per layer in program order, which is already one step
+    # per DAG level, so the same reordered; a barrier before every dispatch under "always".
+    assert runs["smart"]["barriers_per_token"] == 3 + 5 * 2
+    assert runs["smart+reorder"]["barriers_per_token"] == 3 + 5 * 2
+    assert runs["always"]["barriers_per_token"] == 3 + 8 * 2
     assert runs["smart"]["recorded"]["stats"]["barriers_skipped"] > 0
     for r in runs.values():   # the captured-and-replayed decode is checked the same way
         assert r["replayed"]["token_exact"] and r["replayed"]["ok"]
@@ -71,8 +71,8 @@ def test_default_configuration_barriers_per_token(lavapipe_ok):
     assert report["ok"]
     got = {r["config"]: (r["dispatches_per_token"], r["barriers_per_token"]) for r in report["runs"]}
     layers = ref.ModelConfig().n_layers
-    assert got == {"smart": (24, 18), "always": (24, 24), "smart+reorder": (24, 18)}
-    assert got["smart"] == (4 + 10 * layers, 4 + 7 * layers)
+    assert got == {"smart": (19, 13), "always": (19, 19), "smart+reorder": (19, 13)}
+    assert got["smart"] == (3 + 8 * layers, 3 + 5 * layers)
     assert all(r["token_exact"] for r in report["runs"])
 
 
@@ -85,7 +85,7 @@ def test_demo_f16_weights_grouped_query_odd_sizes(lavapipe_ok):
     assert report["ok"] and [r["config"] for r in report["runs"]] == ["smart+reorder"]
     r = report["runs"][0]
     assert r["token_exact"] and "replayed" not in r, report
-    assert r["barriers_per_token"] == 4 + 7
+    assert r["barriers_per_token"] == 3 + 5
 
 
 def test_schedule_model_agrees_with_the_formula(lavapipe_ok):
@@ -103,20 +103,23 @@ def test_schedule_model_agrees_with_the_formula(lavapipe_ok):
         o0 = reorder.reorder(a0)
         o1 = [len(a0) + i for i in reorder.reorder(a1)]
         reordered = reorder.count_barriers(a0 + a1, o0 + o1) - reorder.count_barriers(a0, o0)
-        assert natural == driver.expected_barriers_per_token(config, "smart", False) == 4 + 7 * layers
-        assert reordered == driver.expected_barriers_per_token(config, "smart", True) == 4 + 7 * layers
-        labels = [[model.token_plan(1, 1)[i].label for i in g] for g in reorder.levels(a1)]
-        assert ["L0.q", "L0.k", "L0.v"] in labels and ["L0.attention"] in labels
-        assert ["L0.gate", "L0.up"] in labels
-        # The dependency DAG's depth, the dependent steps of a token: get_rows, the first
-        # norm, logits, argmax and 7 a layer (q/k/v with their ropes, attention, o,
-        # residual + ffn norm, gate/up, down, residual + next norm); 4 + 11 a layer
-        # before the fusions.
-        assert len(labels) == 4 + 7 * layers
-        assert [f"L{layers - 1}.ffn_residual_norm"] in labels and ["L0.down"] in labels
+        assert natural == driver.expected_barriers_per_token(config, "smart", False) == 3 + 5 * layers
+        assert reordered == driver.expected_barriers_per_token(config, "smart", True) == 3 + 5 * layers
+        plan = model.token_plan(1, 1)
+        labels = [[plan[i].label for i in g] for g in reorder.levels(a1)]
+        assert labels[:2] == [["get_rows"], ["L0.q", "L0.k", "L0.v"]]
+        assert labels[2:6] == [["L0.attention"], ["L0.o"], ["L0.gate", "L0.up"], ["L0.down"]]
+        assert labels[-2:] == [["logits"], ["argmax"]]
+        # The dependency DAG's depth, the dependent steps of a token: get_rows, logits,
+        # argmax and 5 a layer (q/k/v with the attention norm and the ropes, attention,
+        # o + residual, gate/up with the ffn norm, down + residual); 4 + 7 a layer with
+        # the norms as steps of their own, 4 + 11 before any fusion.
+        assert len(labels) == 3 + 5 * layers
         assert not any(word in label for g in labels for label in g
-                       for word in ("rope", "silu_mul")) and not any(
-            label.endswith("_residual") for g in labels for label in g)
+                       for word in ("norm", "rope", "silu_mul", "residual"))
+        # No dispatch reads a buffer it writes (the residual stream ping-pongs).
+        for d, access in zip(plan, a1):
+            assert not any(w.overlaps(r) for w in access.writes for r in access.reads), d.label
 
 
 @pytest.mark.parametrize("operations, variant", [(None, "mul_mat_vec_f32"), (0, "mul_mat_vec_f32_noshuffle")])
@@ -131,8 +134,9 @@ def test_the_matvec_variant_follows_the_subgroup_operations(lavapipe_ok, monkeyp
     with runtime.Device() as dev:
         model = driver.GpuModel(dev, weights, block_size=32)
         assert model.matvec_variant.name == variant == model.k_matvec.name
-        assert model.k_matvec_silu.name == variant.replace("mul_mat_vec_", "mul_mat_vec_silu_")
-        assert model.k_matvec_rope.name == variant.replace("mul_mat_vec_", "mul_mat_vec_rope_")
+        for kernel, fusion in ((model.k_matvec_norm, "norm"), (model.k_matvec_rope_norm, "rope_norm"),
+                               (model.k_matvec_add, "add"), (model.k_matvec_silu_add, "silu_add")):
+            assert kernel.name == variant.replace("mul_mat_vec_", f"mul_mat_vec_{fusion}_")
         run = model.decode(args.prompt, args.tokens, reorder=False)
     assert compare.Reference(weights, args.prompt, args.tokens).check(run, args.tol).ok
 
@@ -272,7 +276,7 @@ def test_decode_with_the_noshuffle_variant_and_two_rows_per_group(lavapipe_ok, m
     """The driver's group counts follow the variant's rows per group; the shared-memory
     fallback decodes the same tokens as the reference."""
     from genspirv import kernel_groups
-    monkeypatch.setattr(driver, "matvec_variant", lambda dev, wt: kernel_groups.MatVecVariant(
+    monkeypatch.setattr(driver, "matvec_variant", lambda dev, wt, rows_per_group: kernel_groups.MatVecVariant(
         f"mul_mat_vec_{wt}_noshuffle", block_size=32, rows_per_group=2))
     config = ref.ModelConfig(n_layers=2, dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, vocab=101,
                              max_ctx=5)

@@ -73,6 +73,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--f16", action="store_true", help="float16 weights (needs 16-bit storage)")
     p.add_argument("--block-size", type=int, default=None,
                    help="workgroup size (default: 32 on a CPU device, 128 on a GPU)")
+    p.add_argument("--rows-per-group", type=int, default=None,
+                   help="matrix rows per workgroup of the mul_mat_vec kernels (default: per weight "
+                        "type, genspirv.kernel_groups.ROWS_PER_GROUP_BY_WEIGHTS)")
     p.add_argument("--tol", type=float, default=1e-4,
                    help="logit tolerance relative to max |logit| (default 1e-4)")
     p.add_argument("--reorder", action="store_true",
@@ -98,6 +101,8 @@ def config_from_args(args: argparse.Namespace) -> "ModelConfig":
         raise GenspirvError(f"--tokens must be at least 1 (got {args.tokens})")
     if not args.tol > 0:
         raise GenspirvError(f"--tol must be a positive number (got {args.tol})")
+    if args.rows_per_group is not None and args.rows_per_group < 1:
+        raise GenspirvError(f"--rows-per-group must be at least 1 (got {args.rows_per_group})")
     if max(args.prompt) >= args.vocab:
         raise GenspirvError(f"prompt token {max(args.prompt)} is outside the vocabulary of {args.vocab}")
     if n_ctx > MAX_CONTEXT:
@@ -143,7 +148,8 @@ def run_demo(args: argparse.Namespace) -> dict:
     try:
         block_size = args.block_size or default_block_size(dev)
         report["model"]["block_size"] = block_size
-        model = GpuModel(dev, weights, block_size=block_size)
+        model = GpuModel(dev, weights, block_size=block_size, rows_per_group=args.rows_per_group)
+        report["model"]["rows_per_group"] = model.matvec_variant.rows_per_group
         configs = [c for c in CONFIGS if c[2]] if args.reorder else list(CONFIGS)
         runs: dict[tuple[str, str], list] = {}
         decode_rounds(model, args.prompt, n, configs, repeat, replay=not args.no_replay,

@@ -65,38 +65,41 @@ class Dispatch(NamedTuple):
 
 
 def dispatches_per_token(config: ref.ModelConfig) -> int:
-    """get_rows and the first layer's attention norm; 10 per layer; logits, argmax.
+    """get_rows; 8 per layer; logits, argmax.
 
-    Per layer: q and k (each with its rope applied to the result), v, attention,
-    o, the attention residual fused with the ffn norm, gate, up, down (silu_mul
-    fused into its input), the ffn residual fused with the next norm (the next
-    layer's attention norm, or the output norm after the last layer)."""
-    return 2 + 10 * config.n_layers + 2
+    Per layer: q and k (each with the attention norm fused into its input and its
+    rope applied to the result), v (with the attention norm), attention, o (the
+    residual add fused into its output), gate and up (the ffn norm fused into
+    their input), down (silu_mul fused into its input, the residual add into its
+    output). The logits take the output norm the same way. No norm or add has a
+    dispatch of its own."""
+    return 1 + 8 * config.n_layers + 2
 
 
 def expected_barriers_per_token(config: ref.ModelConfig, policy: str, reorder: bool) -> int:
     """Barriers per decoded token, from the model's structure alone.
 
     ``always``: one before every dispatch. ``smart`` in program order, per layer:
-    q+rope (reads the norm before it; k+rope and v share its step), attention,
-    o proj, residual add + ffn norm, gate (up shares it), down (reads gate and
-    up), residual add + next norm = 7; plus get_rows (reads the slot argmax
-    wrote), the first attention norm, logits and argmax = 4. Program order is
+    q (reads the residual stream the step before wrote; k and v share its step),
+    attention, o (writes the second residual buffer), gate (up shares it), down
+    (reads gate and up, writes the first residual buffer) = 5; plus get_rows
+    (reads the slot argmax wrote), logits and argmax = 3. Program order is
     already one step per level of the dependency DAG, so the reorder pass gives
-    the same count. (Before the fusions, 12 per layer in program order and 11
-    reordered: the two ropes, the two residual adds and silu_mul were steps of
-    their own.)
+    the same count. (With the norms as dispatches of their own, the residual
+    adds fused into them, it was 4 + 7 per layer; before any fusion, 12 per
+    layer in program order and 11 reordered.)
     """
     if policy == "always":
         return dispatches_per_token(config)
-    return 4 + 7 * config.n_layers
+    return 3 + 5 * config.n_layers
 
 
 
 class GpuModel:
     """The model's weights, activations, KV cache and kernels on one device."""
 
-    def __init__(self, dev, weights: ref.ModelWeights, block_size: int = 128):
+    def __init__(self, dev, weights: ref.ModelWeights, block_size: int = 128,
+                 rows_per_group: Optional[int] = None):
         c = weights.config
         limit = dev.properties["limits"]["max_compute_work_group_invocations"]
         if not 1 <= block_size <= limit:
@@ -107,13 +110,18 @@ class GpuModel:
         spec = {"BLOCK_SIZE": block_size}
         self.block_size = block_size
         self.k_get_rows = dev.kernel(f"get_rows_{wt}", spec=spec)
-        self.matvec_variant = matvec_variant(dev, wt)
-        self.k_matvec = dev.kernel(self.matvec_variant.name, spec=self.matvec_variant.spec)
-        self.k_rms_norm = dev.kernel("rms_norm", spec=spec)
-        self.k_add_rms_norm = dev.kernel("add_rms_norm", spec=spec)
-        self.k_matvec_silu = dev.kernel(fused_name(self.matvec_variant, "silu"), spec=self.matvec_variant.spec)
-        # The rope variant's ROWS_PER_GROUP counts pairs of rows.
-        self.k_matvec_rope = dev.kernel(fused_name(self.matvec_variant, "rope"), spec=self.matvec_variant.spec)
+        # rows_per_group: the mul_mat_vec kernels' ROWS_PER_GROUP (default: per weight
+        # type, kernel_groups.ROWS_PER_GROUP_BY_WEIGHTS).
+        self.matvec_variant = v = matvec_variant(dev, wt, rows_per_group)
+        self.k_matvec = dev.kernel(v.name, spec=v.spec)
+        # Every norm and residual add of the decode is fused into a matrix product
+        # (glsl/mul_mat_vec.comp): the norms into the inputs of the products that read
+        # them, the adds into the outputs of o and down. The rope variant's
+        # ROWS_PER_GROUP counts pairs of rows.
+        self.k_matvec_norm = dev.kernel(fused_name(v, "norm"), spec=v.spec)
+        self.k_matvec_rope_norm = dev.kernel(fused_name(v, "rope_norm"), spec=v.spec)
+        self.k_matvec_add = dev.kernel(fused_name(v, "add"), spec=v.spec)
+        self.k_matvec_silu_add = dev.kernel(fused_name(v, "silu_add"), spec=v.spec)
         self.k_attention = dev.kernel("attention", spec={"BLOCK_SIZE": block_size,
                                                          "MAX_CTX": c.max_ctx})
         self.k_argmax = dev.kernel("argmax", spec=spec)
@@ -125,11 +133,11 @@ class GpuModel:
         self.output = self._upload(weights.output)
 
         f32 = 4
+        # The residual stream: x in residual[0] between layers, x2 (after attention) in
+        # residual[1], so that no dispatch reads and writes one buffer.
         self.residual = [dev.buffer(c.dim * f32), dev.buffer(c.dim * f32)]
-        self.h = dev.buffer(c.dim * f32)
         self.q_rot = dev.buffer(c.dim * f32)
         self.att = dev.buffer(c.dim * f32)
-        self.proj = dev.buffer(c.dim * f32)
         self.gate = dev.buffer(c.ffn_dim * f32)
         self.up = dev.buffer(c.ffn_dim * f32)
         self.kv_slot = _align(c.kv_dim * f32)           # bytes per cached position
@@ -142,8 +150,6 @@ class GpuModel:
         # The dispatches that are the same at every position, made once per layer;
         # and the reorder pass's order, once per step shape.
         self._static = [self._layer_static(li, lw) for li, lw in enumerate(self.layers)]
-        self._attn_norm0 = self._rms_norm("L0.attn_norm", self.residual[0],
-                                          self.layers[0]["attn_norm"], self.h)
         self.schedules = ScheduleCache()
 
     def _upload(self, array):
@@ -154,47 +160,37 @@ class GpuModel:
 
     # Each helper returns one Dispatch; sizes are push constants (see each .comp).
 
-    def _matvec(self, label, w, x, y, rows, cols) -> Dispatch:
-        groups = kernel_groups.mul_mat_vec_groups(rows, self.matvec_variant.rows_per_group)
-        return Dispatch(label, self.k_matvec, (w, x, y), groups, struct.pack("<II", cols, rows))
+    def _groups(self, rows: int) -> tuple[int, int, int]:
+        return kernel_groups.mul_mat_vec_groups(rows, self.matvec_variant.rows_per_group)
 
-    def _rms_norm(self, label, x, w, y) -> Dispatch:
-        c = self.config
-        return Dispatch(label, self.k_rms_norm, (x, w, y), (1, 1, 1),
-                        struct.pack("<IIf", c.dim, 1, c.eps))
+    def _matvec_norm(self, label, w, x, norm, y, rows, cols) -> Dispatch:
+        """y = W (rms_norm(x) * norm)."""
+        return Dispatch(label, self.k_matvec_norm, (w, x, y, norm), self._groups(rows),
+                        struct.pack("<IIf", cols, rows, self.config.eps))
 
-    def _matvec_rope(self, label, w, x, y, rows, cols, pos) -> Dispatch:
-        """y = rope(W x) at ``pos``: a q or k projection with its rotary embedding."""
+    def _matvec_rope_norm(self, label, w, x, norm, y, rows, cols, pos) -> Dispatch:
+        """y = rope(W (rms_norm(x) * norm)) at ``pos``: a q or k projection with the
+        attention norm before it and its rotary embedding after."""
         c = self.config
         groups = kernel_groups.mul_mat_vec_groups(rows, 2 * self.matvec_variant.rows_per_group)
-        return Dispatch(label, self.k_matvec_rope, (w, x, y), groups,
-                        struct.pack("<IIIIf", cols, rows, c.head_dim, pos, c.rope_base))
-
-    def _add_rms_norm(self, label, x, residual, w, h, y) -> Dispatch:
-        c = self.config
-        return Dispatch(label, self.k_add_rms_norm, (x, residual, w, h, y), (1, 1, 1),
-                        struct.pack("<IIf", c.dim, 1, c.eps))
+        return Dispatch(label, self.k_matvec_rope_norm, (w, x, y, norm), groups,
+                        struct.pack("<IIIIff", cols, rows, c.head_dim, pos, c.rope_base, c.eps))
 
     def _layer_static(self, li: int, lw: dict) -> dict[str, Dispatch]:
         """Layer ``li``'s dispatches that no position changes, by role. Each layer
-        reads residual[0] and its norm in h, and leaves its output in residual[0]
-        and that output's next norm (the next layer's attention norm, or the
-        output norm after the last layer) in h."""
+        reads x in residual[0] and leaves its output there: o writes x2 = x + Wo att
+        to residual[1], gate and up read it (the ffn norm fused), down writes
+        x2 + W_down (silu(gate) * up) back to residual[0]."""
         c = self.config
         x, x2 = self.residual
-        last = li + 1 == len(self.layers)
-        next_norm = self.out_norm if last else self.layers[li + 1]["attn_norm"]
         return {
-            "o": self._matvec(f"L{li}.o", lw["wo"], self.att, self.proj, c.dim, c.dim),
-            "attn_residual_norm": self._add_rms_norm(f"L{li}.attn_residual_norm", x, self.proj,
-                                                     lw["ffn_norm"], x2, self.h),
-            "gate": self._matvec(f"L{li}.gate", lw["w_gate"], self.h, self.gate, c.ffn_dim, c.dim),
-            "up": self._matvec(f"L{li}.up", lw["w_up"], self.h, self.up, c.ffn_dim, c.dim),
-            "down": Dispatch(f"L{li}.down", self.k_matvec_silu, (lw["w_down"], self.gate, self.proj, self.up),
-                             kernel_groups.mul_mat_vec_groups(c.dim, self.matvec_variant.rows_per_group),
-                             struct.pack("<II", c.ffn_dim, c.dim)),
-            "ffn_residual_norm": self._add_rms_norm(f"L{li}.ffn_residual_norm", x2, self.proj,
-                                                    next_norm, x, self.h),
+            "o": Dispatch(f"L{li}.o", self.k_matvec_add, (lw["wo"], self.att, x2, x),
+                          self._groups(c.dim), struct.pack("<II", c.dim, c.dim)),
+            "gate": self._matvec_norm(f"L{li}.gate", lw["w_gate"], x2, lw["ffn_norm"], self.gate,
+                                      c.ffn_dim, c.dim),
+            "up": self._matvec_norm(f"L{li}.up", lw["w_up"], x2, lw["ffn_norm"], self.up, c.ffn_dim, c.dim),
+            "down": Dispatch(f"L{li}.down", self.k_matvec_silu_add, (lw["w_down"], self.gate, x, self.up, x2),
+                             self._groups(c.dim), struct.pack("<II", c.ffn_dim, c.dim)),
         }
 
     def token_plan(self, pos: int, step: Optional[int]) -> list[Dispatch]:
@@ -207,33 +203,33 @@ class GpuModel:
         c = self.config
         f32 = 4
         slot = self.kv_slot
+        x = self.residual[0]
         plan = [Dispatch("get_rows", self.k_get_rows,
-                         (self.tokens.view(pos * VIEW_ALIGN, 4), self.embedding, self.residual[0]),
+                         (self.tokens.view(pos * VIEW_ALIGN, 4), self.embedding, x),
                          (_ceil_div(c.dim, self.block_size), 1, 1),
-                         struct.pack("<III", c.dim, 1, c.vocab)),
-                self._attn_norm0]
+                         struct.pack("<III", c.dim, 1, c.vocab))]
         attention_push = struct.pack("<IIIIIf", c.n_heads, c.n_kv_heads, c.head_dim, pos + 1,
                                      slot // f32, c.head_dim ** -0.5)
         for li, (s, lw) in enumerate(zip(self._static, self.layers)):
             k_cache, v_cache = self.k_cache[li], self.v_cache[li]
             v_here = v_cache.view(pos * slot, c.kv_dim * f32)
+            norm = lw["attn_norm"]
             plan += [
-                self._matvec_rope(f"L{li}.q", lw["wq"], self.h, self.q_rot, c.dim, c.dim, pos),
-                self._matvec_rope(f"L{li}.k", lw["wk"], self.h, k_cache.view(pos * slot, c.kv_dim * f32),
-                                  c.kv_dim, c.dim, pos),
-                self._matvec(f"L{li}.v", lw["wv"], self.h, v_here, c.kv_dim, c.dim),
+                self._matvec_rope_norm(f"L{li}.q", lw["wq"], x, norm, self.q_rot, c.dim, c.dim, pos),
+                self._matvec_rope_norm(f"L{li}.k", lw["wk"], x, norm, k_cache.view(pos * slot, c.kv_dim * f32),
+                                       c.kv_dim, c.dim, pos),
+                self._matvec_norm(f"L{li}.v", lw["wv"], x, norm, v_here, c.kv_dim, c.dim),
                 Dispatch(f"L{li}.attention", self.k_attention,
                          (self.q_rot, k_cache.view(0, (pos + 1) * slot),
                           v_cache.view(0, (pos + 1) * slot), self.att),
                          (c.n_heads, 1, 1), attention_push),
-                s["o"], s["attn_residual_norm"], s["gate"], s["up"], s["down"],
-                s["ffn_residual_norm"],
+                s["o"], s["gate"], s["up"], s["down"],
             ]
         if step is None:
             return plan
         logits = self.logits.view(step * self.logits_row, c.vocab * f32)
         plan += [
-            self._matvec("logits", self.output, self.h, logits, c.vocab, c.dim),
+            self._matvec_norm("logits", self.output, x, self.out_norm, logits, c.vocab, c.dim),
             Dispatch("argmax", self.k_argmax, (logits, self.tokens.view((pos + 1) * VIEW_ALIGN, 4)),
                      (1, 1, 1), struct.pack("<I", c.vocab)),
         ]
@@ -335,8 +331,9 @@ class RunResult:
 
 
 
-def matvec_variant(dev, weights: str) -> kernel_groups.MatVecVariant:
-    """The ``mul_mat_vec`` variant and spec constants for this device (``pick_mul_mat_vec``).
+def matvec_variant(dev, weights: str, rows_per_group: Optional[int] = None) -> kernel_groups.MatVecVariant:
+    """The ``mul_mat_vec`` variant and spec constants for this device (``pick_mul_mat_vec``;
+    ``rows_per_group`` None: its default for the weight type).
 
     Subgroup properties come from the device where it reports them
     (``subgroup_size``, ``subgroup_operations``, ``subgroup_stages``); a device
@@ -354,13 +351,16 @@ def matvec_variant(dev, weights: str) -> kernel_groups.MatVecVariant:
         supported_stages=reported("subgroup_stages", kernel_groups.SHADER_STAGE_COMPUTE),
         subgroup_size=reported("subgroup_size", 1),
         is_cpu=dev.properties.get("type") == "cpu",
-        max_invocations=dev.properties["limits"]["max_compute_work_group_invocations"])
+        max_invocations=dev.properties["limits"]["max_compute_work_group_invocations"],
+        rows_per_group=rows_per_group)
 
 
 def fused_name(variant: kernel_groups.MatVecVariant, fusion: str) -> str:
     """The ``mul_mat_vec_{fusion}_*`` kernel that pairs with ``variant`` (same weights and
-    reduction; glsl/mul_mat_vec.comp): ``silu``, its input silu(gate) * up from two
-    bindings; ``rope``, its output rotated by the rotary embedding."""
+    reduction; glsl/mul_mat_vec.comp): ``norm``, its input rms_norm(x) * weight;
+    ``rope_norm``, that and its output rotated by the rotary embedding; ``add``, its
+    output plus a residual; ``silu_add``, its input silu(gate) * up and its output plus a
+    residual (and ``silu``, ``rope``: one of those alone)."""
     return variant.name.replace("mul_mat_vec_", f"mul_mat_vec_{fusion}_", 1)
 
 
