@@ -247,6 +247,7 @@ def test_cli_json_and_exit_code(lavapipe_ok, tmp_path, capsys):
     (["--prompt", "999", "--vocab", "100"], "outside the vocabulary"),
     (["--tokens", "4000"], "exceed 3072"),
     (["--block-size", "4096", "--tokens", "1", "--layers", "1"], "invocations per workgroup"),
+    (["--rows-per-group", "0"], "--rows-per-group must be at least 1"),
 ])
 def test_cli_refuses_bad_shapes(lavapipe_ok, capsys, argv, message):
     from genspirv.cli import main
@@ -287,3 +288,19 @@ def test_decode_with_the_noshuffle_variant_and_two_rows_per_group(lavapipe_ok, m
         assert [d.groups for d in model.token_plan(0, 0) if d.label == "logits"] == [(51, 1, 1)]
         run = model.decode((1,), 4, reorder=False)
     assert run.tokens == ref.greedy_decode(weights, (1,), 4).tokens
+
+
+def test_rows_per_group_is_a_parameter_of_the_model(lavapipe_ok):
+    """GpuModel(rows_per_group=N): every product's groups follow it (pairs of rows for
+    the rope variants), f16 weights, and the decode stays token-exact."""
+    config = ref.ModelConfig(n_layers=2, dim=48, n_heads=4, n_kv_heads=2, ffn_dim=100, vocab=131,
+                             max_ctx=5, weights_f16=True)
+    weights = ref.make_weights(config, 9)
+    with runtime.Device() as dev:
+        model = driver.GpuModel(dev, weights, block_size=32, rows_per_group=3)
+        assert model.matvec_variant.rows_per_group == 3
+        groups = {d.label: d.groups[0] for d in model.token_plan(0, 0)}
+        assert (groups["logits"], groups["L1.up"], groups["L0.down"]) == (44, 34, 16)   # ceil(n / 3)
+        assert (groups["L0.q"], groups["L0.k"]) == (8, 4)                              # ceil(n / 6)
+        run = model.decode((2,), 4, reorder=False)
+    assert compare.Reference(weights, (2,), 4).check(run, 1e-4).ok

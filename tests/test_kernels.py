@@ -267,6 +267,21 @@ def test_mul_mat_vec_groups_and_pick():
     assert kg.pick_mul_mat_vec("f32", **nvidia, max_invocations=64).block_size == 64
     with pytest.raises(ValueError):
         kg.pick_mul_mat_vec("q4", **nvidia)
+    # Rows per group: by weight type unless given, from the table the driver can tune.
+    assert {w: kg.pick_mul_mat_vec(w, **nvidia).rows_per_group for w in ("f32", "f16")} \
+        == kg.ROWS_PER_GROUP_BY_WEIGHTS
+    assert kg.pick_mul_mat_vec("f16", **nvidia, rows_per_group=4).spec["ROWS_PER_GROUP"] == 4
+    with pytest.raises(ValueError):
+        kg.pick_mul_mat_vec("f16", **nvidia, rows_per_group=0)
+
+
+def test_pick_mul_mat_vec_follows_the_rows_per_group_table(monkeypatch):
+    """Negative control for the default: a changed table entry changes only its type."""
+    from genspirv import kernel_groups as kg
+    monkeypatch.setitem(kg.ROWS_PER_GROUP_BY_WEIGHTS, "f16", 4)
+    nvidia = dict(supported_operations=0xFF, supported_stages=0x7FFFFFFF, subgroup_size=32)
+    assert kg.pick_mul_mat_vec("f16", **nvidia).rows_per_group == 4
+    assert kg.pick_mul_mat_vec("f32", **nvidia).rows_per_group == kg.ROWS_PER_GROUP
 
 
 # -- matmul -------------------------------------------------------------------------

@@ -146,7 +146,7 @@ def allocations(dev, model: driver.GpuModel, reps: int) -> dict:
         for _ in range(reps):
             with dev.gpu_timer() as t:
                 for w in mats:
-                    dev.dispatch(k, [w, model.h, model.q_rot], groups=groups, push=push)
+                    dev.dispatch(k, [w, model.residual[0], model.q_rot], groups=groups, push=push)
             dev.synchronize()
             samples.append((nbytes + 8 * c.dim) * len(mats) / (t.ns * 1e-9) / 1e9)
         out[name] = {"gbps": statistics.median(samples), "samples": samples}
