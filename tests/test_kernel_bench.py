@@ -20,6 +20,9 @@ def test_kernel_suite_quick():
     assert "bandwidth probes" in cases
     assert sum(c.startswith("mul_mat_vec_f32") for c in cases) == 4
     assert sum(c.startswith("mul_mat_vec_f16") for c in cases) == 4
+    assert sum(c.startswith("mul_mat_vec_norm_") for c in cases) == 2 * 3     # not dim x ffn
+    assert {r["arm"] for r in rec.runs if r["case"].startswith("mul_mat_vec_norm_f16")} == {"norm b32 r1",
+                                                                                          "norm b32 r2"}
     assert all(r["value"] > 0 for r in rec.runs)
     assert {r["unit"] for r in rec.runs if r["case"] != "tiny dispatch, chain of 64"} == {"GB/s"}
     assert {r["arm"] for r in rec.runs if r["case"] == "tiny dispatch, chain of 64"} == \

@@ -23,6 +23,12 @@ With GENSPIRV_BENCH_BASELINE naming another project's manifest (e.g. an older
 commit's ``manifests/shaders.json``), its ``mul_mat_vec_f32/_f16`` are measured
 in the same run as the arm ``before`` (BLOCK_SIZE 128, one group per row, the
 older group-count rule).
+
+The decode binds ``mul_mat_vec_norm_*`` (the input rms_norm(x) * weight) for every
+product that reads a norm, whose workgroups also read the norm's weight: per shape
+with DIM columns and weight type, the case ``mul_mat_vec_norm_<wt> ...`` sweeps its
+rows per workgroup (GB/s counting W, x, the weight and y), so that the default of
+``kernel_groups.ROWS_PER_GROUP_BY_WEIGHTS`` can be chosen from a measurement.
 """
 
 from __future__ import annotations
@@ -46,6 +52,10 @@ SWEEP = (("", 128, 1, None),) + \
     tuple(("_noshuffle", b, r, None) for b in (128, 256) for r in (1, 2, 4)) + \
     (("", 128, 1, 1056), ("", 128, 1, 2112), ("", 128, 2, 2112))
 QUICK_SWEEP = (("", 32, 2, None), ("_noshuffle", 32, 2, None), ("", 32, 1, 3))
+# (BLOCK_SIZE, ROWS_PER_GROUP) of mul_mat_vec_norm_*: on a GPU, and in quick runs.
+NORM_SWEEP = tuple((128, r) for r in (1, 2, 4, 8))
+QUICK_NORM_SWEEP = ((32, 1), (32, 2))
+NORM_EPS = 1e-5
 OVERHEAD_CHAIN = 64             # tiny dispatches per timed chain (the overhead case)
 PROBE_GROUPS = (1024, 4096, 16384, 65535)
 QUICK_PROBE_GROUPS = (8,)
@@ -85,11 +95,13 @@ class _Pool:
         return [self.buf.view(i * step, nbytes) for i in range(count)]
 
 
-def _chain_gbps(dev, kernel, views, x, y, groups, push: bytes, nbytes_each: int) -> tuple[float, float]:
-    """GB/s and µs per dispatch of one timed chain over ``views``."""
+def _chain_gbps(dev, kernel, views, x, y, groups, push: bytes, nbytes_each: int,
+                extra: tuple = ()) -> tuple[float, float]:
+    """GB/s and µs per dispatch of one timed chain over ``views`` (``extra``: the bindings
+    after y, the same for every dispatch)."""
     with dev.gpu_timer() as t:
         for w in views:
-            dev.dispatch(kernel, [w, x, y], groups=groups, push=push)
+            dev.dispatch(kernel, [w, x, y, *extra], groups=groups, push=push)
     dev.synchronize()
     seconds = t.ns * 1e-9
     if seconds <= 0:
@@ -152,6 +164,25 @@ def _matvec_arms(dev, pool: _Pool, wt: str, rows: int, cols: int, sweep, kernel_
         dev.synchronize()
         return nbytes * len(views) / (t.ns * 1e-9) / 1e9, t.ns * 1e-3 / len(views)
     arms[_label(suffix, block, per_group, cap) + ", no barrier"] = unchained
+    return arms
+
+
+def _norm_arms(dev, pool: _Pool, wt: str, rows: int, cols: int, sweep, kernel_groups) -> dict:
+    """Arm name -> () -> (GB/s, µs) for each (BLOCK_SIZE, ROWS_PER_GROUP) of
+    ``mul_mat_vec_norm_<wt>``; the bytes count the norm's weight as well."""
+    wbytes = rows * cols * (2 if wt == "f16" else 4)
+    views = pool.matrices(wbytes)
+    x, y, weight = dev.buffer(cols * 4, "x"), dev.buffer(rows * 4, "y"), dev.buffer(cols * 4, "norm weight")
+    for buf in (x, weight):
+        _fill(dev, dev.kernel("fill_f32"), buf, cols * 4, 1.0)
+    nbytes = wbytes + 2 * cols * 4 + rows * 4
+    push = struct.pack("<IIf", cols, rows, NORM_EPS)
+    arms = {}
+    for block, per_group in sweep:
+        k = dev.kernel(f"mul_mat_vec_norm_{wt}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": per_group})
+        groups = kernel_groups.mul_mat_vec_groups(rows, per_group)
+        arms[f"norm b{block} r{per_group}"] = (lambda k=k, groups=groups:
+                                               _chain_gbps(dev, k, views, x, y, groups, push, nbytes, (weight,)))
     return arms
 
 
@@ -221,11 +252,14 @@ def bench_kernel(opts: BenchOptions, rec: Recorder) -> None:
     pool_bytes = settings.get("GENSPIRV_BENCH_POOL_BYTES") or (QUICK_POOL_BYTES if opts.quick else POOL_BYTES)
     pool_bytes -= pool_bytes % ALIGN
     sweep = QUICK_SWEEP if opts.quick else SWEEP
+    norm_sweep = QUICK_NORM_SWEEP if opts.quick else NORM_SWEEP
     baseline_manifest = settings.get("GENSPIRV_BENCH_BASELINE")
     cases = [(wt, name, rows, cols) for wt in ("f32", "f16") for name, rows, cols in shapes(*sizes)]
-    progress = Progress(reps * (2 + len(cases)), opts.quiet)
+    norm_cases = [c for c in cases if c[3] == sizes[0]]     # the products that read a norm
+    progress = Progress(reps * (2 + len(cases) + len(norm_cases)), opts.quiet)
     rec.extra["kernel"] = {"sizes": list(sizes), "pool_bytes": pool_bytes, "max_chain": MAX_CHAIN,
-                           "sweep": [list(s) for s in sweep], "baseline_manifest": baseline_manifest}
+                           "sweep": [list(s) for s in sweep], "norm_sweep": [list(s) for s in norm_sweep],
+                           "baseline_manifest": baseline_manifest}
     dev = runtime.Device()
     dev.batch_size = 1 << 20      # one command buffer per timed chain: no submit inside a timing
     base_dev = None
@@ -255,9 +289,19 @@ def bench_kernel(opts: BenchOptions, rec: Recorder) -> None:
             top = max(medians, key=medians.get)
             best[case] = {"arm": top, "gbps": medians[top], "share_of_peak": medians[top] / peak,
                           "before_gbps": medians.get("before")}
+        for wt, name, rows, cols in norm_cases:
+            case = f"mul_mat_vec_norm_{wt} {name} ({rows}x{cols})"
+            medians = _measure(rec, case, _norm_arms(dev, pool, wt, rows, cols, norm_sweep, kernel_groups),
+                               reps, progress, weights=wt, rows=rows, cols=cols)
+            for arm in medians:
+                rec.per_unit(case, f"{arm}: % of peak", arm, peak / 100, "%")
+            top = max(medians, key=medians.get)
+            best[case] = {"arm": top, "gbps": medians[top], "share_of_peak": medians[top] / peak,
+                          "before_gbps": None}
         rec.extra["kernel"]["best"] = best
         rec.notes.append(f"peak = best probe median: {peak:.0f} GB/s ({rec.extra['kernel']['peak_arm']}); "
-                         "kernel GB/s = (W + x + y bytes) per dispatch / GPU time, chains of dispatches "
+                         "kernel GB/s = (W + x + y bytes, and the norm's weight for mul_mat_vec_norm) "
+                         "per dispatch / GPU time, chains of dispatches "
                          "over distinct matrices with a barrier between each.")
     finally:
         progress.close()
