@@ -24,7 +24,8 @@
 // extra groups do nothing.
 // Fused variants, by define (each explained where it acts): MMV_SILU_X and MMV_NORM_X
 // make the input (silu(gate) * up; rms_norm(x) * weight), MMV_ROPE and MMV_ADD_Y the
-// output (rotated; plus a residual). One of each kind at most.
+// output (rotated; plus a residual). One of each kind at most. MMV_GLU makes two
+// products at once, a SwiGLU's gate and up, and gives silu(gate) * up.
 #ifndef MMV_SUBGROUP
 #define MMV_SUBGROUP 1
 #endif
@@ -39,6 +40,12 @@
 #endif
 #ifndef MMV_ADD_Y
 #define MMV_ADD_Y 0
+#endif
+#ifndef MMV_GLU
+#define MMV_GLU 0
+#endif
+#if MMV_GLU && (MMV_SILU_X || MMV_ROPE || MMV_ADD_Y)
+#error "MMV_GLU takes MMV_NORM_X at most"
 #endif
 #if MMV_NORM_X && MMV_SILU_X
 #error "MMV_NORM_X and MMV_SILU_X both transform the input: pick one"
@@ -58,10 +65,29 @@ layout(constant_id = 1) const uint ROWS_PER_GROUP = 1;
 // key projection with its rotary embedding, llama.cpp's "normal" mode, applied to the
 // result) ROWS_PER_GROUP counts pairs of adjacent rows, so that the two rows a
 // rotation mixes are always reduced by the same workgroup.
-#if MMV_ROPE
+//
+// With MMV_GLU=1 (the mul_mat_vec_glu_* variants: a SwiGLU's gate and up projections
+// in one dispatch) W is gate, binding 3 (4 with MMV_NORM_X) holds up, of the same
+// shape, and y gets silu(gate x) * (up x): n_rows counts y's rows, ROWS_PER_GROUP
+// counts pairs, and block row r is gate's row for even r, up's for odd. Each x loaded
+// serves both matrices, and neither the separate silu_mul nor the down projection
+// recomputing it per row (an exp per input element per row) is needed.
+#if MMV_ROPE || MMV_GLU
 #define MMV_ROWS (2u * ROWS_PER_GROUP)
 #else
 #define MMV_ROWS ROWS_PER_GROUP
+#endif
+
+// Block row r's row of its matrix (rows past the end re-read the last one: uniform
+// control flow; never stored), and whether it is up's (MMV_GLU; after unrolling a
+// constant, so the choice of buffer costs nothing).
+#if MMV_GLU
+#define MMV_N_ROWS (2u * p.n_rows)
+#define BLOCK_ROW(row0, r) min(((row0) >> 1) + ((r) >> 1), p.n_rows - 1u)
+#define IS_UP(r) (((r) & 1u) != 0u)
+#else
+#define MMV_N_ROWS p.n_rows
+#define BLOCK_ROW(row0, r) min((row0) + (r), p.n_rows - 1u)
 #endif
 
 // Sums reduced per block: one per row, and with MMV_NORM_X one more, the input's sum
@@ -84,6 +110,26 @@ layout(binding = 0) readonly buffer WScalar { WEIGHT_TYPE w[]; };
 #define VEC 4u
 layout(binding = 0) readonly buffer W { vec4 w4[]; };
 layout(binding = 0) readonly buffer WScalar { WEIGHT_TYPE w[]; };
+#endif
+#if MMV_GLU
+#if MMV_NORM_X
+#define MMV_UP_BINDING 4
+#else
+#define MMV_UP_BINDING 3
+#endif
+#if WEIGHT_F16
+layout(binding = MMV_UP_BINDING) readonly buffer Wup { uvec4 up_w8[]; };
+#define W8(r, i) (IS_UP(r) ? up_w8[i] : w8[i])
+#else
+layout(binding = MMV_UP_BINDING) readonly buffer Wup { vec4 up_w4[]; };
+#define W4(r, i) (IS_UP(r) ? up_w4[i] : w4[i])
+#endif
+layout(binding = MMV_UP_BINDING) readonly buffer WupScalar { WEIGHT_TYPE up_w[]; };
+#define WS(r, i) (IS_UP(r) ? up_w[i] : w[i])
+#else
+#define W8(r, i) w8[i]
+#define W4(r, i) w4[i]
+#define WS(r, i) w[i]
 #endif
 layout(binding = 1) readonly buffer X { vec4 x4[]; };
 layout(binding = 1) readonly buffer XScalar { float x[]; };
@@ -154,6 +200,17 @@ void store_rotated(const uint row, const float x0, const float x1) {
 }
 #endif
 
+#if MMV_GLU
+// Pair `row0 + 2 * t` of a block: gate's and up's products for y's row row0 / 2 + t, as
+// silu_mul.comp combines them.
+void store_glu(const uint row, const float g, const float u) {
+    y[row >> 1] = g / (1.0 + exp(-g)) * u;
+}
+#define STORE_PAIR store_glu
+#elif MMV_ROPE
+#define STORE_PAIR store_rotated
+#endif
+
 shared float mmv_partial[MMV_SUMS * BLOCK_SIZE];
 
 float acc[MMV_SUMS];
@@ -192,14 +249,13 @@ void accumulate_vec(const uint c, const uint nv, const uint row0) {
     const vec4 xv = LOAD_X4(c);
 #endif
     [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
-        // Rows past the end re-read the last row (uniform control flow); never stored.
-        const uint row = min(row0 + r, p.n_rows - 1u);
+        const uint row = BLOCK_ROW(row0, r);
 #if WEIGHT_F16
-        const uvec4 q = w8[row * nv + c];
+        const uvec4 q = W8(r, row * nv + c);
         acc[r] += dot(vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y)), xa)
                 + dot(vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w)), xb);
 #else
-        acc[r] += dot(w4[row * nv + c], xv);
+        acc[r] += dot(W4(r, row * nv + c), xv);
 #endif
     }
 }
@@ -223,15 +279,15 @@ void reduce_by_subgroups(const uint row0) {
     }
     const float inv_rms = inversesqrt(sum_sq / float(p.n_cols) + p.eps);
 #endif
-#if MMV_ROPE
-    if (2u * tid < MMV_ROWS && row0 + 2u * tid < p.n_rows) {
+#if MMV_ROPE || MMV_GLU
+    if (2u * tid < MMV_ROWS && row0 + 2u * tid < MMV_N_ROWS) {
         float t0 = 0.0;
         float t1 = 0.0;
         for (uint s = 0; s < gl_NumSubgroups; ++s) {
             t0 += mmv_partial[2u * tid * BLOCK_SIZE + s];
             t1 += mmv_partial[(2u * tid + 1u) * BLOCK_SIZE + s];
         }
-        store_rotated(row0 + 2u * tid, NORMED(t0), NORMED(t1));
+        STORE_PAIR(row0 + 2u * tid, NORMED(t0), NORMED(t1));
     }
 #else
     if (tid < MMV_ROWS && row0 + tid < p.n_rows) {
@@ -265,10 +321,10 @@ void reduce_in_shared_memory(const uint row0) {
 #if MMV_NORM_X
     const float inv_rms = inversesqrt(mmv_partial[MMV_ROWS * BLOCK_SIZE] / float(p.n_cols) + p.eps);
 #endif
-#if MMV_ROPE
-    if (2u * tid < MMV_ROWS && row0 + 2u * tid < p.n_rows) {
-        store_rotated(row0 + 2u * tid, NORMED(mmv_partial[2u * tid * BLOCK_SIZE]),
-                      NORMED(mmv_partial[(2u * tid + 1u) * BLOCK_SIZE]));
+#if MMV_ROPE || MMV_GLU
+    if (2u * tid < MMV_ROWS && row0 + 2u * tid < MMV_N_ROWS) {
+        STORE_PAIR(row0 + 2u * tid, NORMED(mmv_partial[2u * tid * BLOCK_SIZE]),
+                   NORMED(mmv_partial[(2u * tid + 1u) * BLOCK_SIZE]));
     }
 #else
     if (tid < MMV_ROWS && row0 + tid < p.n_rows) {
@@ -299,8 +355,8 @@ void rows_block(const uint row0) {
         for (uint k = tid; k < p.n_cols; k += BLOCK_SIZE) {
             const float xk = LOAD_X(k);
             [[unroll]] for (uint r = 0; r < MMV_ROWS; ++r) {
-                const uint row = min(row0 + r, p.n_rows - 1u);
-                acc[r] += float(w[row * p.n_cols + k]) * xk;
+                const uint row = BLOCK_ROW(row0, r);
+                acc[r] += float(WS(r, row * p.n_cols + k)) * xk;
             }
         }
     }
@@ -319,7 +375,7 @@ void main() {
     // Blocks of rows, grid-stride: the usual ceil(n_rows / ROWS_PER_GROUP) groups take
     // one block each; fewer groups (a grid sized to the device) loop; more do nothing.
     const uint n_groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
-    for (uint g = flat_group_id(); g * MMV_ROWS < p.n_rows; g += n_groups) {
+    for (uint g = flat_group_id(); g * MMV_ROWS < MMV_N_ROWS; g += n_groups) {
         rows_block(g * MMV_ROWS);
         barrier();  // the next block's partial sums overwrite this one's
     }

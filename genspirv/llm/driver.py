@@ -65,15 +65,15 @@ class Dispatch(NamedTuple):
 
 
 def dispatches_per_token(config: ref.ModelConfig) -> int:
-    """get_rows; 8 per layer; logits, argmax.
+    """get_rows; 7 per layer; logits, argmax.
 
     Per layer: q and k (each with the attention norm fused into its input and its
     rope applied to the result), v (with the attention norm), attention, o (the
-    residual add fused into its output), gate and up (the ffn norm fused into
-    their input), down (silu_mul fused into its input, the residual add into its
-    output). The logits take the output norm the same way. No norm or add has a
-    dispatch of its own."""
-    return 1 + 8 * config.n_layers + 2
+    residual add fused into its output), gate and up in one dispatch (the ffn norm
+    fused into their input, silu(gate) * up their output), down (the residual add
+    fused into its output). The logits take the output norm the same way. No norm,
+    add or silu_mul has a dispatch of its own."""
+    return 1 + 7 * config.n_layers + 2
 
 
 def expected_barriers_per_token(config: ref.ModelConfig, policy: str, reorder: bool) -> int:
@@ -81,8 +81,8 @@ def expected_barriers_per_token(config: ref.ModelConfig, policy: str, reorder: b
 
     ``always``: one before every dispatch. ``smart`` in program order, per layer:
     q (reads the residual stream the step before wrote; k and v share its step),
-    attention, o (writes the second residual buffer), gate (up shares it), down
-    (reads gate and up, writes the first residual buffer) = 5; plus get_rows
+    attention, o (writes the second residual buffer), gate and up (one dispatch),
+    down (reads their silu(gate) * up, writes the first residual buffer) = 5; plus get_rows
     (reads the slot argmax wrote), logits and argmax = 3. Program order is
     already one step per level of the dependency DAG, so the reorder pass gives
     the same count. (With the norms as dispatches of their own, the residual
@@ -121,7 +121,8 @@ class GpuModel:
         self.k_matvec_norm = dev.kernel(fused_name(v, "norm"), spec=v.spec)
         self.k_matvec_rope_norm = dev.kernel(fused_name(v, "rope_norm"), spec=v.spec)
         self.k_matvec_add = dev.kernel(fused_name(v, "add"), spec=v.spec)
-        self.k_matvec_silu_add = dev.kernel(fused_name(v, "silu_add"), spec=v.spec)
+        # Gate and up as one product (ROWS_PER_GROUP counts pairs of their rows).
+        self.k_matvec_glu_norm = dev.kernel(fused_name(v, "glu_norm"), spec=v.spec)
         self.k_attention = dev.kernel("attention", spec={"BLOCK_SIZE": block_size,
                                                          "MAX_CTX": c.max_ctx})
         self.k_argmax = dev.kernel("argmax", spec=spec)
@@ -138,8 +139,7 @@ class GpuModel:
         self.residual = [dev.buffer(c.dim * f32), dev.buffer(c.dim * f32)]
         self.q_rot = dev.buffer(c.dim * f32)
         self.att = dev.buffer(c.dim * f32)
-        self.gate = dev.buffer(c.ffn_dim * f32)
-        self.up = dev.buffer(c.ffn_dim * f32)
+        self.ffn_act = dev.buffer(c.ffn_dim * f32)      # silu(gate) * up
         self.kv_slot = _align(c.kv_dim * f32)           # bytes per cached position
         self.k_cache = [dev.buffer(c.max_ctx * self.kv_slot) for _ in range(c.n_layers)]
         self.v_cache = [dev.buffer(c.max_ctx * self.kv_slot) for _ in range(c.n_layers)]
@@ -179,17 +179,18 @@ class GpuModel:
     def _layer_static(self, li: int, lw: dict) -> dict[str, Dispatch]:
         """Layer ``li``'s dispatches that no position changes, by role. Each layer
         reads x in residual[0] and leaves its output there: o writes x2 = x + Wo att
-        to residual[1], gate and up read it (the ffn norm fused), down writes
-        x2 + W_down (silu(gate) * up) back to residual[0]."""
+        to residual[1], gate and up read it (the ffn norm fused) and give
+        silu(gate) * up, down writes x2 + W_down that back to residual[0]."""
         c = self.config
         x, x2 = self.residual
         return {
             "o": Dispatch(f"L{li}.o", self.k_matvec_add, (lw["wo"], self.att, x2, x),
                           self._groups(c.dim), struct.pack("<II", c.dim, c.dim)),
-            "gate": self._matvec_norm(f"L{li}.gate", lw["w_gate"], x2, lw["ffn_norm"], self.gate,
-                                      c.ffn_dim, c.dim),
-            "up": self._matvec_norm(f"L{li}.up", lw["w_up"], x2, lw["ffn_norm"], self.up, c.ffn_dim, c.dim),
-            "down": Dispatch(f"L{li}.down", self.k_matvec_silu_add, (lw["w_down"], self.gate, x, self.up, x2),
+            "gate_up": Dispatch(f"L{li}.gate_up", self.k_matvec_glu_norm,
+                                (lw["w_gate"], x2, self.ffn_act, lw["ffn_norm"], lw["w_up"]),
+                                kernel_groups.mul_mat_vec_groups(c.ffn_dim, self.matvec_variant.rows_per_group),
+                                struct.pack("<IIf", c.dim, c.ffn_dim, c.eps)),
+            "down": Dispatch(f"L{li}.down", self.k_matvec_add, (lw["w_down"], self.ffn_act, x, x2),
                              self._groups(c.dim), struct.pack("<II", c.ffn_dim, c.dim)),
         }
 
@@ -223,7 +224,7 @@ class GpuModel:
                          (self.q_rot, k_cache.view(0, (pos + 1) * slot),
                           v_cache.view(0, (pos + 1) * slot), self.att),
                          (c.n_heads, 1, 1), attention_push),
-                s["o"], s["gate"], s["up"], s["down"],
+                s["o"], s["gate_up"], s["down"],
             ]
         if step is None:
             return plan
