@@ -387,6 +387,11 @@ OnRun = Callable[[int, str, str, RunResult], None]   # (round, config label, mod
 # the rounds would time the idle clock (three times slower there) rather than the
 # decode. Seconds of replayed decode run just before the rounds on a non-CPU device.
 CLOCK_WARM_UP_S = 1.5
+# And this much again before each timed decode: between two, the host compares the last
+# one with the reference, long enough for the clock to start falling (on the H200 the
+# recorded decodes of the smaller models, host-bound, came out in two clusters 1.5x
+# apart without it).
+ROUND_WARM_UP_S = 0.2
 
 
 def warm_clocks(model: "GpuModel", graphs: Sequence, prompt: Sequence[int], n_tokens: int,
@@ -412,7 +417,8 @@ def decode_rounds(model: GpuModel, prompt: Sequence[int], n_tokens: int, configs
 
     First, per configuration, one decode as warm-up (pipelines, descriptor pools)
     and, with ``replay``, one capture; on a GPU, ``CLOCK_WARM_UP_S`` seconds of
-    decoding (``warm_clocks``), so that its cores leave their idle clock. Then
+    decoding (``warm_clocks``), so that its cores leave their idle clock, and
+    ``ROUND_WARM_UP_S`` before each timed decode. Then
     each round runs the configurations in paired order (forward, reversed, ...), so ratios come from runs side by side:
     the decode recorded by the host (mode ``recorded``) and, with ``replay``, the
     captured one resubmitted (``replayed``); ``on_run`` gets each as it finishes.
@@ -428,13 +434,19 @@ def decode_rounds(model: GpuModel, prompt: Sequence[int], n_tokens: int, configs
             model.decode(prompt, n_tokens, reorder)
             if replay:
                 graphs[label] = model.capture(prompt, n_tokens, reorder)
-        if dev.properties.get("type") != "cpu":
-            warm_clocks(model, [g for g, _ in graphs.values()], prompt, n_tokens, CLOCK_WARM_UP_S)
+        on_gpu = dev.properties.get("type") != "cpu"
+        every_graph = [g for g, _ in graphs.values()]
+        if on_gpu:
+            warm_clocks(model, every_graph, prompt, n_tokens, CLOCK_WARM_UP_S)
         for r in range(repeats):
             for label, policy, reorder in paired_order(r, configs):
+                if on_gpu:
+                    warm_clocks(model, every_graph, prompt, n_tokens, ROUND_WARM_UP_S)
                 dev.barrier_policy = policy
                 on_run(r, label, "recorded", model.decode(prompt, n_tokens, reorder))
                 if label in graphs:
+                    if on_gpu:
+                        warm_clocks(model, every_graph, prompt, n_tokens, ROUND_WARM_UP_S)
                     graph, capture_stats = graphs[label]
                     on_run(r, label, "replayed", model.replay(graph, prompt, n_tokens, capture_stats))
     finally:
