@@ -13,7 +13,9 @@ driver binds: ``mul_mat_vec_norm_*`` (input rms_norm(x) * weight),
 ``mul_mat_vec_rope_norm_*`` (that, and the output rotated; ``ROWS_PER_GROUP``
 counts row pairs, so its groups are ``mul_mat_vec_groups(n_rows, 2 *
 rows_per_group)``), ``mul_mat_vec_add_*`` (output plus a residual) and
-``mul_mat_vec_silu_add_*`` (input silu(gate) * up, output plus a residual);
+``mul_mat_vec_glu_norm_*`` (gate and up at once over the normed input, output
+silu(gate) * up; ``ROWS_PER_GROUP`` counts pairs of their rows, groups
+``mul_mat_vec_groups(n_rows, rows_per_group)`` over the output's rows);
 ``mul_mat_vec_silu_*`` and ``mul_mat_vec_rope_*`` have one fusion each.
 """
 

@@ -47,14 +47,14 @@ def test_demo_token_exact_with_structural_barrier_counts(lavapipe_ok, seed):
         assert r["token_exact"] and r["ties"] == [] and r["mismatches"] == []
         assert r["tokens"] == report["reference_tokens"]
         assert r["max_rel_err"] <= 1e-5
-        assert r["dispatches_per_token"] == driver.dispatches_per_token(config) == 3 + 8 * 2
+        assert r["dispatches_per_token"] == driver.dispatches_per_token(config) == 3 + 7 * 2
     # The structure (each norm fused into the products that read it, each residual add
     # into the product before it, each rope applied by its projection, silu_mul into
     # the down projection): 3 + 5 per layer in program order, which is already one step
     # per DAG level, so the same reordered; a barrier before every dispatch under "always".
     assert runs["smart"]["barriers_per_token"] == 3 + 5 * 2
     assert runs["smart+reorder"]["barriers_per_token"] == 3 + 5 * 2
-    assert runs["always"]["barriers_per_token"] == 3 + 8 * 2
+    assert runs["always"]["barriers_per_token"] == 3 + 7 * 2
     assert runs["smart"]["recorded"]["stats"]["barriers_skipped"] > 0
     for r in runs.values():   # the captured-and-replayed decode is checked the same way
         assert r["replayed"]["token_exact"] and r["replayed"]["ok"]
@@ -71,8 +71,8 @@ def test_default_configuration_barriers_per_token(lavapipe_ok):
     assert report["ok"]
     got = {r["config"]: (r["dispatches_per_token"], r["barriers_per_token"]) for r in report["runs"]}
     layers = ref.ModelConfig().n_layers
-    assert got == {"smart": (19, 13), "always": (19, 19), "smart+reorder": (19, 13)}
-    assert got["smart"] == (3 + 8 * layers, 3 + 5 * layers)
+    assert got == {"smart": (17, 13), "always": (17, 17), "smart+reorder": (17, 13)}
+    assert got["smart"] == (3 + 7 * layers, 3 + 5 * layers)
     assert all(r["token_exact"] for r in report["runs"])
 
 
@@ -108,11 +108,11 @@ def test_schedule_model_agrees_with_the_formula(lavapipe_ok):
         plan = model.token_plan(1, 1)
         labels = [[plan[i].label for i in g] for g in reorder.levels(a1)]
         assert labels[:2] == [["get_rows"], ["L0.q", "L0.k", "L0.v"]]
-        assert labels[2:6] == [["L0.attention"], ["L0.o"], ["L0.gate", "L0.up"], ["L0.down"]]
+        assert labels[2:6] == [["L0.attention"], ["L0.o"], ["L0.gate_up"], ["L0.down"]]
         assert labels[-2:] == [["logits"], ["argmax"]]
         # The dependency DAG's depth, the dependent steps of a token: get_rows, logits,
         # argmax and 5 a layer (q/k/v with the attention norm and the ropes, attention,
-        # o + residual, gate/up with the ffn norm, down + residual); 4 + 7 a layer with
+        # o + residual, gate and up in one with the ffn norm, down + residual); 4 + 7 a layer with
         # the norms as steps of their own, 4 + 11 before any fusion.
         assert len(labels) == 3 + 5 * layers
         assert not any(word in label for g in labels for label in g
@@ -135,7 +135,7 @@ def test_the_matvec_variant_follows_the_subgroup_operations(lavapipe_ok, monkeyp
         model = driver.GpuModel(dev, weights, block_size=32)
         assert model.matvec_variant.name == variant == model.k_matvec.name
         for kernel, fusion in ((model.k_matvec_norm, "norm"), (model.k_matvec_rope_norm, "rope_norm"),
-                               (model.k_matvec_add, "add"), (model.k_matvec_silu_add, "silu_add")):
+                               (model.k_matvec_add, "add"), (model.k_matvec_glu_norm, "glu_norm")):
             assert kernel.name == variant.replace("mul_mat_vec_", f"mul_mat_vec_{fusion}_")
         run = model.decode(args.prompt, args.tokens, reorder=False)
     assert compare.Reference(weights, args.prompt, args.tokens).check(run, args.tol).ok
@@ -292,7 +292,7 @@ def test_decode_with_the_noshuffle_variant_and_two_rows_per_group(lavapipe_ok, m
 
 def test_rows_per_group_is_a_parameter_of_the_model(lavapipe_ok):
     """GpuModel(rows_per_group=N): every product's groups follow it (pairs of rows for
-    the rope variants), f16 weights, and the decode stays token-exact."""
+    the rope variants, pairs of gate and up rows), f16 weights, and the decode stays token-exact."""
     config = ref.ModelConfig(n_layers=2, dim=48, n_heads=4, n_kv_heads=2, ffn_dim=100, vocab=131,
                              max_ctx=5, weights_f16=True)
     weights = ref.make_weights(config, 9)
@@ -300,7 +300,7 @@ def test_rows_per_group_is_a_parameter_of_the_model(lavapipe_ok):
         model = driver.GpuModel(dev, weights, block_size=32, rows_per_group=3)
         assert model.matvec_variant.rows_per_group == 3
         groups = {d.label: d.groups[0] for d in model.token_plan(0, 0)}
-        assert (groups["logits"], groups["L1.up"], groups["L0.down"]) == (44, 34, 16)   # ceil(n / 3)
+        assert (groups["logits"], groups["L1.gate_up"], groups["L0.down"]) == (44, 34, 16)   # ceil(n / 3)
         assert (groups["L0.q"], groups["L0.k"]) == (8, 4)                              # ceil(n / 6)
         run = model.decode((2,), 4, reorder=False)
     assert compare.Reference(weights, (2,), 4).check(run, 1e-4).ok

@@ -1,8 +1,8 @@
 """The norm and residual fusions of mul_mat_vec against numpy, on the default device.
 
 ``mul_mat_vec_norm_*`` (the input rms_norm(x) * weight), ``mul_mat_vec_rope_norm_*``
-(that, with the output rotated), ``mul_mat_vec_add_*`` (resid + W x) and
-``mul_mat_vec_silu_add_*`` (resid + W (silu(gate) * up)); each with the
+(that, with the output rotated) and ``mul_mat_vec_add_*`` (resid + W x)
+(``mul_mat_vec_glu_norm_*``: tests/test_kernels_glu.py); each with the
 subgroup and the shared-memory reduction, f32 and f16 weights. Shapes as in
 test_kernels.py: n_cols odd or not a multiple of the vector width (the scalar
 input path), n_rows not a multiple of the rows per group. Every test carries a
@@ -155,34 +155,6 @@ def test_mul_mat_vec_add_output(dev, variant, wt, dtype, rows, cols, block, rows
 
 
 @pytest.mark.parametrize("variant", MMV_VARIANTS)
-@pytest.mark.parametrize("wt,dtype", WEIGHTS)
-@pytest.mark.parametrize("rows,cols,block,rows_per_group", SHAPES[:-1])
-def test_mul_mat_vec_silu_add(dev, variant, wt, dtype, rows, cols, block, rows_per_group):
-    """y = resid + W (silu(gate) * up): up at binding 3, resid at binding 4."""
-    w = _rand(rows, cols, dtype=dtype)
-    gate, up = _rand(cols) * 4, _rand(cols)
-    gate[0] = -200.0        # exp(-g) overflows to +inf: silu's limit -0, not NaN
-    # Longer than `rows` on purpose: if the kernel read resid from up's binding (or up from
-    # resid's) the values would differ, and nothing would be out of bounds.
-    resid = _rand(max(rows, cols)) * 5
-    up_long = np.concatenate([up, _rand(max(rows - cols, 0))])
-    k = dev.kernel(f"mul_mat_vec_silu_add_{wt}{variant}",
-                   spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": rows_per_group})
-    y = _y(dev, rows)
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, gate), y, _buf(dev, up_long), _buf(dev, resid)],
-                 groups=mul_mat_vec_groups(rows, rows_per_group), push=struct.pack("<II", cols, rows))
-    got = _read(dev, y, rows)
-    assert np.isfinite(got).all()
-    product = ref.mul_mat_vec(w, ref.silu_mul(gate, up))
-    _close(got, ref.add(resid[:rows], product), cols)
-    # Negative controls: no residual; the residual read from up's binding; up from resid's.
-    assert _differs(got, product)
-    assert _differs(got, ref.add(up_long[:rows], product))
-    if cols > 1:     # (with one column, silu(-200) zeroes the product whatever up is)
-        assert _differs(got, ref.add(resid[:rows], ref.mul_mat_vec(w, ref.silu_mul(gate, resid[:cols]))))
-
-
-@pytest.mark.parametrize("variant", MMV_VARIANTS)
 @pytest.mark.parametrize("name,wt,dtype,cols", [("norm", "f32", np.float32, 64), ("norm", "f16", np.float16, 72),
                                                 ("norm", "f32", np.float32, 33), ("add", "f16", np.float16, 72)])
 def test_fused_fewer_groups_than_blocks(dev, variant, name, wt, dtype, cols):
@@ -206,7 +178,7 @@ def test_fused_fewer_groups_than_blocks(dev, variant, name, wt, dtype, cols):
 
 @pytest.mark.parametrize("name,bindings,push", [
     ("mul_mat_vec_norm_f32", 4, 12), ("mul_mat_vec_rope_norm_f16", 4, 24),
-    ("mul_mat_vec_add_f32_noshuffle", 4, 8), ("mul_mat_vec_silu_add_f16", 5, 8)])
+    ("mul_mat_vec_add_f32_noshuffle", 4, 8), ("mul_mat_vec_glu_norm_f16", 5, 12)])
 def test_fused_variants_interface(dev, name, bindings, push):
     """The layouts the driver packs: binding count and push-constant size per variant,
     and a dispatch that binds one buffer too few is refused before recording."""

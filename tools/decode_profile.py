@@ -55,7 +55,7 @@ def _matvec_bytes(config: ref.ModelConfig, label: str) -> int:
     c = config
     wsize = 2 if c.weights_f16 else 4
     shape = {"q": (c.dim, c.dim), "k": (c.kv_dim, c.dim), "v": (c.kv_dim, c.dim), "o": (c.dim, c.dim),
-             "gate": (c.ffn_dim, c.dim), "up": (c.ffn_dim, c.dim), "down": (c.dim, c.ffn_dim),
+             "gate_up": (2 * c.ffn_dim, c.dim), "down": (c.dim, c.ffn_dim),
              "logits": (c.vocab, c.dim)}.get(_kernel_class(label))
     if shape is None:
         return 0
@@ -66,7 +66,7 @@ def _matvec_bytes(config: ref.ModelConfig, label: str) -> int:
 def roofline_bytes(config: ref.ModelConfig) -> int:
     """Weight bytes one decoded token reads: every matrix once (norm vectors and the
     embedding row are a few KiB)."""
-    return sum(_matvec_bytes(config, f"L0.{n}") for n in ("q", "k", "v", "o", "gate", "up", "down")) \
+    return sum(_matvec_bytes(config, f"L0.{n}") for n in ("q", "k", "v", "o", "gate_up", "down")) \
         * config.n_layers + _matvec_bytes(config, "logits")
 
 

@@ -360,8 +360,9 @@ def fused_name(variant: kernel_groups.MatVecVariant, fusion: str) -> str:
     """The ``mul_mat_vec_{fusion}_*`` kernel that pairs with ``variant`` (same weights and
     reduction; glsl/mul_mat_vec.comp): ``norm``, its input rms_norm(x) * weight;
     ``rope_norm``, that and its output rotated by the rotary embedding; ``add``, its
-    output plus a residual; ``silu_add``, its input silu(gate) * up and its output plus a
-    residual (and ``silu``, ``rope``: one of those alone)."""
+    output plus a residual; ``glu_norm``, gate and up at once (a second weight binding)
+    over the normed input, its output silu(gate) * up (and ``silu``, ``rope``: one
+    fusion alone)."""
     return variant.name.replace("mul_mat_vec_", f"mul_mat_vec_{fusion}_", 1)
 
 
