@@ -2,11 +2,12 @@
 
     python tools/decode_profile.py --layers 8 --dim 4096 --heads 32 --kv-heads 32 \
         --ffn 11008 --vocab 32000 --weights f32,f16 [--fast-weights f32,f16] \
-        [--before MANIFEST] --json OUT.json
+        [--before MANIFEST] [--rows-per-group 2,4] --json OUT.json
 
 Takes a model shape (as ``genspirv demo``), the weight types and optionally a
 second manifest (an older build of the same kernels, e.g. the main checkout's
-``manifests/shaders.json``) measured in the same process as the arm ``before``.
+``manifests/shaders.json``) measured in the same process as the arm ``before``,
+and other ``ROWS_PER_GROUP`` for every matrix-vector product (arms ``rows N``).
 Gives, per weight type and arm, as JSON and a table:
 
 - ``kernels``: one decode step recorded with a GPU timer around every dispatch
@@ -177,13 +178,14 @@ def fast_weights(config: ref.ModelConfig, seed: int) -> ref.ModelWeights:
                             out_norm=norm(), output=mat(config.vocab, d, 2.0 * d ** -0.5))
 
 
-def run_arm(weights: ref.ModelWeights, manifest, args, want) -> dict:
+def run_arm(weights: ref.ModelWeights, manifest, args, want, rows_per_group=None) -> dict:
     from genspirv.runtime import Device
 
     dev = Device(manifest=manifest) if manifest else Device()
     dev.batch_size = 1 << 20      # no submit inside a timed region
     try:
-        model = driver.GpuModel(dev, weights, block_size=driver.default_block_size(dev))
+        model = driver.GpuModel(dev, weights, block_size=driver.default_block_size(dev),
+                                rows_per_group=rows_per_group)
         prompt = tuple(args.prompt)
         model._start(prompt, args.tokens, reorder=False)
         if dev.properties.get("type") != "cpu":
@@ -235,6 +237,8 @@ def main(argv=None) -> int:
     p.add_argument("--fast-weights", default="", metavar="TYPES",
                    help="weight types (e.g. f16 or f32,f16) given tiled random weights: timing only, "
                         "no reference decode and no token check")
+    p.add_argument("--rows-per-group", default="", metavar="N,...",
+                   help="also measure the model with these ROWS_PER_GROUP (arms 'rows N')")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     report = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -255,9 +259,10 @@ def main(argv=None) -> int:
         roofline_us = roofline_bytes(config) / (args.peak_gbps * 1e9) * 1e6
         entry = {"roofline_bytes": roofline_bytes(config), "roofline_us": roofline_us,
                  "reference_tokens": None if want is None else list(want), "arms": {}}
-        arms = [("after", None)] + ([("before", args.before)] if args.before else [])
-        for name, manifest in arms:
-            entry["arms"][name] = arm = run_arm(weights, manifest, args, want)
+        arms = [("after", None, None)] + ([("before", args.before, None)] if args.before else [])
+        arms += [(f"rows {n}", None, int(n)) for n in args.rows_per_group.split(",") if n]
+        for name, manifest, rows_per_group in arms:
+            entry["arms"][name] = arm = run_arm(weights, manifest, args, want, rows_per_group)
             print_arm(f"{wt} {name}", arm, roofline_us)
             ok = ok and all(r["token_exact"] is not False for r in arm["replayed"].values())
         report["runs"][wt] = entry
