@@ -177,23 +177,16 @@ def cmd_copy(cb, src, dst, src_offset: int, dst_offset: int, size: int) -> None:
     _lib.vkCmdCopyBuffer(cb, src, dst, 1, region)
 
 
-_cmd_bind_pipeline = _lib.vkCmdBindPipeline
-_cmd_bind_descriptor_sets = _lib.vkCmdBindDescriptorSets
-_cmd_push_constants = _lib.vkCmdPushConstants
-_cmd_dispatch = _lib.vkCmdDispatch
-
-
-def cmd_dispatch(cb, pipeline, layout, sets, push: bytes, x: int, y: int, z: int) -> None:
-    """Record a dispatch; ``pipeline`` / ``sets`` None when already bound, ``push``
-    empty when the kernel has no push constants."""
-    if pipeline is not None:
-        _cmd_bind_pipeline(cb, _COMPUTE, pipeline)
-    if sets is not None:
-        _cmd_bind_descriptor_sets(cb, _COMPUTE, layout, 0, len(sets), sets, 0, _NULL)
-    if push:
-        # cffi passes a bytes object's own buffer as the const void*: no copy.
-        _cmd_push_constants(cb, layout, _COMPUTE_STAGE, 0, len(push), push)
-    _cmd_dispatch(cb, x, y, z)
+# Recording a dispatch (Device.dispatch): the loader's entry points themselves,
+# called with the pipeline, set array and push bytes the caller keeps: a Python
+# function around the four calls cost as much as one of them.
+cmd_bind_pipeline = _lib.vkCmdBindPipeline
+cmd_bind_descriptor_sets = _lib.vkCmdBindDescriptorSets
+cmd_push_constants = _lib.vkCmdPushConstants
+cmd_dispatch = _lib.vkCmdDispatch
+NULL = _NULL
+BIND_POINT_COMPUTE = _COMPUTE
+STAGE_COMPUTE = _COMPUTE_STAGE
 
 
 # -- the per-batch calls: begin, end, submit, fences --------------------------------

@@ -236,22 +236,79 @@ class HazardTracker:
         when something was pending and no barrier was needed — a barrier the
         policy ``always`` would have emitted.
         """
+        # The device calls this at every dispatch: the checks of ``hazards`` and the
+        # bookkeeping of ``_record`` are written out here for the usual case (a span
+        # a memory object's one pending interval covers or touches), with the same
+        # rules and answers, to spare three calls per access.
         if not (self._read_stages or self._write_stages):
-            self._record(access)
-            return _NOTHING_PENDING
-        policy = self.policy
-        if policy == "always":
-            kinds = _NO_KINDS
-        elif policy == "smart" or access.stage_bit == _HOST:
-            # Host reads of mapped memory are never left unsynchronised,
-            # even under "none": that policy exists to test device hazards.
-            kinds = self.hazards(access)
-            if not kinds:
-                self._record(access)
-                return _SKIPPED
+            result = _NOTHING_PENDING
         else:
-            self._record(access)
-            return _SKIPPED
+            policy = self.policy
+            if policy == "always":
+                return self._barrier_and_record(access, _NO_KINDS)
+            if policy == "smart" or access.stage_bit == _HOST:
+                # Host reads of mapped memory are never left unsynchronised,
+                # even under "none": that policy exists to test device hazards.
+                writes, reads = self._writes, self._reads
+                kinds = 0
+                if writes:
+                    for memory, lo, hi in access.read_spans:
+                        s = writes.get(memory)
+                        if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
+                                              else s.overlaps(lo, hi)):
+                            kinds = 4
+                            break
+                for memory, lo, hi in access.write_spans:
+                    if not kinds & 2:
+                        s = writes.get(memory)
+                        if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
+                                              else s.overlaps(lo, hi)):
+                            kinds |= 2
+                    if not kinds & 1:
+                        s = reads.get(memory)
+                        if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
+                                              else s.overlaps(lo, hi)):
+                            kinds |= 1
+                if kinds:
+                    return self._barrier_and_record(access, _KINDS[kinds])
+            result = _SKIPPED
+        spans = access.read_spans
+        if spans:
+            sets = self._reads
+            for memory, lo, hi in spans:
+                s = sets.get(memory)
+                if s is None:
+                    sets[memory] = (lo, hi)
+                elif s.__class__ is tuple:
+                    a, b = s
+                    if lo < a or hi > b:                # else already covered
+                        if lo <= b and a <= hi:         # overlaps or touches: still one interval
+                            sets[memory] = (lo if lo < a else a, hi if hi > b else b)
+                        else:
+                            _widen(sets, memory, s, lo, hi)
+                else:
+                    s.add(lo, hi)
+            self._read_stages |= access.stage_bit
+        spans = access.write_spans
+        if spans:
+            sets = self._writes
+            for memory, lo, hi in spans:
+                s = sets.get(memory)
+                if s is None:
+                    sets[memory] = (lo, hi)
+                elif s.__class__ is tuple:
+                    a, b = s
+                    if lo < a or hi > b:
+                        if lo <= b and a <= hi:
+                            sets[memory] = (lo if lo < a else a, hi if hi > b else b)
+                        else:
+                            _widen(sets, memory, s, lo, hi)
+                else:
+                    s.add(lo, hi)
+            self._write_stages |= access.stage_bit
+        return result
+
+    def _barrier_and_record(self, access: Access, kinds: frozenset[str]) -> tuple[Barrier, bool]:
         barrier = self._barrier_for(access, kinds)
         self.clear()
         self._record(access)

@@ -39,6 +39,7 @@ class Graph:
         self.command_buffer = call(vk.vkAllocateCommandBuffers, self._handle, alloc)[0]
         call(vk.vkBeginCommandBuffer, self.command_buffer, vk.VkCommandBufferBeginInfo(flags=0))
         self.descriptors = DescriptorPools(self._handle)
+        self.set_cache = self.descriptors.cache
         self.tracker = HazardTracker(device.barrier_policy)
         self.accesses: list[Access] = []
         self.tail: list[Access] = []      # accesses after the last internal barrier

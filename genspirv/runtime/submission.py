@@ -56,6 +56,7 @@ class Submission:
         self.slots = [Slot(i, ctx.handle, ctx.queue_family, ctx.mem_props, ctx.max_allocation,
                            ctx.families, self.query_pool) for i in range(inflight)]
         self.current = 0
+        self.open = self.slots[0]     # slots[current], kept beside it for the dispatch path
         self.serial = 0               # last batch serial handed out (recording order)
         self.submit_seq = 0           # last submission number (queue order)
         self.completed = 0            # every submission numbered <= this has finished
@@ -192,6 +193,7 @@ class Submission:
         self._submitted(slot)
         self._stats["flushes"] += 1
         self.current = (self.current + 1) % len(self.slots)
+        self.open = self.slots[self.current]
         self._profile.stop("submit", t0)
 
     def submit_side(self, slot: Slot) -> None:

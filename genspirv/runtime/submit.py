@@ -252,6 +252,7 @@ class Slot:
         self.fence = call(vk.vkCreateFence, device, vk.VkFenceCreateInfo(), None)
         self._fences = _vk.fence_array(self.fence)
         self.descriptors = DescriptorPools(device)
+        self.set_cache = self.descriptors.cache     # the dispatch path's one lookup
         self.staging = StagingArena(device, mem_props, max_allocation, families)
         self.state = "idle"
         self.serial = 0            # serial of the batch recorded into this slot (recording order)
