@@ -160,15 +160,26 @@ def _raise(result: int, name: str) -> None:
 # hash of six frozensets; the entry holds the Barrier, so its id is never reused.
 _BARRIER_STRUCTS: dict[int, tuple] = {}
 _cmd_pipeline_barrier = _lib.vkCmdPipelineBarrier
+# For Device.dispatch, which records a barrier without a call of its own:
+# ``made = BARRIER_STRUCTS.get(id(b)) or barrier_struct(b)``, then
+# ``cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, NULL, 0, NULL)``.
+BARRIER_STRUCTS = _BARRIER_STRUCTS
+cmd_pipeline_barrier = _cmd_pipeline_barrier
 
 
-def cmd_barrier(cb, b: Barrier) -> None:
+def barrier_struct(b: Barrier) -> tuple:
+    """(srcStageMask, dstStageMask, VkMemoryBarrier*, b) for ``b``, made once."""
     made = _BARRIER_STRUCTS.get(id(b))
     if made is None:
         src_stage, dst_stage, src_access, dst_access = barrier_masks(b)
         mb = ffi.new("VkMemoryBarrier*", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                           "srcAccessMask": src_access, "dstAccessMask": dst_access})
         made = _BARRIER_STRUCTS[id(b)] = (src_stage, dst_stage, mb, b)
+    return made
+
+
+def cmd_barrier(cb, b: Barrier) -> None:
+    made = _BARRIER_STRUCTS.get(id(b)) or barrier_struct(b)
     _cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, _NULL, 0, _NULL)
 
 

@@ -26,8 +26,9 @@ from typing import Optional, Sequence
 from .. import settings
 from ..errors import DispatchError, GenspirvError
 from ..manifest import Manifest, load_manifest
-from ._vk import (BIND_POINT_COMPUTE, NULL, STAGE_COMPUTE, cmd_barrier, cmd_bind_descriptor_sets,
-                  cmd_bind_pipeline, cmd_dispatch, cmd_push_constants, vk)
+from ._vk import (BARRIER_STRUCTS, BIND_POINT_COMPUTE, NULL, STAGE_COMPUTE, barrier_struct, cmd_barrier,
+                  cmd_bind_descriptor_sets, cmd_bind_pipeline, cmd_dispatch, cmd_pipeline_barrier,
+                  cmd_push_constants, vk)
 from .context import Context, ValidationMessage, choose_physical_device
 from .hazards import Access, Barrier, HazardTracker, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
@@ -298,7 +299,8 @@ class Device(Transfers):
             cb = rec.command_buffer
             if barrier is not None:
                 # _record_barrier, inlined: this is the step's per-dependency cost.
-                cmd_barrier(cb, barrier)
+                made = BARRIER_STRUCTS.get(id(barrier)) or barrier_struct(barrier)
+                cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, NULL, 0, NULL)
                 rec.commands += 1
                 stats["barriers"] += 1
             elif skipped:

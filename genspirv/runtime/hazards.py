@@ -244,13 +244,13 @@ class HazardTracker:
             result = _NOTHING_PENDING
         else:
             policy = self.policy
+            kinds = 0
             if policy == "always":
-                return self._barrier_and_record(access, _NO_KINDS)
-            if policy == "smart" or access.stage_bit == _HOST:
+                result = None
+            elif policy == "smart" or access.stage_bit == _HOST:
                 # Host reads of mapped memory are never left unsynchronised,
                 # even under "none": that policy exists to test device hazards.
                 writes, reads = self._writes, self._reads
-                kinds = 0
                 if writes:
                     for memory, lo, hi in access.read_spans:
                         s = writes.get(memory)
@@ -269,9 +269,20 @@ class HazardTracker:
                         if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
                                               else s.overlaps(lo, hi)):
                             kinds |= 1
-                if kinds:
-                    return self._barrier_and_record(access, _KINDS[kinds])
-            result = _SKIPPED
+                result = None if kinds else _SKIPPED
+            else:
+                result = _SKIPPED
+            if result is None:
+                # A barrier: made once per distinct (pending stages, stage, kinds);
+                # it clears everything pending, then the access is recorded alone.
+                key = (self._read_stages, self._write_stages, access.stage, _KINDS[kinds])
+                barrier = _BARRIERS.get(key)
+                if barrier is None:
+                    barrier = self._barrier_for(access, _KINDS[kinds])
+                result = (barrier, False)
+                self._reads.clear()
+                self._writes.clear()
+                self._read_stages = self._write_stages = 0
         spans = access.read_spans
         if spans:
             sets = self._reads
@@ -307,12 +318,6 @@ class HazardTracker:
                     s.add(lo, hi)
             self._write_stages |= access.stage_bit
         return result
-
-    def _barrier_and_record(self, access: Access, kinds: frozenset[str]) -> tuple[Barrier, bool]:
-        barrier = self._barrier_for(access, kinds)
-        self.clear()
-        self._record(access)
-        return barrier, False
 
     def barrier_all(self) -> Optional[Barrier]:
         """A barrier ordering everything pending before everything after, or None."""
