@@ -280,6 +280,33 @@ def test_replay_hazards_at_both_ends():
         clean(dev)
 
 
+def test_replay_runs_back_to_back_without_waiting_for_each_other():
+    """The graph's command buffer is simultaneous-use: a second run is submitted
+    while the first may still be pending (no fence wait; the layer would report
+    VUID-vkQueueSubmit-pCommandBuffers-00071 for a buffer without the flag), and
+    the entry barrier orders each run after the one before (RAW and WAR: the
+    graph reads and writes y)."""
+    with device(inflight=4) as dev:
+        n = 1024
+        y, z = dev.buffer(4 * n), dev.buffer(4 * n)
+        dev.upload(y, np.zeros(n, np.float32))
+        with dev.record() as g:
+            rt.rmw(dev, y, n, 1.0, 1.0)               # y += 1
+            rt.scale(dev, y, z, n, 2.0)               # z = 2 y
+        dev.synchronize()
+        before = dev.stats
+        for _ in range(3):
+            g.run()
+        s = dev.stats
+        assert s["fence_waits"] == before["fence_waits"]      # no run waited for another
+        assert s["replays"] - before["replays"] == 3 and s["submits"] - before["submits"] == 3
+        # Entry barriers: run 1 after the upload (RAW on y), runs 2 and 3 after the run before.
+        assert s["barriers"] - before["barriers"] == 3
+        np.testing.assert_array_equal(dev.download(y), np.full(n, 3.0, np.float32))
+        np.testing.assert_array_equal(dev.download(z), np.full(n, 6.0, np.float32))
+        clean(dev)
+
+
 def test_replay_refuses_transfers_inside_capture():
     with device() as dev:
         y = dev.buffer(64)

@@ -249,6 +249,20 @@ def queue_submit(queue, command_buffers, fence, wait=(), signal=()) -> None:
     _check(_lib.vkQueueSubmit(queue, 1, info, _NULL if fence is None else fence), "vkQueueSubmit")
 
 
+def submit_info(command_buffers):
+    """A VkSubmitInfo running ``command_buffers`` (no semaphores), for ``queue_submit_info``:
+    made once and submitted as often as wanted (the struct keeps its array alive)."""
+    cbs = ffi.new("VkCommandBuffer[]", list(command_buffers))
+    info = ffi.new("VkSubmitInfo*", {"sType": _SUBMIT_INFO, "commandBufferCount": len(cbs),
+                                     "pCommandBuffers": cbs})
+    return info, cbs
+
+
+def queue_submit_info(queue, made, fence) -> None:
+    """Submit a ``submit_info``."""
+    _check(_lib.vkQueueSubmit(queue, 1, made[0], _NULL if fence is None else fence), "vkQueueSubmit")
+
+
 def fence_array(fence):
     """A one-element VkFence array for wait_fence / reset_fence, made once per fence."""
     return ffi.new("VkFence[1]", [fence])

@@ -36,6 +36,7 @@ from .memory import Buffer, BufferView
 from .observe import DeviceDebug, GpuTimer, SlotDebug, snapshot
 from .plan import DispatchPlan, check_groups, make_plan, push_bytes
 from .profile import HostProfile
+from .replay import Graph, entry_barrier
 from .sharing import check_dispatch_owners, serialised, serialised_context
 from .submission import Submission
 from .transfers import Transfers
@@ -384,7 +385,6 @@ class Device(Transfers):
     @serialised_context
     def record(self):
         """Capture dispatches and copies for replay: ``with dev.record() as g: ...``; ``g.run()``."""
-        from .replay import Graph
         self._check_open()
         if self._recording is not None:
             raise GenspirvError("dev.record() is already capturing")
@@ -496,27 +496,28 @@ class Device(Transfers):
 
     @serialised
     def _run_graph(self, graph) -> None:
-        from .replay import entry_barrier
-        self._check_open()
+        if self._closed:
+            self._check_open()
         if self._recording is not None:
             raise GenspirvError("g.run() inside dev.record(): replays cannot nest")
         sub = self._submission
-        # The graph's command buffer is not simultaneous-use: its previous run must be done.
-        if graph.last_seq is not None and graph.last_seq > sub.completed:
-            sub.wait_for(graph._last_slot)
+        # No wait for the graph's previous run: its command buffer is simultaneous-use
+        # (replay.py), and the entry barrier below orders this run after that one.
         slot = sub.batch()
-        barrier, skipped = entry_barrier(self._tracker, graph)
+        tracker = self._tracker
+        barrier, skipped = entry_barrier(tracker, graph)
         if barrier is not None:
             self._record_barrier(slot, barrier)
         elif skipped:
             self._stats["barriers_skipped"] += 1
         for access in graph.tail_footprint:
-            self._tracker.add_pending(access)
-        for buf in graph.buffers.values():
-            buf.last_batch = slot.serial
+            tracker.add_pending(access)
+        serial = slot.serial
+        for buf in graph.buffer_list:
+            buf.last_batch = serial
         slot.keep_alive.append(graph)
         self._stats["replays"] += 1
-        sub.submit(slot, extra_command_buffers=[graph.command_buffer])
+        sub.submit(slot, extra_command_buffers=graph.submitted_command_buffers)
         graph._last_slot = slot
         graph.last_seq = slot.seq
 

@@ -3,7 +3,8 @@
 ``with dev.record() as g: ...`` routes the device's dispatch and copy calls
 into a ``Graph``: a command buffer of its own (reusable, not one-time), its
 own descriptor pool and its own hazard tracker, so barriers inside the graph
-are decided once at capture. ``g.run()`` submits that command buffer again.
+are decided once at capture. ``g.run()`` submits that command buffer again; it is simultaneous-use, so
+runs may follow each other without waiting for one another.
 
 Fixed at capture: the buffers and views bound, push data, group counts,
 spec values, and every barrier inside the graph. Not allowed inside a
@@ -37,7 +38,11 @@ class Graph:
                                                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                                commandBufferCount=1)
         self.command_buffer = call(vk.vkAllocateCommandBuffers, self._handle, alloc)[0]
-        call(vk.vkBeginCommandBuffer, self.command_buffer, vk.VkCommandBufferBeginInfo(flags=0))
+        # Simultaneous-use: a run may be submitted while the previous one is still on
+        # the GPU (runs back to back keep the queue fed); nothing in the buffer changes
+        # after capture, and the entry barrier of each run orders it after the last.
+        call(vk.vkBeginCommandBuffer, self.command_buffer,
+             vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT))
         self.descriptors = DescriptorPools(self._handle)
         self.set_cache = self.descriptors.cache
         self.tracker = HazardTracker(device.barrier_policy)
@@ -69,6 +74,8 @@ class Graph:
         # ranges per buffer instead of one access per captured command.
         self.footprint = merge_accesses(self.accesses)
         self.tail_footprint = merge_accesses(self.tail)
+        self.buffer_list = tuple(self.buffers.values())
+        self.submitted_command_buffers = (self.command_buffer,)
         self.finished = True
 
     # -- replay ---------------------------------------------------------------
