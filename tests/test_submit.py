@@ -6,6 +6,7 @@ did not on a device that runs everything in order.
 
 from __future__ import annotations
 
+import struct
 import sys
 from pathlib import Path
 
@@ -595,6 +596,46 @@ def test_the_layer_reports_a_set_rewritten_in_flight():
         _vk.write_buffer_descriptors(dev.handle, sets, k.bindings, k.descriptor_types, (z,))
         dev.synchronize()
         assert any(m.id == "VUID-vkUpdateDescriptorSets-None-03047" for m in dev.validation_messages)
+
+
+# -- push constants ------------------------------------------------------------------
+
+
+def test_push_constants_are_recorded_again_unless_the_same_bytes_went_through_the_same_layout(monkeypatch):
+    """Push constants stay in place for a layout, so the one bytes object pushed last
+    through it is not pushed again; other bytes (even equal ones), another layout or
+    a new batch push again. A skipped push would leave the previous values: the
+    results below tell them apart, and the pushes are counted at the binding."""
+    from genspirv.runtime import device as device_module
+    pushed = []
+    real = device_module.cmd_push_constants
+
+    def counting(cb, layout, stages, offset, size, data):
+        pushed.append((layout, bytes(data)))
+        real(cb, layout, stages, offset, size, data)
+
+    monkeypatch.setattr(device_module, "cmd_push_constants", counting)
+    with device(batch=1 << 20) as dev:
+        n = 256
+        x, y, z, w = (dev.buffer(4 * n) for _ in range(4))
+        g = rt.groups_for(n)
+        fill_layout = dev.kernel("rt_fill").kernel.pipeline_layout
+        scale_layout = dev.kernel("rt_scale").kernel.pipeline_layout
+        two = struct.pack("<If", n, 2.0)
+        dev.dispatch("rt_fill", [x], g, two)                  # x = 2: pushed
+        dev.dispatch("rt_fill", [w], g, two)                  # same bytes, same layout: kept
+        dev.dispatch("rt_scale", [x, y], g, two)              # y = 4: another layout, pushed
+        dev.dispatch("rt_scale", [y, z], g, bytes(bytearray(two)))   # z = 8: equal bytes, another object
+        dev.dispatch("rt_scale", [x, y], g, struct.pack("<If", n, 3.0))   # y = 6
+        dev.synchronize()
+        dev.dispatch("rt_fill", [w], g, two)                  # a new batch: pushed again
+        assert [layout for layout, _ in pushed] == [fill_layout, scale_layout, scale_layout,
+                                                    scale_layout, fill_layout]
+        np.testing.assert_array_equal(dev.download(y), np.full(n, 6.0, np.float32))
+        np.testing.assert_array_equal(dev.download(z), np.full(n, 8.0, np.float32))
+        np.testing.assert_array_equal(dev.download(w), np.full(n, 2.0, np.float32))
+        assert dev.stats["dispatches"] == 6
+        clean(dev)
 
 
 # -- dispatch plans (checks made once per kernel and buffers) -----------------------

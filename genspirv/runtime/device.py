@@ -323,9 +323,13 @@ class Device(Transfers):
                 if sets is not rec.bound_sets:
                     cmd_bind_descriptor_sets(cb, BIND_POINT_COMPUTE, layout, 0, len(sets), sets, 0, NULL)
                     rec.bound_sets = sets
-            if push_size:
+            if push_size and (push is not rec.bound_push or layout is not rec.push_layout):
+                # The same bytes object pushed last through the same layout is still in
+                # place (binding a pipeline of that layout keeps push constants).
                 # cffi passes a bytes object's own buffer as the const void*: no copy.
                 cmd_push_constants(cb, layout, STAGE_COMPUTE, 0, push_size, push)
+                rec.bound_push = push
+                rec.push_layout = layout
             cmd_dispatch(cb, x, y, z)
             rec.commands += 1
             stats["dispatches"] += 1

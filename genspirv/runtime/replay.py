@@ -51,6 +51,7 @@ class Graph:
         self.buffers: dict[int, object] = {}
         self.bound_pipeline = None
         self.bound_sets = None
+        self.bound_push = self.push_layout = None
         self.dispatches = 0
         self.commands = 0
         self.serial = -1                  # never equal to a slot's batch serial

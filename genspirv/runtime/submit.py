@@ -261,6 +261,8 @@ class Slot:
         self.commands = 0          # any commands (dispatch, copy, barrier, timestamp)
         self.bound_pipeline = None
         self.bound_sets = None         # the descriptor-set array bound last in this batch
+        self.bound_push = None         # the push bytes recorded last, and through which layout
+        self.push_layout = None
         self.keep_alive: list = []     # objects the batch references (e.g. a replay graph)
         self.transfer: Optional[TransferLane] = None   # created on first use
         # Two timestamps of the device's query pool: the batch's start and end on the GPU.
@@ -276,6 +278,7 @@ class Slot:
         self.commands = 0
         self.bound_pipeline = None
         self.bound_sets = None
+        self.bound_push = self.push_layout = None
 
     def end(self) -> None:
         """Close the command buffer (with the batch's end timestamp)."""
