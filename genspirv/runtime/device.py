@@ -36,7 +36,7 @@ from .memory import Buffer, BufferView
 from .observe import DeviceDebug, GpuTimer, SlotDebug, snapshot
 from .plan import DispatchPlan, check_groups, make_plan, push_bytes
 from .profile import HostProfile
-from .replay import Graph, entry_barrier
+from .replay import Graph, submit_run
 from .sharing import check_dispatch_owners, serialised, serialised_context
 from .submission import Submission
 from .transfers import Transfers
@@ -504,26 +504,7 @@ class Device(Transfers):
             self._check_open()
         if self._recording is not None:
             raise GenspirvError("g.run() inside dev.record(): replays cannot nest")
-        sub = self._submission
-        # No wait for the graph's previous run: its command buffer is simultaneous-use
-        # (replay.py), and the entry barrier below orders this run after that one.
-        slot = sub.batch()
-        tracker = self._tracker
-        barrier, skipped = entry_barrier(tracker, graph)
-        if barrier is not None:
-            self._record_barrier(slot, barrier)
-        elif skipped:
-            self._stats["barriers_skipped"] += 1
-        for access in graph.tail_footprint:
-            tracker.add_pending(access)
-        serial = slot.serial
-        for buf in graph.buffer_list:
-            buf.last_batch = serial
-        slot.keep_alive.append(graph)
-        self._stats["replays"] += 1
-        sub.submit(slot, extra_command_buffers=graph.submitted_command_buffers)
-        graph._last_slot = slot
-        graph.last_seq = slot.seq
+        submit_run(self, graph)
 
     @serialised
     def _wait_for_graph(self, graph) -> None:

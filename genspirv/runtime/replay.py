@@ -100,6 +100,32 @@ class Graph:
             self.command_buffer = None
 
 
+def submit_run(device, graph: Graph) -> None:
+    """One run of ``graph`` on ``device`` (holding its lock): the entry barrier into the
+    open batch, the graph's tail left pending, then the batch and the graph submitted.
+
+    No wait for the graph's previous run: its command buffer is simultaneous-use, and
+    the entry barrier orders this run after that one."""
+    sub = device._submission
+    slot = sub.batch()
+    tracker = device._tracker
+    barrier, skipped = entry_barrier(tracker, graph)
+    if barrier is not None:
+        device._record_barrier(slot, barrier)
+    elif skipped:
+        device._stats["barriers_skipped"] += 1
+    for access in graph.tail_footprint:
+        tracker.add_pending(access)
+    serial = slot.serial
+    for buf in graph.buffer_list:
+        buf.last_batch = serial
+    slot.keep_alive.append(graph)
+    device._stats["replays"] += 1
+    sub.submit(slot, extra_command_buffers=graph.submitted_command_buffers)
+    graph._last_slot = slot
+    graph.last_seq = slot.seq
+
+
 def entry_barrier(tracker: HazardTracker, graph: Graph) -> tuple[Optional[Barrier], bool]:
     """The barrier to record before a run of ``graph`` (and whether one was skipped)."""
     if not tracker.pending:
@@ -110,4 +136,4 @@ def entry_barrier(tracker: HazardTracker, graph: Graph) -> tuple[Optional[Barrie
     return None, True
 
 
-__all__ = ["Graph", "entry_barrier"]
+__all__ = ["Graph", "entry_barrier", "submit_run"]
