@@ -74,8 +74,8 @@ def test_one_slot_retires_before_every_batch():
 def test_a_step_split_into_submissions_keeps_every_barrier():
     """A 100-dispatch step (25 layers of scale, scale, add, residual add: 75 read-after-
     write dependencies) recorded in one batch and in batches of 25: the same barriers,
-    because pending accesses cross submissions (the dispatch after each split reads
-    what the one before it wrote), one submit against four, the same values. The validation layer cannot
+    because pending accesses cross submissions (dispatches after each split read what
+    dispatches before it wrote), one submit against four, the same values. The validation layer cannot
     see a hazard between two submissions here (a missing barrier there went unreported
     when tried), so the counters say it."""
     n = 1024
