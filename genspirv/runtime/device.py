@@ -103,7 +103,8 @@ class Device(Transfers):
         self.handle, self.queue, self.transfer_queue = ctx.handle, ctx.queue, ctx.transfer_queue
         self.queue_family, self.transfer_family = ctx.queue_family, ctx.transfer_family
         self.properties, self.features, self._limits = ctx.properties, ctx.features, ctx.limits
-        self._max_groups_x = ctx.limits["max_compute_work_group_count"][0]
+        # The group counts along x the device allows: ``groups in`` it is one C-level test.
+        self._groups_x = range(1, ctx.limits["max_compute_work_group_count"][0] + 1)
         self.label = f"Device#{next(_device_numbers)} ({ctx.properties['name']})"
         try:
             self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
@@ -278,7 +279,7 @@ class Device(Transfers):
             access, descriptor_key, layout, plan_buffers, push_size = plan.hot
             if len(push) != push_size:
                 check_dispatch_args(bound.entry, len(buffers), len(push))
-            if groups.__class__ is int and 0 < groups <= self._max_groups_x:
+            if groups.__class__ is int and groups in self._groups_x:
                 x = groups
                 y = z = 1
             else:
