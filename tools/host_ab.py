@@ -1,7 +1,7 @@
 """Host cost per dispatch: this tree against another one, side by side.
 
     git archive REV | tar -x -C /tmp/genspirv-base
-    python tools/host_ab.py --baseline /tmp/genspirv-base --rounds 6 --json host_ab.json
+    python tools/host_ab.py --baseline /tmp/genspirv-base --baseline-label REV --rounds 6 --json host_ab.json
 
 Each arm is a fresh Python process that imports genspirv from its own tree
 (``PYTHONPATH``) and uses the public runtime API only, so any commit since the
@@ -99,11 +99,21 @@ def run_arm(tree: Path, samples: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _revision(tree: Path) -> str:
+    """The tree's commit (short), with ``+changes`` when it has uncommitted ones."""
+    def git(*a):
+        return subprocess.run(["git", "-C", str(tree), *a], capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--baseline", type=Path, required=True, help="the other tree (a checkout or archive)")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--samples", type=int, default=5, help="samples per workload and round")
+    ap.add_argument("--baseline-label", default=None,
+                    help="what the baseline is, for the JSON (default: its folder's name)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     trees = {"baseline": args.baseline.resolve(), "this": ROOT}
@@ -120,7 +130,10 @@ def main(argv=None) -> int:
             b, t = table["baseline"][name], table["this"][name]
             print(f"{name:<16} {stat:<9} {b:>12.2f} {t:>9.2f} {b / t:>16.2f}")
     if args.json is not None:
-        args.json.write_text(json.dumps({"trees": {k: str(v) for k, v in trees.items()},
+        # The trees by revision, not by local folder.
+        labels = {"baseline": args.baseline_label or args.baseline.resolve().name, "this": _revision(ROOT)}
+        args.json.write_text(json.dumps({"trees": labels, "device": os.environ.get("GENSPIRV_DEVICE", ""),
+                                         "rounds": args.rounds, "samples": args.samples,
                                          "cpu_us_per_dispatch": runs, "medians": medians, "p10": p10,
                                          "ratios_baseline_over_this": {
                                              stat: {n: table["baseline"][n] / table["this"][n]
