@@ -328,12 +328,13 @@ def test_peer_rows_are_every_raw_sample_with_the_ratio():
     from genspirv.bench import runtime_suite
 
     samples = {k: {"genspirv": [2.0, 4.0], "wgpu-py": [6.0, 8.0]} for k in ("record", "step", "step_cpu")}
-    samples.update({k: {"genspirv": [1.0]} for k in ("replay", "replay_cpu")})
+    samples.update({k: {"genspirv": [1.0]} for k in ("step_split", "step_split_cpu", "replay", "replay_cpu",
+                                                     "replay_amortised", "replay_amortised_cpu")})
     rec = Recorder("runtime")
     runtime_suite.record_peer(rec, {"samples_us_per_dispatch": samples, "wgpu_skipped": None})
     rows = [(r["case"], r["arm"], r["value"]) for r in rec.runs]
     assert ("peer: host cpu per recorded dispatch", "wgpu-py", pytest.approx(8e-6)) in rows
-    assert len(rows) == 3 * 4 + 2
+    assert len(rows) == 3 * 4 + 6
     assert [d["label"] for d in rec.derived] == ["wgpu-py / genspirv"] * 3
     rec = Recorder("runtime")
     only = {k: {"genspirv": v["genspirv"]} for k, v in samples.items()}
@@ -365,6 +366,8 @@ def test_peer_arms_check_their_results(monkeypatch):
         assert sorted(result["samples_us_per_dispatch"][key]) == sorted(arms)
         assert all(len(v) == 2 and min(v) > 0 for v in result["samples_us_per_dispatch"][key].values())
     assert len(result["samples_us_per_dispatch"]["replay"]["genspirv"]) == 2
+    assert len(result["samples_us_per_dispatch"]["replay_amortised_cpu"]["genspirv"]) == 2
+    assert len(result["samples_us_per_dispatch"]["step_split"]["genspirv"]) == 2
     if result["wgpu_skipped"] is None:
         wgpu_arm = peer.WgpuArm(result["device"])
         try:

@@ -187,3 +187,90 @@ def test_merging_drops_nothing():
     t.add_pending(compute(reads=[R("B", 0, 4)]))
     assert not any(t.hazards(x) for x in merge_accesses([a]))
     assert any(t.hazards(x) for x in merge_accesses([a, b])) == bool(t.hazards(b)) is True
+
+
+# -- remembered answers: a step met again is answered from memory, the same way ------
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(accesses, min_size=1, max_size=8), st.integers(2, 5))
+def test_a_repeated_step_gets_the_oracles_answers_every_time(step, repeats):
+    """The same Access objects in the same order, step after step (as a cached plan's
+    accesses come back): every answer is still the oracle's."""
+    tracker = HazardTracker("smart")
+    seq = step * repeats
+    for a, kinds in zip(seq, run_oracle(seq)):
+        barrier, _ = tracker.access(a)
+        assert (barrier is not None) == bool(kinds)
+        if barrier is not None:
+            assert barrier.kinds == kinds
+
+
+def test_a_repeated_step_is_answered_from_memory(monkeypatch):
+    """Counted at the one place answers are worked out: after the first step, none is
+    (negative control: a tracker that forgets before each access works every one out)."""
+    x, t1, t2, t3 = "x", "t1", "t2", "t3"
+    step = [compute([R(x, 0, 64)], [R(t1, 0, 64)]), compute([R(x, 0, 64)], [R(t2, 0, 64)]),
+            compute([R(t1, 0, 64), R(t2, 0, 64)], [R(t3, 0, 64)]),
+            compute([R(t3, 0, 64), R(x, 0, 64)], [R(x, 0, 64)])]
+
+    def answers(forget):
+        tracker, worked = HazardTracker("smart"), []
+        decide = tracker._decide
+        monkeypatch.setattr(tracker, "_decide", lambda a: worked.append(a) or decide(a))
+        out = []
+        for _ in range(5):
+            for a in step:
+                if forget:
+                    tracker._forget()
+                barrier, skipped = tracker.access(a)
+                out.append((barrier and barrier.kinds, skipped))
+        return out, len(worked)
+
+    remembered, worked = answers(forget=False)
+    forgetting, worked_out = answers(forget=True)
+    assert remembered == forgetting
+    assert worked_out == 20 and worked <= 8
+    assert sum(1 for b, _ in remembered if b) == 4 * 3 + 2    # RAW/WAR at 3 of 4 after the first
+
+
+ops = st.lists(st.one_of(st.tuples(st.just("access"), st.integers(0, 3)),
+                        st.tuples(st.just("add_pending"), st.integers(0, 3)),
+                        st.tuples(st.just("hazards"), st.integers(0, 3)),
+                        st.tuples(st.sampled_from(["barrier_all", "clear", "pending"]), st.just(0)),
+                        st.tuples(st.just("policy"), st.sampled_from(["smart", "always", "none"]))),
+               min_size=1, max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(accesses, min_size=4, max_size=4), ops, st.integers(2, 4))
+def test_answers_from_memory_survive_added_pending_policy_changes_and_queries(pool, step, repeats):
+    """add_pending, barrier_all, clear, a policy change and the queries between remembered
+    answers, a step of them repeated: every answer and query is a forgetting tracker's."""
+    results = []
+    for forget in (False, True):
+        tracker, out = HazardTracker("smart"), []
+        for _ in range(repeats):
+            for op, arg in step:
+                if forget:
+                    tracker._forget()
+                if op == "access":
+                    barrier, skipped = tracker.access(pool[arg])
+                    out.append((barrier and (barrier.kinds, barrier.src_stages, barrier.src_writes), skipped))
+                elif op == "add_pending":
+                    tracker.add_pending(pool[arg])
+                elif op == "hazards":
+                    out.append(tracker.hazards(pool[arg]))
+                elif op == "pending":
+                    out.append(tracker.pending)
+                elif op == "barrier_all":
+                    barrier = tracker.barrier_all()
+                    out.append(barrier and (barrier.src_stages, barrier.src_writes))
+                elif op == "clear":
+                    tracker.clear()
+                else:
+                    tracker.policy = arg
+        for a in pool:                        # the pending state at the end, seen through each
+            out.append(tracker.hazards(a))
+        results.append(out)
+    assert results[0] == results[1]

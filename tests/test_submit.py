@@ -6,6 +6,7 @@ did not on a device that runs everything in order.
 
 from __future__ import annotations
 
+import struct
 import sys
 from pathlib import Path
 
@@ -68,6 +69,44 @@ def test_one_slot_retires_before_every_batch():
         assert dev.in_flight() == 0              # retired (waited if busy) before recording
         dev.synchronize()
         clean(dev)
+
+
+def test_a_step_split_into_submissions_keeps_every_barrier():
+    """A 100-dispatch step (25 layers of scale, scale, add, residual add: 75 read-after-
+    write dependencies) recorded in one batch and in batches of 25: the same barriers,
+    because pending accesses cross submissions (dispatches after each split read what
+    dispatches before it wrote), one submit against four, the same values. The validation layer cannot
+    see a hazard between two submissions here (a missing barrier there went unreported
+    when tried), so the counters say it."""
+    n = 1024
+
+    def step(dev):
+        x, x2, t1, t2, t3 = (dev.buffer(4 * n) for _ in range(5))
+        dev.upload(x, np.ones(n, np.float32))
+        dev.synchronize()
+        before = dev.stats
+        for i in range(25):
+            src, dst = (x, x2) if i % 2 == 0 else (x2, x)
+            rt.scale(dev, src, t1, n, 0.5)
+            rt.scale(dev, src, t2, n, 0.25)
+            rt.add(dev, t1, t2, t3, n)
+            rt.add(dev, t3, src, dst, n)
+        dev.synchronize()
+        after = dev.stats
+        return ({k: after[k] - before[k] for k in ("dispatches", "barriers", "submits")},
+                dev.download(x2))
+
+    want = np.ones(n, np.float32)
+    for _ in range(25):
+        want = (np.float32(0.5) * want + np.float32(0.25) * want) + want
+    counts = {}
+    for batch in (1 << 20, 25):
+        with device(batch=batch, inflight=2) as dev:
+            counts[batch], got = step(dev)
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+            clean(dev)
+    assert counts[1 << 20] == {"dispatches": 100, "barriers": 75, "submits": 1}
+    assert counts[25] == {"dispatches": 100, "barriers": 75, "submits": 4}
 
 
 def test_submits_and_fence_waits_per_step():
@@ -277,6 +316,33 @@ def test_replay_hazards_at_both_ends():
         g.run()
         rt.scale(dev, y, z, n, 0.5)
         np.testing.assert_array_equal(dev.download(z), np.full(n, 3.0, np.float32))
+        clean(dev)
+
+
+def test_replay_runs_back_to_back_without_waiting_for_each_other():
+    """The graph's command buffer is simultaneous-use: a second run is submitted
+    while the first may still be pending (no fence wait; the layer would report
+    VUID-vkQueueSubmit-pCommandBuffers-00071 for a buffer without the flag), and
+    the entry barrier orders each run after the one before (RAW and WAR: the
+    graph reads and writes y)."""
+    with device(inflight=4) as dev:
+        n = 1024
+        y, z = dev.buffer(4 * n), dev.buffer(4 * n)
+        dev.upload(y, np.zeros(n, np.float32))
+        with dev.record() as g:
+            rt.rmw(dev, y, n, 1.0, 1.0)               # y += 1
+            rt.scale(dev, y, z, n, 2.0)               # z = 2 y
+        dev.synchronize()
+        before = dev.stats
+        for _ in range(3):
+            g.run()
+        s = dev.stats
+        assert s["fence_waits"] == before["fence_waits"]      # no run waited for another
+        assert s["replays"] - before["replays"] == 3 and s["submits"] - before["submits"] == 3
+        # Entry barriers: run 1 after the upload (RAW on y), runs 2 and 3 after the run before.
+        assert s["barriers"] - before["barriers"] == 3
+        np.testing.assert_array_equal(dev.download(y), np.full(n, 3.0, np.float32))
+        np.testing.assert_array_equal(dev.download(z), np.full(n, 6.0, np.float32))
         clean(dev)
 
 
@@ -568,6 +634,46 @@ def test_the_layer_reports_a_set_rewritten_in_flight():
         _vk.write_buffer_descriptors(dev.handle, sets, k.bindings, k.descriptor_types, (z,))
         dev.synchronize()
         assert any(m.id == "VUID-vkUpdateDescriptorSets-None-03047" for m in dev.validation_messages)
+
+
+# -- push constants ------------------------------------------------------------------
+
+
+def test_push_constants_are_recorded_again_unless_the_same_bytes_went_through_the_same_layout(monkeypatch):
+    """Push constants stay in place for a layout, so the one bytes object pushed last
+    through it is not pushed again; other bytes (even equal ones), another layout or
+    a new batch push again. A skipped push would leave the previous values: the
+    results below tell them apart, and the pushes are counted at the binding."""
+    from genspirv.runtime import device as device_module
+    pushed = []
+    real = device_module.cmd_push_constants
+
+    def counting(cb, layout, stages, offset, size, data):
+        pushed.append((layout, bytes(data)))
+        real(cb, layout, stages, offset, size, data)
+
+    monkeypatch.setattr(device_module, "cmd_push_constants", counting)
+    with device(batch=1 << 20) as dev:
+        n = 256
+        x, y, z, w = (dev.buffer(4 * n) for _ in range(4))
+        g = rt.groups_for(n)
+        fill_layout = dev.kernel("rt_fill").kernel.pipeline_layout
+        scale_layout = dev.kernel("rt_scale").kernel.pipeline_layout
+        two = struct.pack("<If", n, 2.0)
+        dev.dispatch("rt_fill", [x], g, two)                  # x = 2: pushed
+        dev.dispatch("rt_fill", [w], g, two)                  # same bytes, same layout: kept
+        dev.dispatch("rt_scale", [x, y], g, two)              # y = 4: another layout, pushed
+        dev.dispatch("rt_scale", [y, z], g, bytes(bytearray(two)))   # z = 8: equal bytes, another object
+        dev.dispatch("rt_scale", [x, y], g, struct.pack("<If", n, 3.0))   # y = 6
+        dev.synchronize()
+        dev.dispatch("rt_fill", [w], g, two)                  # a new batch: pushed again
+        assert [layout for layout, _ in pushed] == [fill_layout, scale_layout, scale_layout,
+                                                    scale_layout, fill_layout]
+        np.testing.assert_array_equal(dev.download(y), np.full(n, 6.0, np.float32))
+        np.testing.assert_array_equal(dev.download(z), np.full(n, 8.0, np.float32))
+        np.testing.assert_array_equal(dev.download(w), np.full(n, 2.0, np.float32))
+        assert dev.stats["dispatches"] == 6
+        clean(dev)
 
 
 # -- dispatch plans (checks made once per kernel and buffers) -----------------------

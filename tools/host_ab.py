@@ -1,13 +1,15 @@
 """Host cost per dispatch: this tree against another one, side by side.
 
     git archive REV | tar -x -C /tmp/genspirv-base
-    python tools/host_ab.py --baseline /tmp/genspirv-base --rounds 6 --json host_ab.json
+    python tools/host_ab.py --baseline /tmp/genspirv-base --baseline-label REV --rounds 6 --json host_ab.json
 
 Each arm is a fresh Python process that imports genspirv from its own tree
 (``PYTHONPATH``) and uses the public runtime API only, so any commit since the
 runtime has had ``dev.record()`` can be the baseline. Rounds alternate the
 arms (A B, B A, ...); figures are medians of every sample of an arm, with
-the ratio baseline / this tree from the same run. Per sample, the calling
+the ratio baseline / this tree from the same run, and the same for the 10th
+percentiles: on a machine whose other core is busy at times, CPU time per
+sample comes in two clusters, and the low percentile compares the quiet ones. Per sample, the calling
 thread's CPU time (``time.thread_time``) per dispatch, on the device
 ``GENSPIRV_DEVICE`` selects:
 
@@ -16,7 +18,8 @@ thread's CPU time (``time.thread_time``) per dispatch, on the device
 - ``step``: 25 layers of a mixed graph (two scales, their sum, a residual
   add: 100 dispatches, 75 dependencies) over 16 KiB buffers, recorded,
   submitted and waited for;
-- ``replay``: the same step captured once and resubmitted, waited for.
+- ``replay``: the same step captured once and resubmitted, waited for;
+- ``replay_amortised``: that capture run 10 times back to back, then one wait.
 
 The same workloads as ``genspirv bench runtime``'s peer arm
 (``genspirv.bench.peer``), written out here because a baseline tree may
@@ -65,7 +68,8 @@ with Device() as dev:
     with dev.record() as graph:
         layers()
     work = {"record": (record, 1024), "step": (lambda: (layers(), dev.synchronize()), 100),
-            "replay": (lambda: (graph.run(), dev.synchronize()), 100)}
+            "replay": (lambda: (graph.run(), dev.synchronize()), 100),
+            "replay_amortised": (lambda: ([graph.run() for _ in range(10)], dev.synchronize()), 1000)}
     for run, _ in work.values():        # every in-flight slot writes its descriptor sets once
         for _ in range(2):
             run()
@@ -95,11 +99,21 @@ def run_arm(tree: Path, samples: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _revision(tree: Path) -> str:
+    """The tree's commit (short), with ``+changes`` when it has uncommitted ones."""
+    def git(*a):
+        return subprocess.run(["git", "-C", str(tree), *a], capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--baseline", type=Path, required=True, help="the other tree (a checkout or archive)")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--samples", type=int, default=5, help="samples per workload and round")
+    ap.add_argument("--baseline-label", default=None,
+                    help="what the baseline is, for the JSON (default: its folder's name)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     trees = {"baseline": args.baseline.resolve(), "this": ROOT}
@@ -109,13 +123,23 @@ def main(argv=None) -> int:
             for name, values in run_arm(trees[arm], args.samples).items():
                 runs[arm].setdefault(name, []).extend(values)
     medians = {arm: {name: statistics.median(v) for name, v in w.items()} for arm, w in runs.items()}
-    print(f"{'workload':<8} {'baseline us':>12} {'this us':>9} {'baseline / this':>16}")
+    p10 = {arm: {name: statistics.quantiles(v, n=10)[0] for name, v in w.items()} for arm, w in runs.items()}
+    print(f"{'workload':<16} {'statistic':<9} {'baseline us':>12} {'this us':>9} {'baseline / this':>16}")
     for name in medians["this"]:
-        b, t = medians["baseline"][name], medians["this"][name]
-        print(f"{name:<8} {b:>12.2f} {t:>9.2f} {b / t:>16.2f}")
+        for stat, table in (("median", medians), ("p10", p10)):
+            b, t = table["baseline"][name], table["this"][name]
+            print(f"{name:<16} {stat:<9} {b:>12.2f} {t:>9.2f} {b / t:>16.2f}")
     if args.json is not None:
-        args.json.write_text(json.dumps({"trees": {k: str(v) for k, v in trees.items()},
-                                         "cpu_us_per_dispatch": runs, "medians": medians}, indent=1))
+        # The trees by revision, not by local folder.
+        labels = {"baseline": args.baseline_label or args.baseline.resolve().name, "this": _revision(ROOT)}
+        args.json.write_text(json.dumps({"trees": labels, "device": os.environ.get("GENSPIRV_DEVICE", ""),
+                                         "rounds": args.rounds, "samples": args.samples,
+                                         "cpu_us_per_dispatch": runs, "medians": medians, "p10": p10,
+                                         "ratios_baseline_over_this": {
+                                             stat: {n: table["baseline"][n] / table["this"][n]
+                                                    for n in table["this"]}
+                                             for stat, table in (("median", medians), ("p10", p10))}},
+                                        indent=1))
     return 0
 
 

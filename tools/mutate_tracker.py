@@ -24,16 +24,35 @@ TESTS = ["tests/test_hazards.py", "tests/test_runtime.py", "tests/test_submit.py
 
 # name -> (what it breaks, [(file, exact text, replacement)])
 MUTATIONS = {
+    # hazards() (the query) and _decide() (the answers access() works out) check alike:
+    # each mutation breaks both.
     "never": ("never report a hazard", [
         ("genspirv/runtime/hazards.py",
          '        """The hazard kinds ``access`` has against what is pending."""\n',
          '        """The hazard kinds ``access`` has against what is pending."""\n'
          '        return frozenset()\n'),
+        ("genspirv/runtime/hazards.py",
+         "result = None if kinds else _SKIPPED",
+         "result = _SKIPPED"),
     ]),
     "war": ("drop the write-after-read check", [
         ("genspirv/runtime/hazards.py",
          'war = 1',
          'war = 0'),
+        ("genspirv/runtime/hazards.py",
+         'kinds |= 1',
+         'kinds |= 0'),
+    ]),
+    "memo-stale": ("keep what was pending before a barrier answered from memory", [
+        ("genspirv/runtime/hazards.py",
+         "                    self._read_stages = self._write_stages = 0\n"
+         "                    self._unapplied.clear()\n",
+         "                    self._read_stages = self._write_stages = 0\n"),
+    ]),
+    "memo-added": ("lose an access added by add_pending on the remembered path", [
+        ("genspirv/runtime/hazards.py",
+         "            self._node = known[1]\n            self._unapplied.append(access)\n            return\n",
+         "            self._node = known[1]\n            return\n"),
     ]),
     "views": ("treat overlapping views of one buffer as disjoint", [
         ("genspirv/runtime/hazards.py",
@@ -48,10 +67,12 @@ MUTATIONS = {
     "slots": ("collapse every slot onto one descriptor pool and one staging allocation", [
         ("genspirv/runtime/submit.py",
          "        self.descriptors = DescriptorPools(device)\n"
+         "        self.set_cache = self.descriptors.cache     # the dispatch path's one lookup\n"
          "        self.staging = StagingArena(device, mem_props, max_allocation, families)\n",
          "        shared = _SHARED.setdefault(str(device), (DescriptorPools(device),\n"
          "                                    StagingArena(device, mem_props, max_allocation, families)))\n"
-         "        self.descriptors, self.staging = shared\n"),
+         "        self.descriptors, self.staging = shared\n"
+         "        self.set_cache = self.descriptors.cache\n"),
         ("genspirv/runtime/submit.py",
          "STAGING_CHUNK = 4 << 20\n", "STAGING_CHUNK = 4 << 20\n_SHARED = {}\n"),
         # Shared objects must be destroyed once only.

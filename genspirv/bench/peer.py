@@ -22,8 +22,16 @@ records each workload into one batch, as wgpu-py into one command buffer):
   (the device's own time included, the same work in both arms) and the
   calling thread's CPU time per dispatch (on a CPU device such as lavapipe
   the device's threads run the kernels, so this is the host's share).
+- ``step_split`` (genspirv only): the same step with a batch of
+  ``SPLIT_BATCH`` dispatches (four submissions), so the device starts on the
+  first part while the host records the rest: wall and CPU per dispatch.
 - ``replay`` (genspirv only): the same step captured once (``dev.record()``)
   and resubmitted, waited for: wall and CPU time per dispatch.
+- ``replay_amortised`` (genspirv only): ``REPLAY_RUNS`` runs of that capture
+  submitted back to back (no wait between them), then one wait: wall and CPU
+  time per dispatch over the whole. The CPU figure still holds every wait the
+  host makes: the final one, and any for an in-flight slot to come free once
+  the runs outnumber the slots (the GPU is then the bottleneck).
 
 Each arm's results are compared with numpy once before anything is timed,
 and each workload runs untimed as often as genspirv has in-flight slots (each
@@ -46,6 +54,8 @@ RECORD_DISPATCHES = 1024
 FILL_N = 256                      # floats per fill: one 1 KiB view, one workgroup
 STEP_LAYERS = 25                  # 4 dispatches a layer: a 100-dispatch step
 STEP_N = 4096                     # 16 KiB a buffer: the device's share of a step stays small
+REPLAY_RUNS = 10                  # runs submitted back to back in replay_amortised
+SPLIT_BATCH = 25                  # dispatches per submission in step_split
 LOCAL = 256
 
 WGSL_FILL = """
@@ -145,6 +155,21 @@ class GenspirvArm:
 
     def replay(self) -> None:
         self.graph.run()
+        self.dev.synchronize()
+
+    def step_split(self) -> None:
+        dev = self.dev
+        whole, dev.batch_size = dev.batch_size, SPLIT_BATCH
+        try:
+            self._step_commands()
+            dev.synchronize()
+        finally:
+            dev.batch_size = whole
+
+    def replay_amortised(self) -> None:
+        run = self.graph.run
+        for _ in range(REPLAY_RUNS):
+            run()
         self.dev.synchronize()
 
     def capture(self) -> None:
@@ -345,8 +370,11 @@ def run_peer_bench(dev, reps: int = 11) -> dict:
                 arm.record()
                 arm.after_record()
                 arm.step()
+            arms[0].step_split()
             arms[0].replay()
-        samples: dict = {"record": {}, "step": {}, "step_cpu": {}, "replay": {}, "replay_cpu": {}}
+            arms[0].replay_amortised()
+        samples: dict = {"record": {}, "step": {}, "step_cpu": {}, "step_split": {}, "step_split_cpu": {},
+                         "replay": {}, "replay_cpu": {}, "replay_amortised": {}, "replay_amortised_cpu": {}}
         by_name = {a.name: a for a in arms}
         per_step = 4 * STEP_LAYERS
 
@@ -364,8 +392,10 @@ def run_peer_bench(dev, reps: int = 11) -> dict:
                 timed("record", arm_name, arm.record, RECORD_DISPATCHES, wall=False)
                 arm.after_record()
                 timed("step", arm_name, arm.step, per_step)
+            timed("step_split", "genspirv", arms[0].step_split, per_step)
             timed("replay", "genspirv", arms[0].replay, per_step)
-        return {"device": name, "reps": reps, "samples_us_per_dispatch": samples,
+            timed("replay_amortised", "genspirv", arms[0].replay_amortised, REPLAY_RUNS * per_step)
+        return {"device": name, "reps": reps, "replay_runs": REPLAY_RUNS, "split_batch": SPLIT_BATCH, "samples_us_per_dispatch": samples,
                 "wgpu": None if skipped else "ran", "wgpu_skipped": skipped}
     finally:
         for arm in arms:

@@ -190,8 +190,12 @@ def record_host(rec: Recorder, res: dict) -> None:
 PEER_CASES = {"record": "peer: host cpu per recorded dispatch",
               "step": "peer: 100-dispatch step, wall per dispatch",
               "step_cpu": "peer: 100-dispatch step, cpu per dispatch",
+              "step_split": "peer: 100-dispatch step in 4 submissions, wall per dispatch",
+              "step_split_cpu": "peer: 100-dispatch step in 4 submissions, cpu per dispatch",
               "replay": "peer: replayed step, wall per dispatch",
-              "replay_cpu": "peer: replayed step, cpu per dispatch"}
+              "replay_cpu": "peer: replayed step, cpu per dispatch",
+              "replay_amortised": "peer: replayed step x10 back to back then one wait, wall per dispatch",
+              "replay_amortised_cpu": "peer: replayed step x10 back to back then one wait, cpu per dispatch"}
 
 
 def record_peer(rec: Recorder, res: dict) -> None:
@@ -209,4 +213,7 @@ def record_peer(rec: Recorder, res: dict) -> None:
                          "constants as immediates, one compute pass), arms alternating "
                          "(genspirv.bench.peer); record = 1,024 independent fills recorded, not "
                          "submitted; step = 100 dispatches with 75 dependencies recorded, submitted "
-                         "and waited for.")
+                         "and waited for (in 4 submissions: the same, a batch of 25 dispatches, the "
+                         "device starting on each while the host records the next); replay x10 = "
+                         "the step's capture run 10 times back to back, then one wait (every wait "
+                         "the host makes is in its cpu figure).")

@@ -160,15 +160,26 @@ def _raise(result: int, name: str) -> None:
 # hash of six frozensets; the entry holds the Barrier, so its id is never reused.
 _BARRIER_STRUCTS: dict[int, tuple] = {}
 _cmd_pipeline_barrier = _lib.vkCmdPipelineBarrier
+# For Device.dispatch, which records a barrier without a call of its own:
+# ``made = BARRIER_STRUCTS.get(id(b)) or barrier_struct(b)``, then
+# ``cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, NULL, 0, NULL)``.
+BARRIER_STRUCTS = _BARRIER_STRUCTS
+cmd_pipeline_barrier = _cmd_pipeline_barrier
 
 
-def cmd_barrier(cb, b: Barrier) -> None:
+def barrier_struct(b: Barrier) -> tuple:
+    """(srcStageMask, dstStageMask, VkMemoryBarrier*, b) for ``b``, made once."""
     made = _BARRIER_STRUCTS.get(id(b))
     if made is None:
         src_stage, dst_stage, src_access, dst_access = barrier_masks(b)
         mb = ffi.new("VkMemoryBarrier*", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                           "srcAccessMask": src_access, "dstAccessMask": dst_access})
         made = _BARRIER_STRUCTS[id(b)] = (src_stage, dst_stage, mb, b)
+    return made
+
+
+def cmd_barrier(cb, b: Barrier) -> None:
+    made = _BARRIER_STRUCTS.get(id(b)) or barrier_struct(b)
     _cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, _NULL, 0, _NULL)
 
 
@@ -177,23 +188,16 @@ def cmd_copy(cb, src, dst, src_offset: int, dst_offset: int, size: int) -> None:
     _lib.vkCmdCopyBuffer(cb, src, dst, 1, region)
 
 
-_cmd_bind_pipeline = _lib.vkCmdBindPipeline
-_cmd_bind_descriptor_sets = _lib.vkCmdBindDescriptorSets
-_cmd_push_constants = _lib.vkCmdPushConstants
-_cmd_dispatch = _lib.vkCmdDispatch
-
-
-def cmd_dispatch(cb, pipeline, layout, sets, push: bytes, x: int, y: int, z: int) -> None:
-    """Record a dispatch; ``pipeline`` / ``sets`` None when already bound, ``push``
-    empty when the kernel has no push constants."""
-    if pipeline is not None:
-        _cmd_bind_pipeline(cb, _COMPUTE, pipeline)
-    if sets is not None:
-        _cmd_bind_descriptor_sets(cb, _COMPUTE, layout, 0, len(sets), sets, 0, _NULL)
-    if push:
-        # cffi passes a bytes object's own buffer as the const void*: no copy.
-        _cmd_push_constants(cb, layout, _COMPUTE_STAGE, 0, len(push), push)
-    _cmd_dispatch(cb, x, y, z)
+# Recording a dispatch (Device.dispatch): the loader's entry points themselves,
+# called with the pipeline, set array and push bytes the caller keeps: a Python
+# function around the four calls cost as much as one of them.
+cmd_bind_pipeline = _lib.vkCmdBindPipeline
+cmd_bind_descriptor_sets = _lib.vkCmdBindDescriptorSets
+cmd_push_constants = _lib.vkCmdPushConstants
+cmd_dispatch = _lib.vkCmdDispatch
+NULL = _NULL
+BIND_POINT_COMPUTE = _COMPUTE
+STAGE_COMPUTE = _COMPUTE_STAGE
 
 
 # -- the per-batch calls: begin, end, submit, fences --------------------------------
@@ -243,6 +247,20 @@ def queue_submit(queue, command_buffers, fence, wait=(), signal=()) -> None:
         fields.update(signalSemaphoreCount=len(signals), pSignalSemaphores=signals)
     info = ffi.new("VkSubmitInfo*", fields)
     _check(_lib.vkQueueSubmit(queue, 1, info, _NULL if fence is None else fence), "vkQueueSubmit")
+
+
+def submit_info(command_buffers):
+    """A VkSubmitInfo running ``command_buffers`` (no semaphores), for ``queue_submit_info``:
+    made once and submitted as often as wanted (the struct keeps its array alive)."""
+    cbs = ffi.new("VkCommandBuffer[]", list(command_buffers))
+    info = ffi.new("VkSubmitInfo*", {"sType": _SUBMIT_INFO, "commandBufferCount": len(cbs),
+                                     "pCommandBuffers": cbs})
+    return info, cbs
+
+
+def queue_submit_info(queue, made, fence) -> None:
+    """Submit a ``submit_info``."""
+    _check(_lib.vkQueueSubmit(queue, 1, made[0], _NULL if fence is None else fence), "vkQueueSubmit")
 
 
 def fence_array(fence):

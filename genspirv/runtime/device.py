@@ -26,7 +26,9 @@ from typing import Optional, Sequence
 from .. import settings
 from ..errors import DispatchError, GenspirvError
 from ..manifest import Manifest, load_manifest
-from ._vk import cmd_barrier, cmd_dispatch, vk
+from ._vk import (BARRIER_STRUCTS, BIND_POINT_COMPUTE, NULL, STAGE_COMPUTE, barrier_struct, cmd_barrier,
+                  cmd_bind_descriptor_sets, cmd_bind_pipeline, cmd_dispatch, cmd_pipeline_barrier,
+                  cmd_push_constants, vk)
 from .context import Context, ValidationMessage, choose_physical_device
 from .hazards import Access, Barrier, HazardTracker, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
@@ -34,6 +36,7 @@ from .memory import Buffer, BufferView
 from .observe import DeviceDebug, GpuTimer, SlotDebug, snapshot
 from .plan import DispatchPlan, check_groups, make_plan, push_bytes
 from .profile import HostProfile
+from .replay import Graph, submit_run
 from .sharing import check_dispatch_owners, serialised, serialised_context
 from .submission import Submission
 from .transfers import Transfers
@@ -100,7 +103,8 @@ class Device(Transfers):
         self.handle, self.queue, self.transfer_queue = ctx.handle, ctx.queue, ctx.transfer_queue
         self.queue_family, self.transfer_family = ctx.queue_family, ctx.transfer_family
         self.properties, self.features, self._limits = ctx.properties, ctx.features, ctx.limits
-        self._max_groups_x = ctx.limits["max_compute_work_group_count"][0]
+        # The group counts along x the device allows: ``groups in`` it is one C-level test.
+        self._groups_x = range(1, ctx.limits["max_compute_work_group_count"][0] + 1)
         self.label = f"Device#{next(_device_numbers)} ({ctx.properties['name']})"
         try:
             self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
@@ -247,15 +251,18 @@ class Device(Transfers):
 
     def dispatch(self, kernel, buffers: Sequence, groups, push=None) -> None:
         """Record one dispatch of ``kernel`` over ``buffers`` (in binding order)."""
-        # Not @serialised, nor a with-statement: the plain calls cost half as much here.
-        self._lock.acquire()
+        # The runtime's hot path: not @serialised, nor a with-statement (the plain calls
+        # cost half as much), every attribute read once into a local, and the Vulkan
+        # calls made here through the pre-bound entry points of _vk.
+        lock = self._lock
+        lock.acquire()
         try:
             profiling = self._profiling
             if profiling:
                 t0 = self._profile.start()
             if self._closed:
                 self._check_open()
-            bound = kernel if type(kernel) is BoundKernel else self._bound_kernel(kernel)
+            bound = kernel if kernel.__class__ is BoundKernel else self._bound_kernel(kernel)
             # The checks of the bound buffers depend on nothing but the kernel and the
             # buffers: made once per combination, the plan is looked up after that. A
             # hit proves ``buffers`` iterated to a list checked before, all still alive
@@ -269,68 +276,79 @@ class Device(Transfers):
                 push = push_bytes(push)
             if plan is None:
                 plan = self._make_plan(bound, key, buffers, push)
-            elif len(push) != plan.push_size:
+            access, descriptor_key, layout, plan_buffers, push_size = plan.hot
+            if len(push) != push_size:
                 check_dispatch_args(bound.entry, len(buffers), len(push))
-            if groups.__class__ is int and 0 < groups <= self._max_groups_x:
-                x, y, z = groups, 1, 1
+            if groups.__class__ is int and groups in self._groups_x:
+                x = groups
+                y = z = 1
             else:
                 x, y, z = check_groups(bound.name, groups, self._limits["max_compute_work_group_count"])
             graph = self._recording
             if graph is None:
-                sub = self._submission
-                rec = sub.slots[sub.current]
+                rec = self._submission.open
                 if rec.state != "recording":
-                    rec = sub.batch()
+                    rec = self._submission.batch()
+                if profiling:
+                    t0 = self._profile.stop("bookkeeping", t0)
+                barrier, skipped = self._tracker.access(access)
             else:
                 rec = graph
-            if profiling:
-                t0 = self._profile.stop("bookkeeping", t0)
+                if profiling:
+                    t0 = self._profile.stop("bookkeeping", t0)
+                barrier, skipped = graph.track(access)
             stats = self._stats
-            barrier, skipped = self._tracker.access(plan.access) if graph is None else graph.track(plan.access)
             cb = rec.command_buffer
             if barrier is not None:
                 # _record_barrier, inlined: this is the step's per-dependency cost.
-                cmd_barrier(cb, barrier)
+                made = BARRIER_STRUCTS.get(id(barrier)) or barrier_struct(barrier)
+                cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, NULL, 0, NULL)
                 rec.commands += 1
                 stats["barriers"] += 1
             elif skipped:
                 stats["barriers_skipped"] += 1
             if profiling:
                 t0 = self._profile.stop("record", t0)
-            sets = None
-            if plan.views:
-                sets = rec.descriptors.cache.get(plan.descriptor_key)
+            pipeline = bound.pipeline
+            if pipeline is not rec.bound_pipeline:
+                cmd_bind_pipeline(cb, BIND_POINT_COMPUTE, pipeline)
+                rec.bound_pipeline = pipeline
+            if descriptor_key is not None:
+                sets = rec.set_cache.get(descriptor_key)
                 if sets is None:
                     sets = self._descriptor_sets(rec, bound.kernel, plan)
                 if profiling:
                     t0 = self._profile.stop("descriptors", t0)
                 # The same sets bound last stay bound (they belong to this kernel's
                 # layout, so nothing recorded since can have disturbed them).
-                if sets is rec.bound_sets:
-                    sets = None
-                else:
+                if sets is not rec.bound_sets:
+                    cmd_bind_descriptor_sets(cb, BIND_POINT_COMPUTE, layout, 0, len(sets), sets, 0, NULL)
                     rec.bound_sets = sets
-            pipeline = bound.pipeline
-            if pipeline is rec.bound_pipeline:
-                pipeline = None
-            else:
-                rec.bound_pipeline = pipeline
-            cmd_dispatch(cb, pipeline, plan.pipeline_layout, sets, push, x, y, z)
-            rec.dispatches += 1
+            if push_size and (push is not rec.bound_push or layout is not rec.push_layout):
+                # The same bytes object pushed last through the same layout is still in
+                # place (binding a pipeline of that layout keeps push constants).
+                # cffi passes a bytes object's own buffer as the const void*: no copy.
+                cmd_push_constants(cb, layout, STAGE_COMPUTE, 0, push_size, push)
+                rec.bound_push = push
+                rec.push_layout = layout
+            cmd_dispatch(cb, x, y, z)
             rec.commands += 1
             stats["dispatches"] += 1
             serial = rec.serial
-            for b in plan.buffers:
+            for b in plan_buffers:
                 b.last_batch = serial
             if graph is not None:
-                for b in plan.buffers:
+                rec.dispatches += 1
+                for b in plan_buffers:
                     graph.buffers[b.uid] = b
-            elif rec.dispatches >= self.batch_size:
-                self.flush()
+            else:
+                n = rec.dispatches = rec.dispatches + 1
+                if n >= self.batch_size:
+                    self.flush()
             if profiling:
                 self._profile.stop("record", t0)
         finally:
-            self._lock.release()
+            lock.release()
 
     def _bound_kernel(self, kernel) -> BoundKernel:
         if isinstance(kernel, BoundKernel):
@@ -372,7 +390,6 @@ class Device(Transfers):
     @serialised_context
     def record(self):
         """Capture dispatches and copies for replay: ``with dev.record() as g: ...``; ``g.run()``."""
-        from .replay import Graph
         self._check_open()
         if self._recording is not None:
             raise GenspirvError("dev.record() is already capturing")
@@ -484,29 +501,11 @@ class Device(Transfers):
 
     @serialised
     def _run_graph(self, graph) -> None:
-        from .replay import entry_barrier
-        self._check_open()
+        if self._closed:
+            self._check_open()
         if self._recording is not None:
             raise GenspirvError("g.run() inside dev.record(): replays cannot nest")
-        sub = self._submission
-        # The graph's command buffer is not simultaneous-use: its previous run must be done.
-        if graph.last_seq is not None and graph.last_seq > sub.completed:
-            sub.wait_for(graph._last_slot)
-        slot = sub.batch()
-        barrier, skipped = entry_barrier(self._tracker, graph)
-        if barrier is not None:
-            self._record_barrier(slot, barrier)
-        elif skipped:
-            self._stats["barriers_skipped"] += 1
-        for access in graph.tail_footprint:
-            self._tracker.add_pending(access)
-        for buf in graph.buffers.values():
-            buf.last_batch = slot.serial
-        slot.keep_alive.append(graph)
-        self._stats["replays"] += 1
-        sub.submit(slot, extra_command_buffers=[graph.command_buffer])
-        graph._last_slot = slot
-        graph.last_seq = slot.seq
+        submit_run(self, graph)
 
     @serialised
     def _wait_for_graph(self, graph) -> None:

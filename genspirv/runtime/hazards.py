@@ -138,6 +138,8 @@ _KINDS = tuple(frozenset(k for k, bit in (("RAW", 4), ("WAW", 2), ("WAR", 1)) if
 _BARRIERS: dict[tuple, Barrier] = {}
 _HOST = 4
 _NOTHING_PENDING = (None, False)
+# Answers a tracker remembers (HazardTracker._memo); past this it starts afresh.
+MAX_MEMO = 1 << 15
 _SKIPPED = (None, True)
 
 
@@ -190,20 +192,49 @@ class HazardTracker:
     """Pending reads and writes since the last barrier, per memory object."""
 
     def __init__(self, policy: str = "smart") -> None:
-        self.policy = check_policy(policy)
+        self._policy = check_policy(policy)
         self._reads: dict[object, _RangeSet] = {}
         self._writes: dict[object, _RangeSet] = {}
         self._read_stages = 0           # bit mask (_STAGE_BITS) of stages with pending reads
         self._write_stages = 0          # ... and with pending writes
+        # Decisions remembered. A step meets the same Access objects (its dispatch plans')
+        # in the same order from the same pending state, step after step: the answer to
+        # an access depends only on that state, so it is worked out once. The state is
+        # named by a node: 0 is nothing pending, _first[id(a)] is ``a`` alone pending
+        # (after a barrier before it), and every other node is one step of one path from
+        # those (an access answered, or one added by add_pending); None is a state no
+        # path names (after _forget), until the next barrier. _memo[(node, id(a))] =
+        # (answer, next node, a): ``a`` is kept so its id names it while the entry lives.
+        self._node: Optional[int] = 0
+        self._memo: dict[tuple[int, int], tuple] = {}
+        self._first: dict[int, tuple[int, Access]] = {}
+        self._nodes = 0
+        # Accesses answered from _memo and not yet added to _reads / _writes: added
+        # (in order) before anything else reads the pending state.
+        self._unapplied: list[Access] = []
+
+    @property
+    def policy(self) -> str:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: str) -> None:
+        self._apply()
+        self._policy = check_policy(policy)
+        self._forget()
 
     # -- queries --------------------------------------------------------------
 
     @property
     def pending(self) -> bool:
+        if self._unapplied:
+            self._apply()
         return bool(self._read_stages or self._write_stages)
 
     def hazards(self, access: Access) -> frozenset[str]:
         """The hazard kinds ``access`` has against what is pending."""
+        if self._unapplied:
+            self._apply()
         writes, reads = self._writes, self._reads
         raw = waw = war = 0
         if writes:
@@ -236,29 +267,129 @@ class HazardTracker:
         when something was pending and no barrier was needed — a barrier the
         policy ``always`` would have emitted.
         """
-        if not (self._read_stages or self._write_stages):
-            self._record(access)
-            return _NOTHING_PENDING
-        policy = self.policy
-        if policy == "always":
-            kinds = _NO_KINDS
-        elif policy == "smart" or access.stage_bit == _HOST:
-            # Host reads of mapped memory are never left unsynchronised,
-            # even under "none": that policy exists to test device hazards.
-            kinds = self.hazards(access)
-            if not kinds:
-                self._record(access)
-                return _SKIPPED
+        node = self._node
+        if node is not None:
+            known = self._memo.get((node, id(access)))
+            if known is not None:
+                result, self._node, _ = known
+                if result[0] is not None:       # a barrier: ``access`` alone is pending after it
+                    self._reads.clear()
+                    self._writes.clear()
+                    self._read_stages = self._write_stages = 0
+                    self._unapplied.clear()
+                self._unapplied.append(access)
+                return result
+        if self._unapplied:
+            self._apply()
+        result = self._decide(access)
+        if result[0] is not None or node == 0:
+            first = self._first.get(id(access))
+            if first is None:
+                self._nodes += 1
+                first = self._first[id(access)] = (self._nodes, access)
+            after = first[0]
+        elif node is not None:
+            self._nodes += 1
+            after = self._nodes
         else:
-            self._record(access)
-            return _SKIPPED
-        barrier = self._barrier_for(access, kinds)
-        self.clear()
-        self._record(access)
-        return barrier, False
+            return result
+        if node is not None:
+            if len(self._memo) >= MAX_MEMO:
+                self._forget()
+                return result
+            self._memo[(node, id(access))] = (result, after, access)
+        self._node = after
+        return result
+
+    def _decide(self, access: Access) -> tuple[Optional[Barrier], bool]:
+        """``access``'s answer worked out from the pending sets, which it then joins."""
+        # The device calls this at every dispatch: the checks of ``hazards`` and the
+        # bookkeeping of ``_record`` are written out here for the usual case (a span
+        # a memory object's one pending interval covers or touches), with the same
+        # rules and answers, to spare three calls per access.
+        if not (self._read_stages or self._write_stages):
+            result = _NOTHING_PENDING
+        else:
+            policy = self._policy
+            kinds = 0
+            if policy == "always":
+                result = None
+            elif policy == "smart" or access.stage_bit == _HOST:
+                # Host reads of mapped memory are never left unsynchronised,
+                # even under "none": that policy exists to test device hazards.
+                writes, reads = self._writes, self._reads
+                if writes:
+                    for memory, lo, hi in access.read_spans:
+                        s = writes.get(memory)
+                        if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
+                                              else s.overlaps(lo, hi)):
+                            kinds = 4
+                            break
+                for memory, lo, hi in access.write_spans:
+                    if not kinds & 2:
+                        s = writes.get(memory)
+                        if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
+                                              else s.overlaps(lo, hi)):
+                            kinds |= 2
+                    if not kinds & 1:
+                        s = reads.get(memory)
+                        if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
+                                              else s.overlaps(lo, hi)):
+                            kinds |= 1
+                result = None if kinds else _SKIPPED
+            else:
+                result = _SKIPPED
+            if result is None:
+                # A barrier: made once per distinct (pending stages, stage, kinds);
+                # it clears everything pending, then the access is recorded alone.
+                key = (self._read_stages, self._write_stages, access.stage, _KINDS[kinds])
+                barrier = _BARRIERS.get(key)
+                if barrier is None:
+                    barrier = self._barrier_for(access, _KINDS[kinds])
+                result = (barrier, False)
+                self._reads.clear()
+                self._writes.clear()
+                self._read_stages = self._write_stages = 0
+        spans = access.read_spans
+        if spans:
+            sets = self._reads
+            for memory, lo, hi in spans:
+                s = sets.get(memory)
+                if s is None:
+                    sets[memory] = (lo, hi)
+                elif s.__class__ is tuple:
+                    a, b = s
+                    if lo < a or hi > b:                # else already covered
+                        if lo <= b and a <= hi:         # overlaps or touches: still one interval
+                            sets[memory] = (lo if lo < a else a, hi if hi > b else b)
+                        else:
+                            _widen(sets, memory, s, lo, hi)
+                else:
+                    s.add(lo, hi)
+            self._read_stages |= access.stage_bit
+        spans = access.write_spans
+        if spans:
+            sets = self._writes
+            for memory, lo, hi in spans:
+                s = sets.get(memory)
+                if s is None:
+                    sets[memory] = (lo, hi)
+                elif s.__class__ is tuple:
+                    a, b = s
+                    if lo < a or hi > b:
+                        if lo <= b and a <= hi:
+                            sets[memory] = (lo if lo < a else a, hi if hi > b else b)
+                        else:
+                            _widen(sets, memory, s, lo, hi)
+                else:
+                    s.add(lo, hi)
+            self._write_stages |= access.stage_bit
+        return result
 
     def barrier_all(self) -> Optional[Barrier]:
         """A barrier ordering everything pending before everything after, or None."""
+        if self._unapplied:
+            self._apply()
         if not self.pending:
             return None
         key = (self._read_stages, self._write_stages)
@@ -273,13 +404,40 @@ class HazardTracker:
 
     def add_pending(self, access: Access) -> None:
         """Record an access ordered by other means (its own barriers) as pending."""
+        node = self._node
+        if node is not None and len(self._memo) < MAX_MEMO:
+            # A step of its own in the paths of _memo, keyed by ~id (ids are positive).
+            known = self._memo.get((node, ~id(access)))
+            if known is None:
+                self._nodes += 1
+                known = self._memo[(node, ~id(access))] = (None, self._nodes, access)
+            self._node = known[1]
+            self._unapplied.append(access)
+            return
+        if self._unapplied:
+            self._apply()
         self._record(access)
+        self._node = None           # a state no path of answers names
 
     def clear(self) -> None:
         """Forget everything pending: call only when a barrier has been recorded."""
         self._reads.clear()
         self._writes.clear()
         self._read_stages = self._write_stages = 0
+        self._unapplied.clear()
+        self._node = 0
+
+    def _apply(self) -> None:
+        """Add the accesses answered from memory to the pending sets."""
+        unapplied, self._unapplied = self._unapplied, []
+        for a in unapplied:
+            self._record(a)
+
+    def _forget(self) -> None:
+        """Drop every remembered answer (the policy changed, or there are too many)."""
+        self._memo.clear()
+        self._first.clear()
+        self._node = None
 
     # -- internals ------------------------------------------------------------
 

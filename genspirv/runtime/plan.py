@@ -14,7 +14,7 @@ worked out here, once: the hot path only checks the push size and group count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,6 +35,13 @@ class DispatchPlan:
     buffers: tuple[Buffer, ...]     # the distinct buffers bound
     pipeline_layout: object         # the kernel's, for binding sets and pushing constants
     push_size: int                  # the kernel's push-constant size
+    # What a dispatch reads from the plan, in one tuple it unpacks at once:
+    # (access, descriptor_key or None without bindings, pipeline_layout, buffers, push_size).
+    hot: tuple = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hot", (self.access, self.descriptor_key if self.views else None,
+                                         self.pipeline_layout, self.buffers, self.push_size))
 
 
 def push_bytes(push) -> bytes:

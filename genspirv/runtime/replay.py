@@ -3,7 +3,8 @@
 ``with dev.record() as g: ...`` routes the device's dispatch and copy calls
 into a ``Graph``: a command buffer of its own (reusable, not one-time), its
 own descriptor pool and its own hazard tracker, so barriers inside the graph
-are decided once at capture. ``g.run()`` submits that command buffer again.
+are decided once at capture. ``g.run()`` submits that command buffer again; it is simultaneous-use, so
+runs may follow each other without waiting for one another.
 
 Fixed at capture: the buffers and views bound, push data, group counts,
 spec values, and every barrier inside the graph. Not allowed inside a
@@ -37,14 +38,20 @@ class Graph:
                                                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                                commandBufferCount=1)
         self.command_buffer = call(vk.vkAllocateCommandBuffers, self._handle, alloc)[0]
-        call(vk.vkBeginCommandBuffer, self.command_buffer, vk.VkCommandBufferBeginInfo(flags=0))
+        # Simultaneous-use: a run may be submitted while the previous one is still on
+        # the GPU (runs back to back keep the queue fed); nothing in the buffer changes
+        # after capture, and the entry barrier of each run orders it after the last.
+        call(vk.vkBeginCommandBuffer, self.command_buffer,
+             vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT))
         self.descriptors = DescriptorPools(self._handle)
+        self.set_cache = self.descriptors.cache
         self.tracker = HazardTracker(device.barrier_policy)
         self.accesses: list[Access] = []
         self.tail: list[Access] = []      # accesses after the last internal barrier
         self.buffers: dict[int, object] = {}
         self.bound_pipeline = None
         self.bound_sets = None
+        self.bound_push = self.push_layout = None
         self.dispatches = 0
         self.commands = 0
         self.serial = -1                  # never equal to a slot's batch serial
@@ -68,6 +75,8 @@ class Graph:
         # ranges per buffer instead of one access per captured command.
         self.footprint = merge_accesses(self.accesses)
         self.tail_footprint = merge_accesses(self.tail)
+        self.buffer_list = tuple(self.buffers.values())
+        self.submitted_command_buffers = (self.command_buffer,)
         self.finished = True
 
     # -- replay ---------------------------------------------------------------
@@ -91,6 +100,32 @@ class Graph:
             self.command_buffer = None
 
 
+def submit_run(device, graph: Graph) -> None:
+    """One run of ``graph`` on ``device`` (holding its lock): the entry barrier into the
+    open batch, the graph's tail left pending, then the batch and the graph submitted.
+
+    No wait for the graph's previous run: its command buffer is simultaneous-use, and
+    the entry barrier orders this run after that one."""
+    sub = device._submission
+    slot = sub.batch()
+    tracker = device._tracker
+    barrier, skipped = entry_barrier(tracker, graph)
+    if barrier is not None:
+        device._record_barrier(slot, barrier)
+    elif skipped:
+        device._stats["barriers_skipped"] += 1
+    for access in graph.tail_footprint:
+        tracker.add_pending(access)
+    serial = slot.serial
+    for buf in graph.buffer_list:
+        buf.last_batch = serial
+    slot.keep_alive.append(graph)
+    device._stats["replays"] += 1
+    sub.submit(slot, extra_command_buffers=graph.submitted_command_buffers)
+    graph._last_slot = slot
+    graph.last_seq = slot.seq
+
+
 def entry_barrier(tracker: HazardTracker, graph: Graph) -> tuple[Optional[Barrier], bool]:
     """The barrier to record before a run of ``graph`` (and whether one was skipped)."""
     if not tracker.pending:
@@ -101,4 +136,4 @@ def entry_barrier(tracker: HazardTracker, graph: Graph) -> tuple[Optional[Barrie
     return None, True
 
 
-__all__ = ["Graph", "entry_barrier"]
+__all__ = ["Graph", "entry_barrier", "submit_run"]

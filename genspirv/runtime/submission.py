@@ -25,6 +25,8 @@ TIMER_QUERIES = 256
 # vkGetQueryPoolResults, even without the wait flag, by waiting for the queue,
 # which at every retire would stall the host behind the batch in flight.
 BATCH_QUERY_PAIRS = 64
+# Submit infos kept (one per slot and replayed graph); past this the cache starts afresh.
+MAX_SUBMIT_INFOS = 256
 
 
 def queue_submit(queue, command_buffers: Sequence = (), fence=None, *,
@@ -56,10 +58,12 @@ class Submission:
         self.slots = [Slot(i, ctx.handle, ctx.queue_family, ctx.mem_props, ctx.max_allocation,
                            ctx.families, self.query_pool) for i in range(inflight)]
         self.current = 0
+        self.open = self.slots[0]     # slots[current], kept beside it for the dispatch path
         self.serial = 0               # last batch serial handed out (recording order)
         self.submit_seq = 0           # last submission number (queue order)
         self.completed = 0            # every submission numbered <= this has finished
         self.last_submitted: Optional[Slot] = None
+        self._submit_infos: dict[tuple, tuple] = {}
 
     # -- batches ------------------------------------------------------------------
 
@@ -185,13 +189,25 @@ class Submission:
         slot.end()
         waits = slot.transfer.waits if slot.transfer is not None else ()
         # The slot's own buffer always goes: it holds the batch's timestamps.
-        queue_submit(self._ctx.queue, [slot.command_buffer, *extra_command_buffers], slot.fence,
-                     wait=waits)
-        if slot.transfer is not None:
-            slot.transfer.waits.clear()
+        if waits:
+            queue_submit(self._ctx.queue, [slot.command_buffer, *extra_command_buffers], slot.fence,
+                         wait=waits)
+            waits.clear()
+        else:
+            # Without semaphores the submission depends only on the command buffers:
+            # its VkSubmitInfo is made once per slot and replayed graph.
+            key = (slot.index, *extra_command_buffers)
+            made = self._submit_infos.get(key)
+            if made is None:
+                if len(self._submit_infos) >= MAX_SUBMIT_INFOS:
+                    self._submit_infos.clear()
+                made = self._submit_infos[key] = _vk.submit_info((slot.command_buffer,
+                                                                  *extra_command_buffers))
+            _vk.queue_submit_info(self._ctx.queue, made, slot.fence)
         self._submitted(slot)
         self._stats["flushes"] += 1
         self.current = (self.current + 1) % len(self.slots)
+        self.open = self.slots[self.current]
         self._profile.stop("submit", t0)
 
     def submit_side(self, slot: Slot) -> None:

@@ -252,6 +252,7 @@ class Slot:
         self.fence = call(vk.vkCreateFence, device, vk.VkFenceCreateInfo(), None)
         self._fences = _vk.fence_array(self.fence)
         self.descriptors = DescriptorPools(device)
+        self.set_cache = self.descriptors.cache     # the dispatch path's one lookup
         self.staging = StagingArena(device, mem_props, max_allocation, families)
         self.state = "idle"
         self.serial = 0            # serial of the batch recorded into this slot (recording order)
@@ -260,6 +261,8 @@ class Slot:
         self.commands = 0          # any commands (dispatch, copy, barrier, timestamp)
         self.bound_pipeline = None
         self.bound_sets = None         # the descriptor-set array bound last in this batch
+        self.bound_push = None         # the push bytes recorded last, and through which layout
+        self.push_layout = None
         self.keep_alive: list = []     # objects the batch references (e.g. a replay graph)
         self.transfer: Optional[TransferLane] = None   # created on first use
         # Two timestamps of the device's query pool: the batch's start and end on the GPU.
@@ -275,6 +278,7 @@ class Slot:
         self.commands = 0
         self.bound_pipeline = None
         self.bound_sets = None
+        self.bound_push = self.push_layout = None
 
     def end(self) -> None:
         """Close the command buffer (with the batch's end timestamp)."""
