@@ -270,6 +270,24 @@ def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
             assert r["value"] == driver.dispatches_per_token(config)
 
 
+def test_demo_suite_passes_rows_per_group_to_the_model(monkeypatch):
+    """--demo-args '... --rows-per-group 2' reaches the model (it was parsed and dropped)."""
+    pytest.importorskip("vulkan")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
+    from genspirv.bench import runtime_suite
+
+    rec = Recorder("demo")
+    opts = BenchOptions(suite="demo", repeat=1, quiet=True,
+                        demo_args=runtime_suite.QUICK_DEMO_ARGS + " --rows-per-group 2")
+    try:
+        runtime_suite.bench_demo(opts, rec)
+    except GenspirvError as exc:
+        if "no Vulkan" in str(exc) or "physical device" in str(exc):
+            pytest.skip(f"no Vulkan device: {exc}")
+        raise
+    assert rec.extra["model"]["rows_per_group"] == 2
+
+
 def test_runtime_rows_are_every_raw_sample():
     from genspirv.bench import runtime_suite
 

@@ -74,7 +74,8 @@ def bench_demo(opts: BenchOptions, rec: Recorder) -> None:
         rec.device = _device_name(dev)
         block_size = args.block_size or driver.default_block_size(dev)
         rec.extra["model"]["block_size"] = block_size
-        model = driver.GpuModel(dev, weights, block_size=block_size)
+        model = driver.GpuModel(dev, weights, block_size=block_size, rows_per_group=args.rows_per_group)
+        rec.extra["model"]["rows_per_group"] = model.matvec_variant.rows_per_group
         bound = _roofline(dev, model, args.prompt, n, rec) if opts.roofline else None
         if bound is not None:
             inner = on_run
