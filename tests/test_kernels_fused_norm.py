@@ -1,8 +1,8 @@
 """The norm and residual fusions of mul_mat_vec against numpy, on the default device.
 
 ``mul_mat_vec_norm_*`` (the input rms_norm(x) * weight), ``mul_mat_vec_rope_norm_*``
-(that, with the output rotated) and ``mul_mat_vec_add_*`` (resid + W x)
-(``mul_mat_vec_glu_norm_*``: tests/test_kernels_glu.py); each with the
+(that, with the output rotated), ``mul_mat_vec_add_*`` (resid + W x) and
+``mul_mat_vec_glu_norm_*`` (silu(gate h) * (up h), h the normed input); each with the
 subgroup and the shared-memory reduction, f32 and f16 weights. Shapes as in
 test_kernels.py: n_cols odd or not a multiple of the vector width (the scalar
 input path), n_rows not a multiple of the rows per group. Every test carries a
@@ -189,3 +189,60 @@ def test_fused_variants_interface(dev, name, bindings, push):
     with pytest.raises(GenspirvError, match=name):
         dev.dispatch(name, [dev.buffer(16) for _ in range(bindings - 1)], groups=(1, 1, 1), push=bytes(push))
     assert dev.stats["dispatches"] == before
+
+# -- mul_mat_vec_glu_norm_*: a SwiGLU's gate and up in one dispatch ---------------------
+# y = silu(gate (rms_norm(x) * g)) * (up (rms_norm(x) * g)), gate at binding 0, up at
+# binding 4, the norm's weight at binding 3; ROWS_PER_GROUP counts pairs of gate and up
+# rows. Negative controls: gate and up swapped, no silu, no norm.
+
+
+def _run_glu(dev, name, w_gate, w_up, x, g, rows, cols, block, pairs, max_groups=None):
+    k = dev.kernel(name, spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": pairs})
+    y = _y(dev, rows)
+    dev.dispatch(k, [_buf(dev, w_gate), _buf(dev, x), y, _buf(dev, g), _buf(dev, w_up)],
+                 groups=mul_mat_vec_groups(rows, pairs, max_groups=max_groups),
+                 push=struct.pack("<IIf", cols, rows, EPS))
+    return _read(dev, y, rows)
+
+
+# cols: 1 and odd (scalar path), 300 (vector path for f32 only), 520 and 4096 (both);
+# rows not a multiple of the pairs per group.
+@pytest.mark.parametrize("variant", MMV_VARIANTS)
+@pytest.mark.parametrize("wt,dtype", WEIGHTS)
+@pytest.mark.parametrize("rows,cols,block,pairs", [
+    (1, 1, 32, 1), (67, 300, 128, 2), (5, 1031, 256, 3), (7, 520, 48, 4), (3, 4096, 128, 1), (31, 8, 32, 8)])
+def test_mul_mat_vec_glu_norm(dev, variant, wt, dtype, rows, cols, block, pairs):
+    w_gate, w_up = _rand(rows, cols, dtype=dtype), _rand(rows, cols, dtype=dtype)
+    x, g = _rand(cols) * 3, _norm_weight(cols)
+    got = _run_glu(dev, f"mul_mat_vec_glu_norm_{wt}{variant}", w_gate, w_up, x, g, rows, cols, block, pairs)
+    h = ref.rms_norm(x, g, EPS)
+    gate, up = ref.mul_mat_vec(w_gate, h), ref.mul_mat_vec(w_up, h)
+    want = ref.silu_mul(gate, up)
+    scale = max(float(np.abs(gate).max()) * float(np.abs(up).max()), 1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(cols) * scale)
+    # Negative controls: gate and up swapped; gate * up without silu; without the norm.
+    # Relative, not absolute: with one row the outputs can be ~1e-2 by chance.
+    def differs(other):
+        return not np.allclose(got, other, rtol=1e-2, atol=0)
+    assert differs(ref.silu_mul(up, gate))
+    assert differs(gate * up)
+    if cols > 1:
+        assert differs(ref.silu_mul(ref.mul_mat_vec(w_gate, x), ref.mul_mat_vec(w_up, x)))
+
+
+@pytest.mark.parametrize("variant", MMV_VARIANTS)
+def test_mul_mat_vec_glu_norm_fewer_groups_than_blocks(dev, variant):
+    """Each of 5 groups loops over blocks of pairs; every block's sum of squares is its own."""
+    rows, cols = 203, 72
+    w_gate, w_up = _rand(rows, cols, dtype=np.float16), _rand(rows, cols, dtype=np.float16)
+    x, g = _rand(cols), _norm_weight(cols)
+    got = _run_glu(dev, f"mul_mat_vec_glu_norm_f16{variant}", w_gate, w_up, x, g, rows, cols, 64, 3, max_groups=5)
+    h = ref.rms_norm(x, g, EPS)
+    np.testing.assert_allclose(got, ref.silu_mul(ref.mul_mat_vec(w_gate, h), ref.mul_mat_vec(w_up, h)),
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_mul_mat_vec_glu_norm_interface(dev):
+    """Five bindings (gate, x, y, norm weight, up) and a 12-byte push block."""
+    info = dev.kernel("mul_mat_vec_glu_norm_f32").entry.info
+    assert (info.binding_count, info.push_constant_size) == (5, 12)
