@@ -32,9 +32,11 @@ GPU_BLOCK_SIZE = 128
 ROWS_PER_GROUP = 1
 # Rows per workgroup by weight type, what ``pick_mul_mat_vec`` gives when not told: a
 # parameter per type, since a row of f16 weights is half the bytes of an f32 one for the
-# same reads of x (and of the norm's weight) per workgroup. Both are ROWS_PER_GROUP, the
-# measured default, until a measurement says otherwise.
-ROWS_PER_GROUP_BY_WEIGHTS = {"f32": ROWS_PER_GROUP, "f16": ROWS_PER_GROUP}
+# same reads of x (and of the norm's weight) per workgroup. f16: 4, measured on the
+# H200 in the fused decode at 8 x 4096 x 11008 (docs/bench/decode_profile_h200_rows.json,
+# replayed µs per token, one process: 1141 at 1 row, 1073 at 2, 1053 at 4); f32 keeps
+# the kernel suite's 1 (not re-measured in the fused decode).
+ROWS_PER_GROUP_BY_WEIGHTS = {"f32": ROWS_PER_GROUP, "f16": 4}
 # A CPU implementation (lavapipe) runs a workgroup as a loop over SIMD lanes: small groups.
 CPU_BLOCK_SIZE = 32
 

@@ -256,7 +256,7 @@ def test_mul_mat_vec_groups_and_pick():
         kg.mul_mat_vec_groups(10, 1, max_groups=0)
     nvidia = dict(supported_operations=0xFF, supported_stages=0x7FFFFFFF, subgroup_size=32)
     v = kg.pick_mul_mat_vec("f16", **nvidia)
-    assert (v.name, v.block_size, v.spec["ROWS_PER_GROUP"]) == ("mul_mat_vec_f16", 128, kg.ROWS_PER_GROUP)
+    assert (v.name, v.block_size, v.spec["ROWS_PER_GROUP"]) == ("mul_mat_vec_f16", 128, 4)
     no_arith = dict(nvidia, supported_operations=0x1 | 0x2)        # basic + vote only
     assert kg.pick_mul_mat_vec("f32", **no_arith).name == "mul_mat_vec_f32_noshuffle"
     no_compute = dict(nvidia, supported_stages=0x10)                # fragment only
@@ -278,9 +278,9 @@ def test_mul_mat_vec_groups_and_pick():
 def test_pick_mul_mat_vec_follows_the_rows_per_group_table(monkeypatch):
     """Negative control for the default: a changed table entry changes only its type."""
     from genspirv import kernel_groups as kg
-    monkeypatch.setitem(kg.ROWS_PER_GROUP_BY_WEIGHTS, "f16", 4)
+    monkeypatch.setitem(kg.ROWS_PER_GROUP_BY_WEIGHTS, "f16", 3)
     nvidia = dict(supported_operations=0xFF, supported_stages=0x7FFFFFFF, subgroup_size=32)
-    assert kg.pick_mul_mat_vec("f16", **nvidia).rows_per_group == 4
+    assert kg.pick_mul_mat_vec("f16", **nvidia).rows_per_group == 3
     assert kg.pick_mul_mat_vec("f32", **nvidia).rows_per_group == kg.ROWS_PER_GROUP
 
 
