@@ -57,8 +57,7 @@ class Submission:
         self._gpu_batches = 0
         self.slots = [Slot(i, ctx.handle, ctx.queue_family, ctx.mem_props, ctx.max_allocation,
                            ctx.families, self.query_pool) for i in range(inflight)]
-        self.current = 0
-        self.open = self.slots[0]     # slots[current], kept beside it for the dispatch path
+        self.open = self.slots[0]     # the slot of the open batch (the dispatch path reads it)
         self.serial = 0               # last batch serial handed out (recording order)
         self.submit_seq = 0           # last submission number (queue order)
         self.completed = 0            # every submission numbered <= this has finished
@@ -67,12 +66,17 @@ class Submission:
 
     # -- batches ------------------------------------------------------------------
 
+    @property
+    def current(self) -> int:
+        """The open slot's index."""
+        return self.open.index
+
     def open_slot(self) -> Slot:
-        return self.slots[self.current]
+        return self.open
 
     def batch(self) -> Slot:
         """The slot recording the open batch; opens one (retiring the slot) if needed."""
-        slot = self.slots[self.current]
+        slot = self.open
         if slot.state == "recording":
             return slot
         self._begin(slot)
@@ -81,7 +85,7 @@ class Submission:
     def side_batch(self) -> Slot:
         """A batch begun in the slot after the open one, for work that must not wait
         for the open batch (submit it with ``submit_side``)."""
-        slot = self.slots[(self.current + 1) % len(self.slots)]
+        slot = self.slots[(self.open.index + 1) % len(self.slots)]
         self._begin(slot)
         return slot
 
@@ -206,8 +210,7 @@ class Submission:
             _vk.queue_submit_info(self._ctx.queue, made, slot.fence)
         self._submitted(slot)
         self._stats["flushes"] += 1
-        self.current = (self.current + 1) % len(self.slots)
-        self.open = self.slots[self.current]
+        self.open = self.slots[(self.open.index + 1) % len(self.slots)]
         self._profile.stop("submit", t0)
 
     def submit_side(self, slot: Slot) -> None:
