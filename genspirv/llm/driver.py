@@ -188,7 +188,7 @@ class GpuModel:
                           self._groups(c.dim), struct.pack("<II", c.dim, c.dim)),
             "gate_up": Dispatch(f"L{li}.gate_up", self.k_matvec_glu_norm,
                                 (lw["w_gate"], x2, self.ffn_act, lw["ffn_norm"], lw["w_up"]),
-                                kernel_groups.mul_mat_vec_groups(c.ffn_dim, self.matvec_variant.rows_per_group),
+                                self._groups(c.ffn_dim),
                                 struct.pack("<IIf", c.dim, c.ffn_dim, c.eps)),
             "down": Dispatch(f"L{li}.down", self.k_matvec_add, (lw["w_down"], self.ffn_act, x, x2),
                              self._groups(c.dim), struct.pack("<II", c.ffn_dim, c.dim)),
