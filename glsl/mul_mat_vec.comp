@@ -24,7 +24,7 @@
 // extra groups do nothing.
 // Fused variants, by define (each explained where it acts): MMV_SILU_X and MMV_NORM_X
 // make the input (silu(gate) * up; rms_norm(x) * weight), MMV_ROPE and MMV_ADD_Y the
-// output (rotated; plus a residual). One of each kind at most. MMV_GLU makes two
+// output (rotated; plus a residual). One of each kind at most, MMV_ADD_Y alone. MMV_GLU makes two
 // products at once, a SwiGLU's gate and up, and gives silu(gate) * up.
 #ifndef MMV_SUBGROUP
 #define MMV_SUBGROUP 1
@@ -50,8 +50,8 @@
 #if MMV_NORM_X && MMV_SILU_X
 #error "MMV_NORM_X and MMV_SILU_X both transform the input: pick one"
 #endif
-#if MMV_ADD_Y && MMV_ROPE
-#error "MMV_ADD_Y and MMV_ROPE both transform the output: pick one"
+#if MMV_ADD_Y && (MMV_ROPE || MMV_SILU_X || MMV_NORM_X)
+#error "MMV_ADD_Y goes alone (no variant needs it with another fusion)"
 #endif
 #if MMV_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -163,14 +163,10 @@ layout(binding = 3) readonly buffer NormWeightScalar { float norm_w[]; };
 #endif
 
 // With MMV_ADD_Y=1 (the mul_mat_vec_add_* variants, a residual add) the output is
-// resid + W x, resid at the binding after the input's (3, or 4 after silu's up):
-// the residual stream's update without an add dispatch of its own.
+// resid + W x, resid at binding 3: the residual stream's update without an add
+// dispatch of its own.
 #if MMV_ADD_Y
-#if MMV_SILU_X || MMV_NORM_X
-layout(binding = 4) readonly buffer Resid { float resid[]; };
-#else
 layout(binding = 3) readonly buffer Resid { float resid[]; };
-#endif
 #endif
 
 layout(push_constant) uniform Params {
