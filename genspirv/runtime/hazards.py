@@ -208,6 +208,7 @@ class HazardTracker:
         self._node: Optional[int] = 0
         self._memo: dict[tuple[int, int], tuple] = {}
         self._first: dict[int, tuple[int, Access]] = {}
+        self._by_policy: dict[str, tuple[dict, dict]] = {}   # the other policies' _memo, _first
         self._nodes = 0
         # Accesses answered from _memo and not yet added to _reads / _writes: added
         # (in order) before anything else reads the pending state.
@@ -219,9 +220,14 @@ class HazardTracker:
 
     @policy.setter
     def policy(self, policy: str) -> None:
+        # Each policy keeps its answers: a program (or a benchmark) that alternates
+        # policies finds its steps remembered when it comes back to one.
+        policy = check_policy(policy)
         self._apply()
-        self._policy = check_policy(policy)
-        self._forget()
+        self._by_policy[self._policy] = (self._memo, self._first)
+        self._memo, self._first = self._by_policy.pop(policy, None) or ({}, {})
+        self._policy = policy
+        self._node = None           # the pending state has no name in this policy's paths
 
     # -- queries --------------------------------------------------------------
 
@@ -434,7 +440,7 @@ class HazardTracker:
             self._record(a)
 
     def _forget(self) -> None:
-        """Drop every remembered answer (the policy changed, or there are too many)."""
+        """Drop the policy's remembered answers (there are too many of them)."""
         self._memo.clear()
         self._first.clear()
         self._node = None
