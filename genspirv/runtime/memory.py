@@ -159,6 +159,12 @@ class BufferView:
             raise BufferRangeError(
                 f"{self.buffer.name}: view [{self.offset}, {self.offset + self.size}) is outside "
                 f"the buffer of {self.buffer.nbytes} bytes")
+        # A view is part of the key of every dispatch plan lookup: its hash is worked
+        # out once (the generated one builds a tuple at each lookup).
+        object.__setattr__(self, "_hash", hash((self.buffer, self.offset, self.size)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def range(self) -> Range:
