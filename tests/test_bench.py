@@ -346,13 +346,13 @@ def test_peer_rows_are_every_raw_sample_with_the_ratio():
     from genspirv.bench import runtime_suite
 
     samples = {k: {"genspirv": [2.0, 4.0], "wgpu-py": [6.0, 8.0]} for k in ("record", "step", "step_cpu")}
-    samples.update({k: {"genspirv": [1.0]} for k in ("step_split", "step_split_cpu", "replay", "replay_cpu",
-                                                     "replay_amortised", "replay_amortised_cpu")})
+    samples.update({k: {"genspirv": [1.0]} for k in ("record_checks", "step_split", "step_split_cpu", "replay",
+                                                     "replay_cpu", "replay_amortised", "replay_amortised_cpu")})
     rec = Recorder("runtime")
     runtime_suite.record_peer(rec, {"samples_us_per_dispatch": samples, "wgpu_skipped": None})
     rows = [(r["case"], r["arm"], r["value"]) for r in rec.runs]
     assert ("peer: host cpu per recorded dispatch", "wgpu-py", pytest.approx(8e-6)) in rows
-    assert len(rows) == 3 * 4 + 6
+    assert len(rows) == 3 * 4 + 7
     assert [d["label"] for d in rec.derived] == ["wgpu-py / genspirv"] * 3
     rec = Recorder("runtime")
     only = {k: {"genspirv": v["genspirv"]} for k, v in samples.items()}
@@ -373,6 +373,10 @@ def test_peer_arms_check_their_results(monkeypatch):
         arm = peer.GenspirvArm(dev)
         try:
             assert arm.check() is None
+            # Recording with the Vulkan calls left out leaves the next batch whole.
+            arm.record_checks()
+            arm.after_record()
+            assert arm.check() is None
             arm.fill_pushes[3] = struct.pack("<If", peer.FILL_N, -1.0)
             assert "fills are wrong" in arm.check()
         finally:
@@ -386,6 +390,9 @@ def test_peer_arms_check_their_results(monkeypatch):
     assert len(result["samples_us_per_dispatch"]["replay"]["genspirv"]) == 2
     assert len(result["samples_us_per_dispatch"]["replay_amortised_cpu"]["genspirv"]) == 2
     assert len(result["samples_us_per_dispatch"]["step_split"]["genspirv"]) == 2
+    # The runtime's own share, less than the whole (the Vulkan calls are the rest).
+    checks = result["samples_us_per_dispatch"]["record_checks"]["genspirv"]
+    assert len(checks) == 2 and 0 < min(checks)
     if result["wgpu_skipped"] is None:
         wgpu_arm = peer.WgpuArm(result["device"])
         try:

@@ -16,6 +16,12 @@ records each workload into one batch, as wgpu-py into one command buffer):
   and not submitted: host CPU time of the calling thread per dispatch
   (wgpu: one compute pass, ``set_pipeline`` + ``set_bind_group`` +
   ``set_immediates`` + ``dispatch_workgroups`` each).
+- ``record_checks`` (genspirv only): the same recording with the Vulkan
+  calls of ``Device.dispatch`` left out (``vulkan_calls_left_out``): the
+  runtime's own share of ``record`` (its checks, plan lookup, hazard tracker,
+  counters); the rest of ``record`` is the binding's and the driver's. The
+  batch this leaves behind holds none of those commands, so it is submitted
+  empty and nothing is read from it.
 - ``step``: 25 layers of a mixed graph (two scales of x, their sum, a
   residual add: 100 dispatches over 16 KiB buffers, 75 read-after-write
   dependencies), recorded, submitted and waited for: wall time per dispatch
@@ -44,11 +50,16 @@ from __future__ import annotations
 import os
 import struct
 import time
+from contextlib import contextmanager
 from typing import Optional
 
 import numpy as np
 
 from .harness import BenchError, paired_order
+
+# The entry points Device.dispatch records with (genspirv.runtime._vk, bound once).
+DISPATCH_CALLS = ("cmd_bind_pipeline", "cmd_bind_descriptor_sets", "cmd_push_constants", "cmd_dispatch",
+                  "cmd_pipeline_barrier")
 
 RECORD_DISPATCHES = 1024
 FILL_N = 256                      # floats per fill: one 1 KiB view, one workgroup
@@ -137,6 +148,10 @@ class GenspirvArm:
     def after_record(self) -> None:
         self.dev.synchronize()
 
+    def record_checks(self) -> None:
+        with vulkan_calls_left_out():
+            self.record()
+
     def _step_commands(self) -> None:
         dispatch = self.dev.dispatch
         scale, add, x, x2, t1, t2, t3 = self.scale, self.add, self.x, self.x2, self.t1, self.t2, self.t3
@@ -200,6 +215,30 @@ class GenspirvArm:
         for b in (self.big, self.x, self.x2, self.t1, self.t2, self.t3):
             b.destroy()
         self.dev.batch_size = self._saved_batch
+
+
+@contextmanager
+def vulkan_calls_left_out():
+    """Within: ``Device.dispatch`` does everything but its Vulkan calls.
+
+    The commands it would have recorded are missing from the open batch, so the
+    caller submits that batch (``dev.synchronize()``) before anything real is
+    recorded again or read back.
+    """
+    from ..runtime import device
+
+    saved = {name: getattr(device, name) for name in DISPATCH_CALLS}
+    try:
+        for name in DISPATCH_CALLS:
+            setattr(device, name, _no_call)
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(device, name, fn)
+
+
+def _no_call(*args) -> None:
+    return None
 
 
 # -- wgpu-py ----------------------------------------------------------------------
@@ -373,7 +412,7 @@ def run_peer_bench(dev, reps: int = 11) -> dict:
             arms[0].step_split()
             arms[0].replay()
             arms[0].replay_amortised()
-        samples: dict = {"record": {}, "step": {}, "step_cpu": {}, "step_split": {}, "step_split_cpu": {},
+        samples: dict = {"record": {}, "record_checks": {}, "step": {}, "step_cpu": {}, "step_split": {}, "step_split_cpu": {},
                          "replay": {}, "replay_cpu": {}, "replay_amortised": {}, "replay_amortised_cpu": {}}
         by_name = {a.name: a for a in arms}
         per_step = 4 * STEP_LAYERS
@@ -392,6 +431,8 @@ def run_peer_bench(dev, reps: int = 11) -> dict:
                 timed("record", arm_name, arm.record, RECORD_DISPATCHES, wall=False)
                 arm.after_record()
                 timed("step", arm_name, arm.step, per_step)
+            timed("record_checks", "genspirv", arms[0].record_checks, RECORD_DISPATCHES, wall=False)
+            arms[0].after_record()
             timed("step_split", "genspirv", arms[0].step_split, per_step)
             timed("replay", "genspirv", arms[0].replay, per_step)
             timed("replay_amortised", "genspirv", arms[0].replay_amortised, REPLAY_RUNS * per_step)

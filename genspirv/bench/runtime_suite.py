@@ -189,6 +189,7 @@ def record_host(rec: Recorder, res: dict) -> None:
 
 
 PEER_CASES = {"record": "peer: host cpu per recorded dispatch",
+              "record_checks": "peer: host cpu per recorded dispatch, Vulkan calls left out",
               "step": "peer: 100-dispatch step, wall per dispatch",
               "step_cpu": "peer: 100-dispatch step, cpu per dispatch",
               "step_split": "peer: 100-dispatch step in 4 submissions, wall per dispatch",
