@@ -6,7 +6,8 @@
 #    where the layers are present);
 # 2. genspirv bench runtime (barrier policies, submission, host cost, the wgpu-py peer
 #    when wgpu is importable);
-# 3. genspirv bench demo --roofline at three model sizes (f32) and the largest with f16
+# 3. genspirv bench kernel (mul_mat_vec against the measured peak bandwidth);
+# 4. genspirv bench demo --roofline at three model sizes (f32) and the largest with f16
 #    weights.
 # Each step has its own time limit; logs and JSON go to $OUT (default /tmp/genspirv-gpu).
 # On a bare image it first sources .gl/enter.sh (Vulkan loader, validation layers and
@@ -39,12 +40,14 @@ step 150 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests
   tests/test_reliability_runtime.py tests/test_runtime_trust.py tests/test_runtime_sharing.py \
   tests/test_spec_ids.py tests/test_hazards.py
 step 70 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
-demo() {   # demo SECONDS NAME MODEL-ARGS
-  step "$1" "demo_$2.log" python3 -m genspirv bench demo --roofline --repeat 3 \
-    --json "$OUT/demo_h200_$2.json" --demo-args "$3"
+step 60 kernel.log python3 -m genspirv bench kernel --json "$OUT/kernel_h200.json"
+demo() {   # demo SECONDS REPEATS NAME MODEL-ARGS
+  step "$1" "demo_$3.log" python3 -m genspirv bench demo --roofline --repeat "$2" \
+    --json "$OUT/demo_h200_$3.json" --demo-args "$4"
 }
-demo 40 1024 "--layers 8 --dim 1024 --heads 16 --kv-heads 4 --ffn 2816 --vocab 16000 --tokens 16"
-demo 50 2048 "--layers 8 --dim 2048 --heads 16 --kv-heads 4 --ffn 5632 --vocab 32000 --tokens 16"
-demo 90 4096 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8"
-demo 130 4096_f16 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8 --f16"
+# The small models' recorded decodes are host-bound and spread from round to round: more rounds.
+demo 60 7 1024 "--layers 8 --dim 1024 --heads 16 --kv-heads 4 --ffn 2816 --vocab 16000 --tokens 16"
+demo 80 7 2048 "--layers 8 --dim 2048 --heads 16 --kv-heads 4 --ffn 5632 --vocab 32000 --tokens 16"
+demo 90 3 4096 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8"
+demo 130 3 4096_f16 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8 --f16"
 exit $status
