@@ -289,18 +289,25 @@ def query_results(device, pool, first: int, count: int, data) -> bool:
     return True
 
 
-def allocate_descriptor_set(device, pool, layout):
-    """A set from ``pool``, or None when the pool is full."""
+def descriptor_set_allocator(device, layout):
+    """``allocate(pool)``: a set of ``layout`` from ``pool``, or None when the pool is
+    full. Its structs are made once; one owner calls it at a time."""
     layouts = ffi.new("VkDescriptorSetLayout[1]", [layout])
     info = ffi.new("VkDescriptorSetAllocateInfo*", {
-        "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, "descriptorPool": pool,
+        "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
         "descriptorSetCount": 1, "pSetLayouts": layouts})
     out = ffi.new("VkDescriptorSet[1]")
-    result = _lib.vkAllocateDescriptorSets(device, info, out)
-    if result in _POOL_FULL:
-        return None
-    _check(result, "vkAllocateDescriptorSets")
-    return out[0]
+
+    def allocate(pool):
+        info.descriptorPool = pool
+        result = _lib.vkAllocateDescriptorSets(device, info, out)
+        if result in _POOL_FULL:
+            return None
+        _check(result, "vkAllocateDescriptorSets")
+        return out[0]
+
+    allocate.keep = layouts     # pSetLayouts points into it
+    return allocate
 
 
 def write_buffer_descriptors(device, sets, bindings, types, views) -> None:

@@ -168,7 +168,12 @@ class BufferView:
 
     @property
     def range(self) -> Range:
-        return Range(self.buffer.uid, self.offset, self.size)
+        # Made once: every dispatch plan made over this view asks for it.
+        r = self.__dict__.get("_range")
+        if r is None:
+            r = Range(self.buffer.uid, self.offset, self.size)
+            object.__setattr__(self, "_range", r)
+        return r
 
     @property
     def device(self):

@@ -20,7 +20,7 @@ from typing import Optional
 
 from ..errors import InFlightError
 from . import _vk
-from ._vk import NO_TIMEOUT, allocate_descriptor_set, call, fence_signalled, vk
+from ._vk import NO_TIMEOUT, call, descriptor_set_allocator, fence_signalled, vk
 from .memory import StagingChunk
 
 STAGING_CHUNK = 4 << 20
@@ -120,6 +120,7 @@ class DescriptorPools:
         # same buffers again reuses them instead of writing new ones. A set is
         # written once, right after its allocation, and never rewritten.
         self.cache: dict = {}
+        self._allocators: dict = {}      # set layout -> its allocate(pool)
 
     def _new_pool(self):
         sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -136,17 +137,17 @@ class DescriptorPools:
 
         A set is written once, when it is allocated, and then only bound: this owner
         keeps it, keyed by kernel and bound ranges, until it resets its pools, which a
-        slot does only after its fence. ``on_new_pool(pool_id)`` hears of every pool
-        the sets came from (the in-flight guard's bookkeeping)."""
+        slot does only after its fence. ``on_new_pool(pool_id)`` hears of the pool
+        each new set came from (the in-flight guard's bookkeeping)."""
         sets = self.cache.get(plan.descriptor_key)
         if sets is not None:
             return sets, False
         sets = _vk.ffi.new("VkDescriptorSet[]", len(kernel.set_layouts))
         for i, layout in enumerate(kernel.set_layouts):
             sets[i] = self.allocate(layout)
-        if on_new_pool is not None:
-            for pid in self.used_ids:
-                on_new_pool(pid)
+            # The pool it came from (sets cached from earlier pools are only bound).
+            if on_new_pool is not None:
+                on_new_pool(id(self.pools[self._current]))
         _vk.write_buffer_descriptors(self._device, sets, kernel.bindings, kernel.descriptor_types, plan.views)
         self.cache[plan.descriptor_key] = sets
         return sets, True
@@ -155,7 +156,10 @@ class DescriptorPools:
         while True:
             if self._current == len(self.pools):
                 self.pools.append(self._new_pool())
-            ds = allocate_descriptor_set(self._device, self.pools[self._current], layout)
+            allocate = self._allocators.get(layout)
+            if allocate is None:
+                allocate = self._allocators[layout] = descriptor_set_allocator(self._device, layout)
+            ds = allocate(self.pools[self._current])
             if ds is not None:
                 self.allocated += 1
                 return ds
