@@ -408,8 +408,33 @@ def test_plan_bytes_counts_each_binding_once():
 
     from genspirv.bench import roofline
 
-    plan = [NS(args=(NS(size=4096), NS(size=64), NS(size=16))), NS(args=(NS(size=16),))]
+    plan = [NS(args=(NS(size=4096), NS(size=64), NS(size=16)), touched_bytes=None),
+            NS(args=(NS(size=16),), touched_bytes=None)]
     assert roofline.plan_bytes(plan) == 4096 + 64 + 16 + 16
+    # A dispatch that reads less than it binds (the attention's KV prefix) counts that.
+    plan.append(NS(args=(NS(size=1 << 20),), touched_bytes=300))
+    assert roofline.plan_bytes(plan) == 4096 + 64 + 16 + 16 + 300
+
+
+def test_bytes_per_token_counts_the_kv_prefix_not_the_whole_caches_bound():
+    """The attention binds whole KV caches and reads their first rows: a model with a
+    longer context (larger caches) binds more and reads the same per token."""
+    pytest.importorskip("vulkan")
+    from genspirv.bench import roofline
+    from genspirv.llm import model as ref
+    from genspirv.llm.driver import GpuModel
+    from genspirv.runtime import Device
+
+    per_token = []
+    with Device() as dev:
+        for max_ctx in (32, 96):
+            config = ref.ModelConfig(n_layers=1, dim=64, n_heads=2, n_kv_heads=1, ffn_dim=128, vocab=96,
+                                     max_ctx=max_ctx)
+            model = GpuModel(dev, ref.make_weights(config, seed=0))
+            per_token.append(roofline.bytes_per_token(model, (1, 2, 3), 8))
+            bound = sum(roofline.plan_bytes([d._replace(touched_bytes=None)]) for d in model.token_plan(2, 0))
+            assert bound > roofline.plan_bytes(model.token_plan(2, 0))      # the control: caches bound whole
+    assert per_token[0] == per_token[1]
 
 
 def test_the_bandwidth_probe_measures_and_frees_its_buffers(monkeypatch):

@@ -78,8 +78,9 @@ def measure_bandwidth(dev, nbytes: int | None = None, groups: Sequence[int] | No
 
 
 def plan_bytes(plan) -> int:
-    """Bytes of every range the plan's dispatches bind (each binding once per dispatch)."""
-    return sum(a.size for d in plan for a in d.args)
+    """Bytes the plan's dispatches touch: every range each binds (once per dispatch), or
+    its ``touched_bytes`` where it says it reads fewer (the attention's KV prefix)."""
+    return sum(sum(a.size for a in d.args) if d.touched_bytes is None else d.touched_bytes for d in plan)
 
 
 def bytes_per_token(model, prompt: Sequence[int], n_tokens: int) -> float:

@@ -58,6 +58,9 @@ class Dispatch(NamedTuple):
     args: tuple
     groups: tuple[int, int, int]
     push: bytes
+    # The bytes the kernel reads and writes, where fewer than it binds (the attention
+    # binds whole caches and reads their first rows); None: every bound byte.
+    touched_bytes: Optional[int] = None
 
     def access(self):
         """Its reads and writes, as the device's tracker will see them."""
@@ -211,6 +214,7 @@ class GpuModel:
                          struct.pack("<III", c.dim, 1, c.vocab))]
         attention_push = struct.pack("<IIIIIf", c.n_heads, c.n_kv_heads, c.head_dim, pos + 1,
                                      slot // f32, c.head_dim ** -0.5)
+        attention_bytes = self.q_rot.nbytes + 2 * (pos + 1) * slot + self.att.nbytes
         for li, (s, lw) in enumerate(zip(self._static, self.layers)):
             k_cache, v_cache = self.k_cache[li], self.v_cache[li]
             v_here = v_cache.view(pos * slot, c.kv_dim * f32)
@@ -220,10 +224,14 @@ class GpuModel:
                 self._matvec_rope_norm(f"L{li}.k", lw["wk"], x, norm, k_cache.view(pos * slot, c.kv_dim * f32),
                                        c.kv_dim, c.dim, pos),
                 self._matvec_norm(f"L{li}.v", lw["wv"], x, norm, v_here, c.kv_dim, c.dim),
+                # The whole caches, of which the kernel reads the first pos + 1 rows (its
+                # push constants say so): one plan for every position, where views of the
+                # prefix made a plan (checks, descriptor sets) per position and layer. The
+                # wider read orders nothing more: the K and V rows are written just before,
+                # and the next step's rows only after the barriers of o, gate_up and down.
                 Dispatch(f"L{li}.attention", self.k_attention,
-                         (self.q_rot, k_cache.view(0, (pos + 1) * slot),
-                          v_cache.view(0, (pos + 1) * slot), self.att),
-                         (c.n_heads, 1, 1), attention_push),
+                         (self.q_rot, k_cache, v_cache, self.att),
+                         (c.n_heads, 1, 1), attention_push, attention_bytes),
                 s["o"], s["gate_up"], s["down"],
             ]
         if step is None:
