@@ -6,7 +6,8 @@
 #    where the layers are present);
 # 2. genspirv bench runtime (barrier policies, submission, host cost, the wgpu-py peer
 #    when wgpu is importable);
-# 3. genspirv bench kernel (mul_mat_vec against the measured peak bandwidth);
+# 3. genspirv bench kernel (mul_mat_vec against the measured peak bandwidth), and
+#    tools/decode_positions.py (recorded decode steps at new positions against the same again);
 # 4. genspirv bench demo --roofline at three model sizes (f32) and the largest with f16
 #    weights.
 # Each step has its own time limit; logs and JSON go to $OUT (default /tmp/genspirv-gpu).
@@ -41,6 +42,7 @@ step 150 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests
   tests/test_spec_ids.py tests/test_hazards.py
 step 70 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
 step 60 kernel.log python3 -m genspirv bench kernel --json "$OUT/kernel_h200.json"
+step 90 positions.log python3 tools/decode_positions.py --host-profile --json "$OUT/decode_positions_h200.json"
 demo() {   # demo SECONDS REPEATS NAME MODEL-ARGS
   step "$1" "demo_$3.log" python3 -m genspirv bench demo --roofline --repeat "$2" \
     --json "$OUT/demo_h200_$3.json" --demo-args "$4"
