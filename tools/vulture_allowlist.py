@@ -35,6 +35,7 @@ _.dstBinding
 _.descriptorCount
 _.descriptorType
 _.pBufferInfo
+_.descriptorPool
 
 # Callback signatures fixed by their caller (Vulkan's debug messenger, a checker protocol,
 # jinja2's loader protocol) and module hooks Python itself calls (PEP 562).
