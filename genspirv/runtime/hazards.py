@@ -103,9 +103,14 @@ def access_of(entry, ranges, stage: str = "compute") -> Access:
     ``ShaderInfo``, a loaded kernel); ``ranges`` the bound ranges in binding
     order. The one place the manifest's masks become an ``Access``.
     """
-    reads = tuple(r for i, r in enumerate(ranges) if entry.readable_mask >> i & 1)
-    writes = tuple(r for i, r in enumerate(ranges) if entry.writable_mask >> i & 1)
-    return Access(stage, reads, writes)
+    readable, writable = entry.readable_mask, entry.writable_mask
+    reads, writes = [], []
+    for i, r in enumerate(ranges):       # one pass: a new plan's cost at every new view
+        if readable >> i & 1:
+            reads.append(r)
+        if writable >> i & 1:
+            writes.append(r)
+    return Access(stage, tuple(reads), tuple(writes))
 
 
 def merge_accesses(accesses) -> tuple[Access, ...]:
