@@ -179,8 +179,19 @@ layout(push_constant) uniform Params {
 #endif
 #if MMV_NORM_X
     float eps;
+    uint y_offset;      // y's first row is y[y_offset]
 #endif
 } p;
+
+// With MMV_NORM_X=1 y's rows start at float y_offset of binding 2: the decode binds a
+// whole KV cache, or its logits, and writes one position's row through the same plan
+// at every position (a view per position would make a plan, and a descriptor set,
+// per position).
+#if MMV_NORM_X
+#define Y_ROW(i) y[p.y_offset + (i)]
+#else
+#define Y_ROW(i) y[i]
+#endif
 
 #if MMV_ROPE
 // Rows `row` and `row + 1` (`row` even) are pair j of their head: rotated by
@@ -191,8 +202,8 @@ void store_rotated(const uint row, const float x0, const float x1) {
     const float angle = float(p.pos) * freq;
     const float c = cos(angle);
     const float s = sin(angle);
-    y[row] = x0 * c - x1 * s;
-    y[row + 1u] = x0 * s + x1 * c;
+    Y_ROW(row) = x0 * c - x1 * s;
+    Y_ROW(row + 1u) = x0 * s + x1 * c;
 }
 #endif
 
@@ -200,7 +211,7 @@ void store_rotated(const uint row, const float x0, const float x1) {
 // Pair `row0 + 2 * t` of a block: gate's and up's products for y's row row0 / 2 + t, as
 // silu_mul.comp combines them.
 void store_glu(const uint row, const float g, const float u) {
-    y[row >> 1] = g / (1.0 + exp(-g)) * u;
+    Y_ROW(row >> 1) = g / (1.0 + exp(-g)) * u;
 }
 #define STORE_PAIR store_glu
 #elif MMV_ROPE
@@ -231,9 +242,9 @@ float load_x(const uint k) {
 // Row `row`'s output from its reduced dot product `d` (scaled by the norm, plus the
 // residual, as the variant says).
 #if MMV_ADD_Y
-#define STORE_Y(row, d) y[row] = resid[row] + NORMED(d)
+#define STORE_Y(row, d) Y_ROW(row) = resid[row] + NORMED(d)
 #else
-#define STORE_Y(row, d) y[row] = NORMED(d)
+#define STORE_Y(row, d) Y_ROW(row) = NORMED(d)
 #endif
 
 // One vector column c (VEC weights) of every row of the group.

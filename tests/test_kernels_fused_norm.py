@@ -82,7 +82,7 @@ def test_mul_mat_vec_norm_input(dev, variant, wt, dtype, rows, cols, block, rows
                    spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": rows_per_group})
     y = _y(dev, rows)
     dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)],
-                 groups=mul_mat_vec_groups(rows, rows_per_group), push=struct.pack("<IIf", cols, rows, EPS))
+                 groups=mul_mat_vec_groups(rows, rows_per_group), push=struct.pack("<IIfI", cols, rows, EPS, 0))
     got = _read(dev, y, rows)
     _close(got, ref.mul_mat_vec(w, ref.rms_norm(x, g, EPS)), cols)
     # Negative controls: the plain product, and the norm without its weight.
@@ -103,7 +103,7 @@ def test_mul_mat_vec_norm_reads_eps(dev, variant, cols):
     for eps in (1e-6, 1e-5):
         y = _y(dev, rows)
         dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)],
-                     groups=mul_mat_vec_groups(rows, 2), push=struct.pack("<IIf", cols, rows, eps))
+                     groups=mul_mat_vec_groups(rows, 2), push=struct.pack("<IIfI", cols, rows, eps, 0))
         results[eps] = got = _read(dev, y, rows)
         _close(got, ref.mul_mat_vec(w, ref.rms_norm(x, g, eps)), cols)
     assert _differs(results[1e-6], results[1e-5])
@@ -124,7 +124,7 @@ def test_mul_mat_vec_rope_norm(dev, variant, wt, dtype, n_heads, head_dim, cols,
     k = dev.kernel(f"mul_mat_vec_rope_norm_{wt}{variant}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": pairs})
     y = _y(dev, rows)
     dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)], groups=mul_mat_vec_groups(rows, 2 * pairs),
-                 push=struct.pack("<IIIIff", cols, rows, head_dim, pos, 10000.0, EPS))
+                 push=struct.pack("<IIIIffI", cols, rows, head_dim, pos, 10000.0, EPS, 0))
     got = _read(dev, y, rows)
     product = ref.mul_mat_vec(w, ref.rms_norm(x, g, EPS))
     want = ref.rope(product.reshape(n_heads, head_dim), pos, 10000.0).reshape(rows)
@@ -167,7 +167,7 @@ def test_fused_fewer_groups_than_blocks(dev, variant, name, wt, dtype, cols):
     assert groups == (5, 1, 1)
     y = _y(dev, rows)
     if name == "norm":
-        args, push = [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)], struct.pack("<IIf", cols, rows, EPS)
+        args, push = [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)], struct.pack("<IIfI", cols, rows, EPS, 0)
         want = ref.mul_mat_vec(w, ref.rms_norm(x, g, EPS))
     else:
         args, push = [_buf(dev, w), _buf(dev, x), y, _buf(dev, resid)], struct.pack("<II", cols, rows)
@@ -176,9 +176,33 @@ def test_fused_fewer_groups_than_blocks(dev, variant, name, wt, dtype, cols):
     np.testing.assert_allclose(_read(dev, y, rows), want, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("name", ["mul_mat_vec_norm_f32", "mul_mat_vec_rope_norm_f16_noshuffle",
+                                  "mul_mat_vec_glu_norm_f32"])
+def test_norm_variants_write_from_y_offset(dev, name):
+    """The rows land at float y_offset of the buffer bound (a KV cache's row at one
+    position), every float before and after untouched; the same dispatch at offset 0
+    (the negative control) writes the first rows instead."""
+    rows, cols, offset = 12, 40, 37
+    w, w_up, x, g = _rand(rows, cols), _rand(rows, cols), _rand(cols), _norm_weight(cols)
+    k = dev.kernel(name, spec={"BLOCK_SIZE": 32, "ROWS_PER_GROUP": 1})
+    rope = "rope" in name
+    results = {}
+    for y_offset in (offset, 0):
+        y = _buf(dev, np.full(offset + rows + 8, SENTINEL, dtype=np.float32))
+        args = [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)] + ([_buf(dev, w_up)] if "glu" in name else [])
+        push = (struct.pack("<IIIIffI", cols, rows, 4, 3, 10000.0, EPS, y_offset) if rope
+                else struct.pack("<IIfI", cols, rows, EPS, y_offset))
+        dev.dispatch(k, args, groups=mul_mat_vec_groups(rows, 2 if rope else 1), push=push)
+        results[y_offset] = dev.download(y, dtype="float32")
+    got = results[offset]
+    assert (got[:offset] == SENTINEL).all() and (got[offset + rows:] == SENTINEL).all()
+    np.testing.assert_array_equal(got[offset:offset + rows], results[0][:rows])
+    assert (results[0][rows:] == SENTINEL).all() and not (got[offset:offset + rows] == SENTINEL).any()
+
+
 @pytest.mark.parametrize("name,bindings,push", [
-    ("mul_mat_vec_norm_f32", 4, 12), ("mul_mat_vec_rope_norm_f16", 4, 24),
-    ("mul_mat_vec_add_f32_noshuffle", 4, 8), ("mul_mat_vec_glu_norm_f16", 5, 12)])
+    ("mul_mat_vec_norm_f32", 4, 16), ("mul_mat_vec_rope_norm_f16", 4, 28),
+    ("mul_mat_vec_add_f32_noshuffle", 4, 8), ("mul_mat_vec_glu_norm_f16", 5, 16)])
 def test_fused_variants_interface(dev, name, bindings, push):
     """The layouts the driver packs: binding count and push-constant size per variant,
     and a dispatch that binds one buffer too few is refused before recording."""
@@ -201,7 +225,7 @@ def _run_glu(dev, name, w_gate, w_up, x, g, rows, cols, block, pairs, max_groups
     y = _y(dev, rows)
     dev.dispatch(k, [_buf(dev, w_gate), _buf(dev, x), y, _buf(dev, g), _buf(dev, w_up)],
                  groups=mul_mat_vec_groups(rows, pairs, max_groups=max_groups),
-                 push=struct.pack("<IIf", cols, rows, EPS))
+                 push=struct.pack("<IIfI", cols, rows, EPS, 0))
     return _read(dev, y, rows)
 
 
@@ -212,7 +236,9 @@ def _run_glu(dev, name, w_gate, w_up, x, g, rows, cols, block, pairs, max_groups
 @pytest.mark.parametrize("rows,cols,block,pairs", [
     (1, 1, 32, 1), (67, 300, 128, 2), (5, 1031, 256, 3), (7, 520, 48, 4), (3, 4096, 128, 1), (31, 8, 32, 8)])
 def test_mul_mat_vec_glu_norm(dev, variant, wt, dtype, rows, cols, block, pairs):
-    w_gate, w_up = _rand(rows, cols, dtype=dtype), _rand(rows, cols, dtype=dtype)
+    # Weights scaled by 1 / sqrt(fan-in): gate x is O(1), where silu is far from both the
+    # identity and zero, so the negative controls below hold whatever the draw.
+    w_gate, w_up = ((_rand(rows, cols) / np.float32(np.sqrt(cols))).astype(dtype) for _ in range(2))
     x, g = _rand(cols) * 3, _norm_weight(cols)
     got = _run_glu(dev, f"mul_mat_vec_glu_norm_{wt}{variant}", w_gate, w_up, x, g, rows, cols, block, pairs)
     h = ref.rms_norm(x, g, EPS)
@@ -243,6 +269,6 @@ def test_mul_mat_vec_glu_norm_fewer_groups_than_blocks(dev, variant):
 
 
 def test_mul_mat_vec_glu_norm_interface(dev):
-    """Five bindings (gate, x, y, norm weight, up) and a 12-byte push block."""
+    """Five bindings (gate, x, y, norm weight, up) and a 16-byte push block."""
     info = dev.kernel("mul_mat_vec_glu_norm_f32").entry.info
-    assert (info.binding_count, info.push_constant_size) == (5, 12)
+    assert (info.binding_count, info.push_constant_size) == (5, 16)

@@ -176,7 +176,7 @@ def _norm_arms(dev, pool: _Pool, wt: str, rows: int, cols: int, sweep, kernel_gr
     for buf in (x, weight):
         _fill(dev, dev.kernel("fill_f32"), buf, cols * 4, 1.0)
     nbytes = wbytes + 2 * cols * 4 + rows * 4
-    push = struct.pack("<IIf", cols, rows, NORM_EPS)
+    push = struct.pack("<IIfI", cols, rows, NORM_EPS, 0)      # y from its first float
     arms = {}
     for block, per_group in sweep:
         k = dev.kernel(f"mul_mat_vec_norm_{wt}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": per_group})
