@@ -24,10 +24,11 @@ def test_new_positions_write_descriptor_sets_and_the_same_positions_again_do_not
     assert decode_positions.main(args) == 0
     report = json.loads(out.read_text())
     new, again = report["medians"]["new"], report["medians"]["again"]
-    # Per layer and step at a new position, at least the attention's two prefix views
-    # and the K and V rows are new plans, each with a set written (and the token
-    # slots mostly: the slot one step writes, the next reads through another kernel).
-    assert new["descriptor_updates_per_token"] >= 4
+    # Per step at a new position the token slots are new views (the slot get_rows reads,
+    # the logits row and slot argmax binds): each a new plan with a set written (more in
+    # an early round, where a slot may not yet hold a set every position shares). The
+    # KV caches and the logits are bound whole, so no layer adds one.
+    assert new["descriptor_updates_per_token"] >= 2
     assert again["descriptor_updates_per_token"] == 0
     assert new["dispatches_per_token"] == again["dispatches_per_token"] == 3 + 7 * 1
     assert len(report["samples"]["new"]) == 2 and new["descriptors_us_per_dispatch"] > 0

@@ -159,6 +159,21 @@ def test_one_schedule_serves_every_position(lavapipe_ok):
         assert model.schedules.misses == 2
 
 
+def test_every_layer_dispatch_binds_the_same_buffers_at_every_position(lavapipe_ok):
+    """The caches and the logits are bound whole (the row in push constants), so a
+    step at a new position makes no new plan in any layer: only the token slots
+    (get_rows, argmax) move. Negative control: the push constants do move."""
+    config = ref.ModelConfig(n_layers=2, dim=32, n_heads=2, n_kv_heads=1, ffn_dim=48,
+                             vocab=64, max_ctx=12)
+    with runtime.Device() as dev:
+        model = driver.GpuModel(dev, ref.make_weights(config, 0), block_size=32)
+        plans = [model.token_plan(pos, step) for pos, step in ((3, 0), (7, 4))]
+        moved = [a.label for a, b in zip(*plans) if a.args != b.args]
+        assert moved == ["get_rows", "argmax"]
+        pushed = {a.label for a, b in zip(*plans) if a.push != b.push}
+        assert {"L0.k", "L0.v", "L0.attention", "L1.k", "logits"} <= pushed
+
+
 def test_a_schedule_cache_is_keyed_by_shape():
     """Negative control: a different shape gets its own order, not a stale one."""
     R = runtime.Range

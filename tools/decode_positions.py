@@ -4,10 +4,12 @@ positions again.
     python tools/decode_positions.py --layers 8 --dim 1024 --heads 16 --kv-heads 4 \
         --ffn 2816 --vocab 16000 --tokens 16 --rounds 6 --json OUT.json
 
-A decode step binds views that move with the position (the KV cache row it
-writes, the prefix attention reads, the token slots), so a step at a new
+A decode step may bind views that move with the position (a KV cache row, the
+prefix the attention reads, the token slots), and then a step at a new
 position meets dispatch plans it has never made: each is checked, gets its
 descriptor set written, and its access is worked out by the hazard tracker.
+The decode driver binds its caches and logits whole (rows chosen by push
+constants), which leaves the token slots.
 ``genspirv bench demo`` times decodes over positions its warm-up already
 decoded; a generation that runs on never comes back to a position.
 

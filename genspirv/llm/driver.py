@@ -166,18 +166,25 @@ class GpuModel:
     def _groups(self, rows: int) -> tuple[int, int, int]:
         return kernel_groups.mul_mat_vec_groups(rows, self.matvec_variant.rows_per_group)
 
-    def _matvec_norm(self, label, w, x, norm, y, rows, cols) -> Dispatch:
-        """y = W (rms_norm(x) * norm)."""
-        return Dispatch(label, self.k_matvec_norm, (w, x, y, norm), self._groups(rows),
-                        struct.pack("<IIf", cols, rows, self.config.eps))
+    # The norm variants write y from float ``y_row`` of the buffer bound: a KV cache, or
+    # the logits, is bound whole and one position's (or step's) row written, so that
+    # every position dispatches through one plan. They touch W, x, the norm's weight and
+    # their rows of y (the roofline's count), not the whole buffer bound.
 
-    def _matvec_rope_norm(self, label, w, x, norm, y, rows, cols, pos) -> Dispatch:
-        """y = rope(W (rms_norm(x) * norm)) at ``pos``: a q or k projection with the
-        attention norm before it and its rotary embedding after."""
+    def _matvec_norm(self, label, w, x, norm, y, rows, cols, y_row=0) -> Dispatch:
+        """y[y_row:y_row + rows] = W (rms_norm(x) * norm)."""
+        return Dispatch(label, self.k_matvec_norm, (w, x, y, norm), self._groups(rows),
+                        struct.pack("<IIfI", cols, rows, self.config.eps, y_row),
+                        w.size + x.size + norm.size + 4 * rows)
+
+    def _matvec_rope_norm(self, label, w, x, norm, y, rows, cols, pos, y_row=0) -> Dispatch:
+        """y[y_row:y_row + rows] = rope(W (rms_norm(x) * norm)) at ``pos``: a q or k
+        projection with the attention norm before it and its rotary embedding after."""
         c = self.config
         groups = kernel_groups.mul_mat_vec_groups(rows, 2 * self.matvec_variant.rows_per_group)
         return Dispatch(label, self.k_matvec_rope_norm, (w, x, y, norm), groups,
-                        struct.pack("<IIIIff", cols, rows, c.head_dim, pos, c.rope_base, c.eps))
+                        struct.pack("<IIIIffI", cols, rows, c.head_dim, pos, c.rope_base, c.eps, y_row),
+                        w.size + x.size + norm.size + 4 * rows)
 
     def _layer_static(self, li: int, lw: dict) -> dict[str, Dispatch]:
         """Layer ``li``'s dispatches that no position changes, by role. Each layer
@@ -192,7 +199,7 @@ class GpuModel:
             "gate_up": Dispatch(f"L{li}.gate_up", self.k_matvec_glu_norm,
                                 (lw["w_gate"], x2, self.ffn_act, lw["ffn_norm"], lw["w_up"]),
                                 self._groups(c.ffn_dim),
-                                struct.pack("<IIf", c.dim, c.ffn_dim, c.eps)),
+                                struct.pack("<IIfI", c.dim, c.ffn_dim, c.eps, 0)),
             "down": Dispatch(f"L{li}.down", self.k_matvec_add, (lw["w_down"], self.ffn_act, x, x2),
                              self._groups(c.dim), struct.pack("<II", c.ffn_dim, c.dim)),
         }
@@ -215,20 +222,20 @@ class GpuModel:
         attention_push = struct.pack("<IIIIIf", c.n_heads, c.n_kv_heads, c.head_dim, pos + 1,
                                      slot // f32, c.head_dim ** -0.5)
         attention_bytes = self.q_rot.nbytes + 2 * (pos + 1) * slot + self.att.nbytes
+        kv_row = pos * slot // f32          # this position's row of a cache, in floats
         for li, (s, lw) in enumerate(zip(self._static, self.layers)):
             k_cache, v_cache = self.k_cache[li], self.v_cache[li]
-            v_here = v_cache.view(pos * slot, c.kv_dim * f32)
             norm = lw["attn_norm"]
+            # The caches are bound whole: K and V write this position's row, the attention
+            # reads the first pos + 1 rows (push constants say which), and one plan serves
+            # every position where views of the rows and the prefix made three plans
+            # (checks, descriptor sets) per position and layer. The wider ranges order
+            # nothing more: the rows are written just before the attention reads them,
+            # and the next position's only after the barriers of o, gate_up and down.
             plan += [
                 self._matvec_rope_norm(f"L{li}.q", lw["wq"], x, norm, self.q_rot, c.dim, c.dim, pos),
-                self._matvec_rope_norm(f"L{li}.k", lw["wk"], x, norm, k_cache.view(pos * slot, c.kv_dim * f32),
-                                       c.kv_dim, c.dim, pos),
-                self._matvec_norm(f"L{li}.v", lw["wv"], x, norm, v_here, c.kv_dim, c.dim),
-                # The whole caches, of which the kernel reads the first pos + 1 rows (its
-                # push constants say so): one plan for every position, where views of the
-                # prefix made a plan (checks, descriptor sets) per position and layer. The
-                # wider read orders nothing more: the K and V rows are written just before,
-                # and the next step's rows only after the barriers of o, gate_up and down.
+                self._matvec_rope_norm(f"L{li}.k", lw["wk"], x, norm, k_cache, c.kv_dim, c.dim, pos, kv_row),
+                self._matvec_norm(f"L{li}.v", lw["wv"], x, norm, v_cache, c.kv_dim, c.dim, kv_row),
                 Dispatch(f"L{li}.attention", self.k_attention,
                          (self.q_rot, k_cache, v_cache, self.att),
                          (c.n_heads, 1, 1), attention_push, attention_bytes),
@@ -238,7 +245,8 @@ class GpuModel:
             return plan
         logits = self.logits.view(step * self.logits_row, c.vocab * f32)
         plan += [
-            self._matvec_norm("logits", self.output, x, self.out_norm, logits, c.vocab, c.dim),
+            self._matvec_norm("logits", self.output, x, self.out_norm, self.logits, c.vocab, c.dim,
+                              step * self.logits_row // f32),
             Dispatch("argmax", self.k_argmax, (logits, self.tokens.view((pos + 1) * VIEW_ALIGN, 4)),
                      (1, 1, 1), struct.pack("<I", c.vocab)),
         ]
