@@ -313,88 +313,28 @@ class HazardTracker:
         return result
 
     def _decide(self, access: Access) -> tuple[Optional[Barrier], bool]:
-        """``access``'s answer worked out from the pending sets, which it then joins."""
-        # The device calls this at every dispatch: the checks of ``hazards`` and the
-        # bookkeeping of ``_record`` are written out here for the usual case (a span
-        # a memory object's one pending interval covers or touches), with the same
-        # rules and answers, to spare three calls per access.
+        """``access``'s answer worked out from the pending sets, which it then joins.
+
+        Called only where no remembered answer fits (a step met for the first time), so
+        it asks ``hazards`` and records through ``_record`` like any other caller."""
+        kinds = None                    # None: no barrier
         if not (self._read_stages or self._write_stages):
             result = _NOTHING_PENDING
         else:
-            policy = self._policy
-            kinds = 0
-            if policy == "always":
-                result = None
-            elif policy == "smart" or access.stage_bit == _HOST:
+            result = _SKIPPED
+            if self._policy == "always":
+                kinds = _NO_KINDS
+            elif self._policy == "smart" or access.stage_bit == _HOST:
                 # Host reads of mapped memory are never left unsynchronised,
                 # even under "none": that policy exists to test device hazards.
-                writes, reads = self._writes, self._reads
-                if writes:
-                    for memory, lo, hi in access.read_spans:
-                        s = writes.get(memory)
-                        if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
-                                              else s.overlaps(lo, hi)):
-                            kinds = 4
-                            break
-                for memory, lo, hi in access.write_spans:
-                    if not kinds & 2:
-                        s = writes.get(memory)
-                        if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
-                                              else s.overlaps(lo, hi)):
-                            kinds |= 2
-                    if not kinds & 1:
-                        s = reads.get(memory)
-                        if s is not None and (s[0] < hi and lo < s[1] if s.__class__ is tuple
-                                              else s.overlaps(lo, hi)):
-                            kinds |= 1
-                result = None if kinds else _SKIPPED
-            else:
-                result = _SKIPPED
-            if result is None:
-                # A barrier: made once per distinct (pending stages, stage, kinds);
-                # it clears everything pending, then the access is recorded alone.
-                key = (self._read_stages, self._write_stages, access.stage, _KINDS[kinds])
-                barrier = _BARRIERS.get(key)
-                if barrier is None:
-                    barrier = self._barrier_for(access, _KINDS[kinds])
-                result = (barrier, False)
-                self._reads.clear()
-                self._writes.clear()
-                self._read_stages = self._write_stages = 0
-        spans = access.read_spans
-        if spans:
-            sets = self._reads
-            for memory, lo, hi in spans:
-                s = sets.get(memory)
-                if s is None:
-                    sets[memory] = (lo, hi)
-                elif s.__class__ is tuple:
-                    a, b = s
-                    if lo < a or hi > b:                # else already covered
-                        if lo <= b and a <= hi:         # overlaps or touches: still one interval
-                            sets[memory] = (lo if lo < a else a, hi if hi > b else b)
-                        else:
-                            _widen(sets, memory, s, lo, hi)
-                else:
-                    s.add(lo, hi)
-            self._read_stages |= access.stage_bit
-        spans = access.write_spans
-        if spans:
-            sets = self._writes
-            for memory, lo, hi in spans:
-                s = sets.get(memory)
-                if s is None:
-                    sets[memory] = (lo, hi)
-                elif s.__class__ is tuple:
-                    a, b = s
-                    if lo < a or hi > b:
-                        if lo <= b and a <= hi:
-                            sets[memory] = (lo if lo < a else a, hi if hi > b else b)
-                        else:
-                            _widen(sets, memory, s, lo, hi)
-                else:
-                    s.add(lo, hi)
-            self._write_stages |= access.stage_bit
+                kinds = self.hazards(access) or None
+        if kinds is not None:
+            # The barrier clears everything pending; the access is then recorded alone.
+            result = (self._barrier_for(access, kinds), False)
+            self._reads.clear()
+            self._writes.clear()
+            self._read_stages = self._write_stages = 0
+        self._record(access)
         return result
 
     def barrier_all(self) -> Optional[Barrier]:
