@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Installs what genspirv's build and tests need on Debian 12: the Vulkan
-# loader, Mesa's CPU Vulkan device (lavapipe), the Khronos validation layers,
-# spirv-cross, and cmake + ninja (the CMake package's tests) from apt, then
-# this package with its test extra (which pulls the pinned compiler wheels).
-# Run from anywhere; idempotent.
+# Set-up for genspirv on Debian 12, from a clone of this repository.
+#
+# 1. apt: what the build and the tests need from the system — the Vulkan
+#    loader, Mesa's CPU Vulkan device (lavapipe), the Khronos validation
+#    layers, spirv-cross, cmake + ninja (the CMake package's tests),
+#    python3-venv (Debian's python3 makes no virtual environment without it).
+# 2. The project's own virtual environment, .venv/ in the repository, made by
+#    the system python3: Debian marks its python3 externally managed (PEP 668)
+#    and has no `python` command, so nothing is installed into the system.
+#    The README's commands run .venv/bin/python; no `activate` is needed.
+# 3. This package with its test extra into .venv (pip install -e '.[test]'),
+#    which pulls the pinned compiler wheels. Skipped when pyproject.toml has
+#    not changed since the last set-up, so running this again costs a second.
+#
+# Run from anywhere, as root or as a user with sudo; idempotent.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-apt_packages=(mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-cross cmake ninja-build)
+venv="$repo/.venv"
+apt_packages=(python3 python3-venv mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-cross
+              cmake ninja-build)
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -27,4 +39,15 @@ if ((${#missing[@]})); then
     "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-python -m pip install -q -e "$repo[test]"
+# A venv whose interpreter is gone (moved checkout, another python3) is made anew.
+if ! "$venv/bin/python" -c "import sys; sys.exit(sys.prefix == sys.base_prefix)" 2>/dev/null; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+fi
+
+stamp="$venv/.genspirv-setup"
+want="$(sha256sum "$repo/pyproject.toml" | cut -d' ' -f1) $repo"
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]] || ! (cd / && "$venv/bin/python" -c "import genspirv") 2>/dev/null; then
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$repo[test]"
+    echo "$want" >"$stamp"
+fi

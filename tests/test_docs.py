@@ -313,3 +313,34 @@ def test_readme_where_things_are_names_existing_folders():
     missing = [n for n in names if not (REPO / n).is_dir()]
     assert not missing, f"README 'Where things are' names folders that do not exist: {missing}"
     assert (REPO / "docs" / "ARCHITECTURE.md").is_file() and "docs/ARCHITECTURE.md" in section
+
+
+# -- the README's set-up is what CI runs ----------------------------------------
+
+
+def readme_setup_commands() -> list[str]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Set-up"):]
+    block = re.search(r"^```sh\n(.*?)^```", section, re.M | re.S).group(1)
+    return [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_ci_runs_the_readme_setup_commands_verbatim_in_a_stock_environment():
+    commands = readme_setup_commands()
+    assert len(commands) == 2, commands
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    stock = re.search(r"^stock\(\) \{\n(.*?)^\}", ci, re.M | re.S).group(1)
+    assert "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin " in stock, stock
+    for command in commands:
+        # The test command may take stdin from /dev/null in CI (no terminal there).
+        assert re.search(rf"^stock '{re.escape(command)}( </dev/null)?'", ci, re.M), command
+    # Neither command may rely on a `python` command or an activated environment.
+    for command in commands:
+        assert not re.search(r"(^|&& )python3? ", command), command
+
+
+def test_the_readme_check_would_catch_a_changed_command(tmp_path):
+    """Negative control: a README command CI does not run is found."""
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    changed = "bash ci/setup.sh && python -m genspirv build"
+    assert not re.search(rf"^stock '{re.escape(changed)}( </dev/null)?'", ci, re.M)
