@@ -32,7 +32,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "shaders_rt"))
 import rt  # noqa: E402
 
-from genspirv import reflect_verify  # noqa: E402
+from genspirv.reflect import verify as reflect_verify  # noqa: E402
 from genspirv.errors import (BufferRangeError, DeviceFeatureError, GenspirvError,  # noqa: E402
                              ManifestMismatchError, WorkgroupLimitError)
 from genspirv.runtime import Device  # noqa: E402

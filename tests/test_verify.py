@@ -13,7 +13,7 @@ import pytest
 
 from genspirv.errors import GenspirvError, ManifestMismatchError
 from genspirv.manifest import load_manifest
-from genspirv.reflect_verify import Mismatch, check_entry, verify_entry
+from genspirv.reflect.verify import Mismatch, check_entry, verify_entry
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFESTS = [REPO / "manifests" / "shaders.json", REPO / "tests" / "shaders_rt" / "manifests" / "shaders.json"]

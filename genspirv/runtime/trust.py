@@ -7,7 +7,7 @@ but refusals, each a ``GenspirvError`` subclass naming the kernel:
 - ``verify_kernel``: the entry's reflected fields (masks, bindings, push
   size, spec constants, workgroup size, shared memory, entry point) are what
   the blob itself reflects to, by the same pure code the build uses
-  (``reflect_verify.check_entry``; ``ManifestMismatchError``). A hand-edited
+  (``genspirv.reflect.verify.check_entry``; ``ManifestMismatchError``). A hand-edited
   manifest would otherwise drop a barrier silently. Proven once per
   (blob sha256, entry) for the whole process.
 - ``check_specialised``: after specialisation the workgroup size is at least
@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from typing import Mapping
 
-from .. import reflect_verify
+from ..reflect import verify as reflect_verify
 from ..errors import WorkgroupLimitError
 from ..manifest import ManifestEntry
 from ..reflect import shared_memory_bytes

@@ -1,4 +1,4 @@
-"""Reflection, step 3: an ``Index``, an entry point and root variables in; their static usage out.
+"""Reflection, usage: an ``Index``, an entry point and root variables in; their static usage out.
 
 ``usage(index, entry_function, roots) -> Usage`` follows pointers and
 opaque handles from each root variable through access chains, copies, phis,
@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from . import spirv as sp
-from .errors import SpirvError
-from .reflect_index import Function, Index
-from .spirv import Instruction
+from .. import spirv as sp
+from ..errors import SpirvError
+from ..spirv import Instruction
+from .index import Function, Index
 
 USE_ACCESS, USE_READ, USE_WRITE, USE_LOAD = 1, 2, 4, 8
 

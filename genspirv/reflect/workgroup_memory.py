@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import spirv as sp
-from .errors import SpirvError
-from .reflect_index import EntryPoint, Index
-from .reflect_types import SpecValues, type_size
+from .. import spirv as sp
+from ..errors import SpirvError
+from .index import EntryPoint, Index
+from .layout import type_size
+from .model import SpecValues
 
 
 def workgroup_memory_bytes(index: Index, ep: EntryPoint,

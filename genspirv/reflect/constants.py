@@ -1,47 +1,55 @@
-"""Reflection, step 2: type and constant ids in, sizes and values out.
+"""Reflection, constants: type and constant ids in, scalar names and values out.
 
-Takes an ``Index`` and gives scalar type names (the manifest's spellings),
-the values of (spec) constants, array lengths and the bytes a type spans in
-an explicitly laid-out block (``type_size``, ``struct_size``: offsets,
-array and matrix strides).  Pure functions; bad ids raise ``SpirvError``,
-types with no size raise ``ReflectError``, both with the word offset.
+Takes an ``Index`` and gives scalar type names (the manifest's spellings,
+``ScalarType``), the values of (spec) constants, array lengths, and the
+value of a spec-constant expression (``OpSpecConstantOp`` on integers and
+bools) for given spec values.  Pure functions; bad ids raise ``SpirvError``,
+what has no manifest spelling or no value raises ``ReflectError``, both with
+the word offset.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Mapping, Optional, Union
+from typing import Optional
 
-from . import spirv as sp
-from .errors import ReflectError, SpirvError
-from .reflect_index import MAX_TYPE_DEPTH, Index
-from .spirv import Instruction
-
-SPEC_TYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-              "int64", "uint64", "float16", "float32", "float64")
-
-SpecValue = Union[bool, int, float]
-SpecValues = Mapping[int, SpecValue]      # spec id -> value, for specialised sizes
+from .. import spirv as sp
+from ..errors import ReflectError, SpirvError
+from ..spirv import Instruction
+from .index import MAX_TYPE_DEPTH, Index
+from .model import ScalarType, SpecValue, SpecValues
 
 
-def scalar_type_name(index: Index, type_id: int, user: Instruction) -> str:
+# (width, signedness) of OpTypeInt, and the width of OpTypeFloat -> the manifest's spelling.
+_INT_TYPES = {
+    (8, 1): ScalarType.INT8, (8, 0): ScalarType.UINT8,
+    (16, 1): ScalarType.INT16, (16, 0): ScalarType.UINT16,
+    (32, 1): ScalarType.INT32, (32, 0): ScalarType.UINT32,
+    (64, 1): ScalarType.INT64, (64, 0): ScalarType.UINT64,
+}
+_FLOAT_TYPES = {16: ScalarType.FLOAT16, 32: ScalarType.FLOAT32, 64: ScalarType.FLOAT64}
+
+
+def scalar_type_name(index: Index, type_id: int, user: Instruction) -> ScalarType:
     """``bool``, ``int32``, ``float16``... for a scalar type id."""
     t = index.define(type_id, user)
     if t.opcode == sp.OP_TYPE_BOOL:
-        return "bool"
+        return ScalarType.BOOL
     if t.opcode == sp.OP_TYPE_INT:
         width, signed = t.operand(1), t.operand(2)
-        name = f"{'int' if signed else 'uint'}{width}"
+        name = _INT_TYPES.get((width, signed))
+        spelled = f"{'int' if signed else 'uint'}{width}"
     elif t.opcode == sp.OP_TYPE_FLOAT:
         if len(t.operands) > 2:      # an FP encoding such as BFloat16KHR
             raise ReflectError(f"float type %{type_id} with encoding {t.operands[2]} "
                                "has no manifest spelling")
-        name = f"float{t.operand(1)}"
+        name = _FLOAT_TYPES.get(t.operand(1))
+        spelled = f"float{t.operand(1)}"
     else:
         raise ReflectError(f"%{type_id} (opcode {t.opcode}) at word {t.offset} "
                            "is not a scalar type")
-    if name not in SPEC_TYPES:
-        raise ReflectError(f"scalar type %{type_id} at word {t.offset} is {name}, "
+    if name is None:
+        raise ReflectError(f"scalar type %{type_id} at word {t.offset} is {spelled}, "
                            "which has no manifest spelling")
     return name
 
@@ -96,70 +104,6 @@ def array_length(index: Index, array_type: Instruction,
         return 0
     value = evaluate_constant(index, array_type.operand(2), array_type, values)
     return non_negative_int(value, "array length", array_type)
-
-
-def member_count(struct: Instruction) -> int:
-    return len(struct.operands) - 1
-
-
-def type_size(index: Index, type_id: int, user: Instruction, depth: int = 0,
-              values: Optional[SpecValues] = None) -> int:
-    """Bytes a value of ``type_id`` spans in an explicitly laid-out block.
-
-    A type without layout decorations (Workgroup memory) is sized tightly: an
-    array as length x element, a struct without Offsets as the sum of its members.
-    """
-    if depth > MAX_TYPE_DEPTH:
-        raise ReflectError(f"type %{type_id} nests deeper than {MAX_TYPE_DEPTH} levels "
-                           f"(cyclic module?), reached from word {user.offset}")
-    t = index.define(type_id, user)
-    op = t.opcode
-    if op in (sp.OP_TYPE_INT, sp.OP_TYPE_FLOAT):
-        return max(t.operand(1) // 8, 1)
-    if op == sp.OP_TYPE_BOOL:
-        return 4
-    if op == sp.OP_TYPE_VECTOR:
-        return t.operand(2) * type_size(index, t.operand(1), t, depth + 1, values)
-    if op == sp.OP_TYPE_MATRIX:       # outside a struct member: tightly packed columns
-        return t.operand(2) * type_size(index, t.operand(1), t, depth + 1, values)
-    if op == sp.OP_TYPE_POINTER:      # PhysicalStorageBuffer address
-        return 8
-    if op in (sp.OP_TYPE_ARRAY, sp.OP_TYPE_RUNTIME_ARRAY):
-        length = array_length(index, t, values)
-        stride = index.decoration(type_id, sp.DECORATION_ARRAY_STRIDE)
-        if stride:
-            return length * stride[0]
-        return length * type_size(index, t.operand(1), t, depth + 1, values)
-    if op == sp.OP_TYPE_STRUCT:
-        if member_count(t) and index.member_decoration(t.result, 0, sp.DECORATION_OFFSET) is None:
-            return sum(type_size(index, m, t, depth + 1, values) for m in t.operands[1:])
-        return struct_size(index, t, depth + 1, values)
-    raise ReflectError(f"type %{type_id} (opcode {op}) at word {t.offset} has no size in a block")
-
-
-def struct_size(index: Index, struct: Instruction, depth: int = 0,
-                values: Optional[SpecValues] = None) -> int:
-    """max over members of Offset + member size (matrices by MatrixStride and major order)."""
-    size = 0
-    for member in range(member_count(struct)):
-        member_type = struct.operands[1 + member]
-        offset = index.member_decoration(struct.result, member, sp.DECORATION_OFFSET)
-        if not offset:
-            raise ReflectError(f"member {member} of struct %{struct.result} "
-                               f"({index.names.get(struct.result, '')!r}) at word {struct.offset} "
-                               "has no Offset")
-        t = index.define(member_type, struct)
-        stride = index.member_decoration(struct.result, member, sp.DECORATION_MATRIX_STRIDE)
-        if t.opcode == sp.OP_TYPE_MATRIX and stride:
-            columns = t.operand(2)
-            rows = index.define(t.operand(1), t).operand(2)
-            row_major = index.member_decoration(struct.result, member, sp.DECORATION_ROW_MAJOR)
-            member_size = stride[0] * (rows if row_major is not None else columns)
-        else:
-            member_size = type_size(index, member_type, struct, depth + 1, values)
-        size = max(size, offset[0] + member_size)
-    return size
-
 
 
 # -- spec constant expressions ------------------------------------------------

@@ -16,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
-from .errors import ManifestMismatchError
-from .reflect import ShaderInfo, reflect_module
+from ..errors import ManifestMismatchError
+from .model import ShaderInfo
+from .shader_info import reflect_module
 
 
 class Mismatch(NamedTuple):

@@ -1,4 +1,4 @@
-"""Reflection, step 1: a parsed SPIR-V ``Module`` in, an ``Index`` of its ids out.
+"""Reflection, the index: a parsed SPIR-V ``Module`` in, an ``Index`` of its ids out.
 
 ``index_module(module) -> Index`` makes one pass over the instructions and
 sorts what reflection looks up into dicts: names, decorations (decoration
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from . import spirv as sp
-from .errors import SpirvError
-from .spirv import Instruction, Module
+from .. import spirv as sp
+from ..errors import SpirvError
+from ..spirv import Instruction, Module
 
 # A type or constant chain deeper than this is a corrupted (cyclic) module.
 MAX_TYPE_DEPTH = 64

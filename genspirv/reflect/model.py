@@ -1,0 +1,141 @@
+"""Reflection's results: the closed sets and frozen records reflection gives.
+
+Takes nothing; gives the enums of the manifest's closed sets
+(``DescriptorType``, ``Access``, ``ScalarType``) and the records
+``ShaderInfo`` is made of: ``Binding``, ``SpecConstant``.
+No parsing here: the manifest reads these back from JSON without a blob.
+
+An enum member *is* its manifest spelling: it compares, hashes, prints and
+serialises as that string, so ``binding.type == "storage_buffer"`` and
+``json.dumps`` keep working; constructing a record from a spelling gives the
+member, and an unknown spelling is a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Mapping, Optional, Union
+
+
+class _Spelling(str, Enum):
+    """A closed set of manifest spellings; each member behaves as its string."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+    __repr__ = str.__repr__
+    __hash__ = str.__hash__
+
+
+class DescriptorType(_Spelling):
+    STORAGE_BUFFER = "storage_buffer"
+    UNIFORM_BUFFER = "uniform_buffer"
+    STORAGE_IMAGE = "storage_image"
+    SAMPLED_IMAGE = "sampled_image"
+    COMBINED_IMAGE_SAMPLER = "combined_image_sampler"
+    SAMPLER = "sampler"
+    UNIFORM_TEXEL_BUFFER = "uniform_texel_buffer"
+    STORAGE_TEXEL_BUFFER = "storage_texel_buffer"
+    ACCELERATION_STRUCTURE = "acceleration_structure"
+
+
+class Access(_Spelling):
+    READ = "read"
+    WRITE = "write"
+    READ_WRITE = "read_write"
+
+
+class ScalarType(_Spelling):
+    BOOL = "bool"
+    INT8 = "int8"
+    UINT8 = "uint8"
+    INT16 = "int16"
+    UINT16 = "uint16"
+    INT32 = "int32"
+    UINT32 = "uint32"
+    INT64 = "int64"
+    UINT64 = "uint64"
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+
+
+# The spellings, in declaration order (the manifest schema lists them so).
+DESCRIPTOR_TYPES = tuple(t.value for t in DescriptorType)
+ACCESS_KINDS = tuple(a.value for a in Access)
+SPEC_TYPES = tuple(s.value for s in ScalarType)
+
+SpecValue = Union[bool, int, float]
+SpecValues = Mapping[int, SpecValue]      # spec id -> value, for specialised sizes
+
+
+def _normalise(record, **kinds) -> None:
+    """Store each named field of a frozen record as its enum member."""
+    for field_name, kind in kinds.items():
+        object.__setattr__(record, field_name, kind(getattr(record, field_name)))
+
+
+@dataclass(frozen=True)
+class Binding:
+    set: int
+    binding: int
+    name: str
+    type: DescriptorType
+    count: int         # array length; 1 for a non-array, 0 for a runtime array
+    access: Access     # from the declarations
+    accessed: bool     # statically reachable load/store/atomic from the entry point
+    written: bool      # statically reachable store/atomic/image write
+    min_size: int = 0      # bytes of the block without its trailing runtime array (0: no block)
+    array_stride: int = 0  # bytes per element of the block's trailing runtime array (0: none)
+
+    def __post_init__(self) -> None:
+        _normalise(self, type=DescriptorType, access=Access)
+
+    @property
+    def readable(self) -> bool:
+        return self.access in (Access.READ, Access.READ_WRITE)
+
+    @property
+    def writable(self) -> bool:
+        return self.access in (Access.WRITE, Access.READ_WRITE)
+
+
+@dataclass(frozen=True)
+class SpecConstant:
+    id: int
+    name: str
+    type: ScalarType
+    default: SpecValue
+
+    def __post_init__(self) -> None:
+        _normalise(self, type=ScalarType)
+
+
+@dataclass(frozen=True)
+class ShaderInfo:
+    entry_point: str
+    local_size: tuple[int, int, int]
+    local_size_spec_ids: tuple[Optional[int], Optional[int], Optional[int]]
+    bindings: tuple[Binding, ...]            # sorted by (set, binding)
+    spec_constants: tuple[SpecConstant, ...]  # sorted by (id, name); several may share an id
+    push_constant_size: int
+    shared_memory: int = 0    # bytes of Workgroup memory at the spec constants' defaults
+
+    @property
+    def binding_count(self) -> int:
+        return len(self.bindings)
+
+    @property
+    def writable_mask(self) -> int:
+        return sum(1 << i for i, b in enumerate(self.bindings) if b.writable)
+
+    @property
+    def readable_mask(self) -> int:
+        return sum(1 << i for i, b in enumerate(self.bindings) if b.readable)
+
+
+@dataclass(frozen=True)
+class BindingUsage:
+    accessed: bool
+    read: bool       # contents loaded, sampled, fetched, copied from or atomically updated
+    written: bool
