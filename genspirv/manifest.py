@@ -21,8 +21,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Optional
 
 from .errors import ManifestError
-from .reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, SPEC_TYPES, Binding,
-                      ShaderInfo, SpecConstant)
+from .reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, PUSH_TYPES, SPEC_TYPES, STRUCT, Binding,
+                      PushMember, ShaderInfo, SpecConstant)
 
 SCHEMA = "genspirv/1"
 
@@ -130,8 +130,19 @@ def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
             for s in info.spec_constants
         ],
         "push_constant_size": info.push_constant_size,
+        "push_constants": [push_member_to_dict(m) for m in info.push_constants],
         "shared_memory": info.shared_memory,
     }
+
+
+def push_member_to_dict(m: PushMember) -> dict[str, Any]:
+    """One push-constant member; a struct's ``members`` only where it has them."""
+    d = {"name": m.name, "offset": m.offset, "size": m.size, "type": m.type, "vector": m.vector,
+         "columns": m.columns, "array": list(m.array), "array_stride": m.array_stride,
+         "matrix_stride": m.matrix_stride, "row_major": m.row_major}
+    if m.type == STRUCT:
+        d["members"] = [push_member_to_dict(x) for x in m.members]
+    return d
 
 
 def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
@@ -235,6 +246,8 @@ def info_from_dict(d: Mapping[str, Any], where: str) -> ShaderInfo:
             raise ManifestError(f"{w}: missing or non-scalar 'default'")
         specs.append(SpecConstant(id=_need(s, "id", int, w), name=_need(s, "name", str, w),
                                   type=stype, default=s["default"]))
+    push = tuple(_push_member(m, f"{where}, push constant #{i}")
+                 for i, m in enumerate(_need(d, "push_constants", list, where)))
     local_size = _need(d, "local_size", list, where)
     spec_ids = _need(d, "local_size_spec_ids", list, where)
     if len(local_size) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in local_size):
@@ -245,13 +258,37 @@ def info_from_dict(d: Mapping[str, Any], where: str) -> ShaderInfo:
                       local_size=tuple(local_size), local_size_spec_ids=tuple(spec_ids),
                       bindings=tuple(bindings), spec_constants=tuple(specs),
                       push_constant_size=_need(d, "push_constant_size", int, where),
-                      shared_memory=_need(d, "shared_memory", int, where))
+                      shared_memory=_need(d, "shared_memory", int, where),
+                      push_constants=push)
     # The derived fields are stored for other consumers; they must agree.
     for key in ("binding_count", "writable_mask", "readable_mask"):
         if _need(d, key, int, where) != getattr(info, key):
             raise ManifestError(f"{where}: {key} {d[key]} disagrees with its bindings "
                                 f"({getattr(info, key)})")
     return info
+
+
+def _push_member(m: Any, where: str) -> PushMember:
+    name = _need(m, "name", str, where)
+    where = f"{where} ({name!r})"
+    ptype = _need(m, "type", str, where)
+    if ptype not in PUSH_TYPES:
+        raise ManifestError(f"{where}: unknown push constant type {ptype!r}")
+    array = _need(m, "array", list, where)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in array):
+        raise ManifestError(f"{where}: field 'array' must list positive integers, not {array!r}")
+    members = ()
+    if ptype == STRUCT:
+        members = tuple(_push_member(x, f"{where}, member #{i}")
+                        for i, x in enumerate(_need(m, "members", list, where)))
+    elif "members" in m:
+        raise ManifestError(f"{where}: a {ptype} member has no 'members'")
+    return PushMember(name=name, offset=_need(m, "offset", int, where),
+                      size=_need(m, "size", int, where), type=ptype,
+                      vector=_need(m, "vector", int, where), columns=_need(m, "columns", int, where),
+                      array=tuple(array), array_stride=_need(m, "array_stride", int, where),
+                      matrix_stride=_need(m, "matrix_stride", int, where),
+                      row_major=_need(m, "row_major", bool, where), members=members)
 
 
 @functools.lru_cache(maxsize=1)
@@ -285,6 +322,9 @@ def validate_schema(d: Any, where: str) -> None:
         reason = f"{error.instance!r} is not valid: {description}"
     elif error.validator == "const":
         reason = f"{error.instance!r} is not {error.validator_value!r}"
+    elif error.validator == "required":
+        # Most often a manifest written before the field existed: a build rewrites it.
+        reason = f"{error.message}; `genspirv build` writes every field"
     else:
         reason = error.message
     more = f" (and {len(errors) - 1} more schema errors)" if len(errors) > 1 else ""

@@ -6,9 +6,11 @@ glslangValidator, SPIR-V assembly with the pinned spirv-as).  Compared: set,
 binding, descriptor type, access (readonly / writeonly), array size, min_size
 (spirv-cross's ``block_size``) and array_stride (the ``array_stride`` of a last
 member with a runtime array), every spec constant (several may share an id:
-id, name, type, default), workgroup size and its spec ids, for every entry point; and
-the push-constant size against one computed from spirv-cross's member offsets,
-array and matrix strides.
+id, name, type, default), workgroup size and its spec ids, for every entry point; the
+push-constant size against one computed from spirv-cross's member offsets,
+array and matrix strides; and every push-constant member (name, offset, size,
+scalar type, vector and matrix shape, row-major, array lengths and strides, a
+struct's members) of the entry point spirv-cross reflects (its first).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def _check_all_entry_points(blob: bytes, what: str) -> None:
     for info in infos:
         tools.assert_agrees(info, cross, info.entry_point, f"{what}:{info.entry_point}")
         assert info.push_constant_size == tools.cross_push_constant_size(cross), what
+    assert tools.push_members_of(infos[0]) == tools.cross_push_members(cross), what
     assert reflect(blob) == infos[0]
 
 
@@ -109,3 +112,51 @@ def test_the_comparison_catches_a_wrong_reflection():
     for bad in wrong:
         with pytest.raises(AssertionError):
             tools.assert_agrees(bad, cross)
+
+
+def test_push_members_agree_with_spirv_cross_on_every_shape():
+    """The push corpus holds every member shape: the oracle must have compared them all."""
+    seen = set()
+
+    def walk(members):
+        for m in members:
+            seen.add(("struct" if m["type"] == "struct" else "scalar", bool(m["array"]),
+                      len(m["array"]), m["vector"] > 1, m["columns"] > 1, m["row_major"]))
+            seen.add(("type", m["type"]))
+            walk(m["members"])
+
+    for name in ("push.comp", "push_types.comp", "push_layouts.spvasm"):
+        blob = tools.corpus_blob(tools.CORPUS / name)
+        members = tools.cross_push_members(tools.cross_reflect(blob))
+        assert tools.push_members_of(reflect(blob)) == members, name
+        walk(members)
+    for shape in [("scalar", False, 0, False, False, False), ("scalar", True, 2, False, False, False),
+                  ("scalar", False, 0, True, True, True), ("scalar", True, 1, True, True, True),
+                  ("struct", True, 2, False, False, False), ("struct", False, 0, False, False, False),
+                  *[("type", t) for t in ("int8", "uint8", "int16", "uint16", "int32", "uint32",
+                                          "int64", "uint64", "float16", "float32", "float64")]]:
+        assert shape in seen, shape
+
+
+def test_the_push_comparison_catches_a_wrong_member():
+    # Positive control: each member field, once wrong, breaks the comparison.
+    import dataclasses
+    blob = tools.compile_glsl(tools.CORPUS / "push.comp")
+    cross = tools.cross_reflect(blob)
+    info = reflect(blob)
+    assert tools.push_members_of(info) == tools.cross_push_members(cross)
+    members = info.push_constants
+    inner = next(m for m in members if m.type == "struct")
+    rm = next(m for m in members if m.row_major)
+    changes = [dict(name="m"), dict(offset=members[0].offset + 4), dict(size=8), dict(type="int32"),
+               dict(vector=2), dict(columns=2), dict(array=(1,)), dict(array_stride=4),
+               dict(matrix_stride=4)]
+    for change in changes:
+        bad = (dataclasses.replace(members[0], **change),) + members[1:]
+        assert tools.push_members_of(dataclasses.replace(info, push_constants=bad)) \
+            != tools.cross_push_members(cross), change
+    for member, change in [(rm, dict(row_major=False)),
+                           (inner, dict(members=inner.members[:-1]))]:
+        bad = tuple(dataclasses.replace(m, **change) if m is member else m for m in members)
+        assert tools.push_members_of(dataclasses.replace(info, push_constants=bad)) \
+            != tools.cross_push_members(cross), change

@@ -16,8 +16,8 @@ import pytest
 from genspirv.errors import GenspirvError, ManifestError
 from genspirv.manifest import (Manifest, ManifestEntry, Toolchain, Unavailable, dumps, load_manifest,
                                manifest_from_dict, schema_errors)
-from genspirv.reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, SPEC_TYPES, Binding,
-                              ShaderInfo, SpecConstant)
+from genspirv.reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, PUSH_TYPES, SPEC_TYPES, Binding,
+                              PushMember, ShaderInfo, SpecConstant)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,7 +34,13 @@ def sample_manifest() -> dict:
                   Binding(0, 2, "P", "uniform_buffer", 1, "read", True, False)),
         spec_constants=(SpecConstant(0, "WG", "uint32", 256), SpecConstant(1, "SCALE", "float32", 0.5),
                         SpecConstant(2, "FAST", "bool", True), SpecConstant(3, "BIAS", "int32", -3)),
-        push_constant_size=8, shared_memory=1024)
+        push_constant_size=112, shared_memory=1024,
+        push_constants=(
+            PushMember("n", 0, 4, "uint32"),
+            PushMember("rot", 16, 32, "float32", vector=2, columns=3, matrix_stride=16, row_major=True),
+            PushMember("lights", 48, 64, "struct", array=(2,), array_stride=32, members=(
+                PushMember("dir", 0, 12, "float32", vector=3),
+                PushMember("ids", 16, 16, "int32", array=(2, 2), array_stride=8)))))
     entry = ManifestEntry(name="add_f32", source="glsl/add.comp", defines=(("TYPE", "float"),),
                           spirv="spirv/add_f32.spv", sha256="ab" * 32, size=1236, info=info,
                           inputs="cd" * 32, depends=("glsl/add.comp", "glsl/include/t.glsl"),
@@ -60,6 +66,7 @@ def test_schema_enums_agree_with_reflection_constants():
     assert defs["binding"]["properties"]["type"]["enum"] == list(DESCRIPTOR_TYPES)
     assert defs["binding"]["properties"]["access"]["enum"] == list(ACCESS_KINDS)
     assert defs["spec_constant"]["properties"]["type"]["enum"] == list(SPEC_TYPES)
+    assert defs["push_member"]["properties"]["type"]["enum"] == list(PUSH_TYPES)
 
 
 def test_schema_requires_every_field_the_writer_emits():
@@ -79,6 +86,10 @@ def test_schema_requires_every_field_the_writer_emits():
     assert set(binding["required"]) == set(d["shaders"][0]["bindings"][0]) == set(binding["properties"])
     spec = s["$defs"]["spec_constant"]
     assert set(spec["required"]) == set(d["shaders"][0]["spec_constants"][0]) == set(spec["properties"])
+    push = s["$defs"]["push_member"]
+    scalar, struct = d["shaders"][0]["push_constants"][0], d["shaders"][0]["push_constants"][2]
+    assert set(push["required"]) == set(scalar) == set(push["properties"]) - {"members"}
+    assert set(struct) == set(push["properties"])
 
 
 def test_sample_manifest_is_valid():
@@ -86,6 +97,15 @@ def test_sample_manifest_is_valid():
     assert schema_errors(d) == []
     m = manifest_from_dict(d, "x.json")
     assert m.shaders[0].name == "add_f32"
+
+
+def test_push_members_round_trip():
+    d = sample_manifest()
+    entry = manifest_from_dict(d, "x.json").shaders[0]
+    lights = entry.info.push_constants[2]
+    assert (lights.type, lights.array, lights.members[1].array) == ("struct", (2,), (2, 2))
+    assert json.loads(dumps(Manifest(Toolchain("13.1.1", "vulkan1.2"), (entry,))))["shaders"][0][
+        "push_constants"] == d["shaders"][0]["push_constants"]
 
 
 def test_empty_shader_list_is_valid():
@@ -179,6 +199,34 @@ BAD = [
     ("shared_memory negative", lambda d: _set(d, S0 + ("shared_memory",), -1),
      "$.shaders[0].shared_memory"),
     ("mask negative", lambda d: _set(d, S0 + ("writable_mask",), -2), "$.shaders[0].writable_mask"),
+    ("missing push_constants", lambda d: _delete(d, S0 + ("push_constants",)), "$.shaders[0]"),
+    ("push_constants not a list", lambda d: _set(d, S0 + ("push_constants",), {}),
+     "$.shaders[0].push_constants"),
+    ("push member type unknown", lambda d: _set(d, S0 + ("push_constants", 0, "type"), "uint"),
+     "$.shaders[0].push_constants[0].type"),
+    ("push member offset a string", lambda d: _set(d, S0 + ("push_constants", 0, "offset"), "0"),
+     "$.shaders[0].push_constants[0].offset"),
+    ("push member size negative", lambda d: _set(d, S0 + ("push_constants", 0, "size"), -4),
+     "$.shaders[0].push_constants[0].size"),
+    ("push member vector 0", lambda d: _set(d, S0 + ("push_constants", 1, "vector"), 0),
+     "$.shaders[0].push_constants[1].vector"),
+    ("push member array of strings", lambda d: _set(d, S0 + ("push_constants", 0, "array"), ["2"]),
+     "$.shaders[0].push_constants[0].array[0]"),
+    ("push member array length 0", lambda d: _set(d, S0 + ("push_constants", 0, "array"), [0]),
+     "$.shaders[0].push_constants[0].array[0]"),
+    ("push member row_major an int", lambda d: _set(d, S0 + ("push_constants", 1, "row_major"), 1),
+     "$.shaders[0].push_constants[1].row_major"),
+    ("push member name missing", lambda d: _delete(d, S0 + ("push_constants", 0, "name")),
+     "$.shaders[0].push_constants[0]"),
+    ("push member extra field", lambda d: _set(d, S0 + ("push_constants", 0, "stride"), 4),
+     "$.shaders[0].push_constants[0]"),
+    ("push struct without members", lambda d: _delete(d, S0 + ("push_constants", 2, "members")),
+     "$.shaders[0].push_constants[2]"),
+    ("push scalar with members", lambda d: _set(d, S0 + ("push_constants", 0, "members"), []),
+     "$.shaders[0].push_constants[0]"),
+    ("nested push member type unknown",
+     lambda d: _set(d, S0 + ("push_constants", 2, "members", 1, "type"), "ivec2"),
+     "$.shaders[0].push_constants[2].members[1].type"),
     ("spec type unknown", lambda d: _set(d, S0 + ("spec_constants", 0, "type"), "u32"),
      "$.shaders[0].spec_constants[0].type"),
     ("spec default a string", lambda d: _set(d, S0 + ("spec_constants", 0, "default"), "256"),
@@ -259,3 +307,27 @@ def test_schema_ships_as_package_data():
     assert templates and templates <= shipped
     assert "jsonschema" in " ".join(data["project"]["dependencies"])
 
+
+
+@pytest.mark.parametrize("what,spoil,expected", [
+    ("type unknown", lambda m: m.update(type="uint"), "push constant #0 ('n'): unknown push constant type 'uint'"),
+    ("offset missing", lambda m: m.pop("offset"), "push constant #0 ('n'): missing field 'offset'"),
+    ("array of zero", lambda m: m.update(array=[0]), "push constant #0 ('n'): field 'array' must list positive integers"),
+    ("row_major an int", lambda m: m.update(row_major=1), "push constant #0 ('n'): field 'row_major' has the wrong type"),
+    ("scalar with members", lambda m: m.update(members=[]), "push constant #0 ('n'): a uint32 member has no 'members'"),
+])
+def test_push_members_are_checked_without_the_schema_too(what, spoil, expected):
+    # The build reads a committed entry's reflection with info_from_dict alone (no schema
+    # pass): a bad push member must still be one clear ManifestError naming shader and member.
+    from genspirv.manifest import info_from_dict
+    entry = sample_manifest()["shaders"][0]
+    spoil(entry["push_constants"][0])
+    with pytest.raises(ManifestError) as exc:
+        info_from_dict(entry, "shader 'add_f32'")
+    assert str(exc.value).startswith(f"shader 'add_f32', {expected}"), str(exc.value)
+
+
+def test_a_field_missing_from_an_older_manifest_says_how_to_get_it():
+    d = sample_manifest()
+    del d["shaders"][0]["push_constants"]
+    assert "'push_constants' is a required property; `genspirv build` writes every field" in refused(d)

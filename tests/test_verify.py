@@ -45,6 +45,12 @@ def _binding(info, i, **changes):
     return dataclasses.replace(info, bindings=tuple(bindings))
 
 
+def _push(info, i, **changes):
+    members = list(info.push_constants)
+    members[i] = dataclasses.replace(members[i], **changes)
+    return dataclasses.replace(info, push_constants=tuple(members))
+
+
 def _spec(info, i, **changes):
     specs = list(info.spec_constants)
     specs[i] = dataclasses.replace(specs[i], **changes)
@@ -52,7 +58,8 @@ def _spec(info, i, **changes):
 
 
 # (tampered info, the field named, the manifest value, the blob value); attention's
-# bindings: Q K V read, Out write; spec constants: unnamed 128, BLOCK_SIZE 128, MAX_CTX 1024.
+# bindings: Q K V read, Out write; spec constants: unnamed 128, BLOCK_SIZE 128, MAX_CTX 1024;
+# push constants: n_head, n_kv_head, head_dim, n_kv, kv_stride (uint), scale (float).
 CASES = {
     "entry_point": (lambda i: dataclasses.replace(i, entry_point="mian"),
                     "entry_point", "mian", ["main"]),
@@ -88,6 +95,22 @@ CASES = {
                      ["id=0,name=''", "id=0,name='BLOCK_SIZE'", "id=1,name='MAX_CTX'"]),
     "push_constant_size": (lambda i: dataclasses.replace(i, push_constant_size=16),
                            "push_constant_size", 16, 24),
+    "push member offset": (lambda i: _push(i, 3, offset=16), "push_constants[n_kv].offset", 16, 12),
+    "push member type": (lambda i: _push(i, 5, type="uint32"), "push_constants[scale].type",
+                         "uint32", "float32"),
+    "push member size": (lambda i: _push(i, 0, size=8), "push_constants[n_head].size", 8, 4),
+    "push member vector": (lambda i: _push(i, 0, vector=2), "push_constants[n_head].vector", 2, 1),
+    "push member array": (lambda i: _push(i, 0, array=(2,)), "push_constants[n_head].array",
+                          (2,), ()),
+    "push members swapped": (lambda i: dataclasses.replace(i, push_constants=(
+        dataclasses.replace(i.push_constants[1], offset=0),
+        dataclasses.replace(i.push_constants[0], offset=4)) + i.push_constants[2:]),
+        "push_constants",
+        ["n_kv_head", "n_head", "head_dim", "n_kv", "kv_stride", "scale"],
+        ["n_head", "n_kv_head", "head_dim", "n_kv", "kv_stride", "scale"]),
+    "push member renamed": (lambda i: _push(i, 5, name="alpha"), "push_constants",
+                            ["n_head", "n_kv_head", "head_dim", "n_kv", "kv_stride", "alpha"],
+                            ["n_head", "n_kv_head", "head_dim", "n_kv", "kv_stride", "scale"]),
     "shared_memory": (lambda i: dataclasses.replace(i, shared_memory=512),
                       "shared_memory", 512, 4608),
 }
@@ -121,3 +144,19 @@ def test_an_equal_value_of_another_type_is_a_difference(attention):
     assert tampered.spec_constants[1].default == info.spec_constants[1].default
     assert verify_entry(tampered, blob) == [
         Mismatch("spec_constants[id=0,name='BLOCK_SIZE'].default", 128.0, 128)]
+
+
+def test_a_nested_push_member_is_named_by_its_path():
+    from corpus import tools
+    from genspirv.reflect import reflect
+    blob = tools.compile_glsl(tools.CORPUS / "push.comp")
+    info = reflect(blob)
+    inners = next(i for i, m in enumerate(info.push_constants) if m.name == "inners")
+    inner = info.push_constants[inners]
+    w = dataclasses.replace(inner.members[1], offset=8)
+    tampered = _push(info, inners, members=(inner.members[0], w, inner.members[2]))
+    assert verify_entry(tampered, blob) == [
+        Mismatch("push_constants[inners].members[w].offset", 8, 12)]
+    rm = next(i for i, m in enumerate(info.push_constants) if m.row_major)
+    assert verify_entry(_push(info, rm, row_major=False), blob) == [
+        Mismatch("push_constants[rm].row_major", False, True)]

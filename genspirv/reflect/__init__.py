@@ -10,7 +10,8 @@ No Vulkan, no subprocess: pure functions over the parsed module.
 One module per part, in the order the data flows:
 
 - ``model``: the closed sets (``DescriptorType``, ``Access``, ``ScalarType``)
-  and the frozen records (``ShaderInfo``, ``Binding``, ``SpecConstant``);
+  and the frozen records (``ShaderInfo``, ``Binding``, ``SpecConstant``,
+  ``PushMember``);
 - ``index``: the module's ids sorted into dicts (names, decorations, entry
   points, functions, variables);
 - ``constants``: scalar type names, constant values, spec-constant expressions;
@@ -18,7 +19,7 @@ One module per part, in the order the data flows:
 - ``descriptors``: the variables with a Binding decoration, as declared;
 - ``usage``: what an entry point's code does with each of them;
 - ``specialization``: spec constants and the workgroup size;
-- ``push_constants``: the push-constant block;
+- ``push_constants``: the push-constant block's size and members;
 - ``workgroup_memory``: the shared memory an entry point declares;
 - ``shader_info``: the parts put together (``reflect`` and friends);
 - ``verify``: a manifest entry proven against its blob (imported on its own,
@@ -35,18 +36,20 @@ from .constants import array_length, constant_value, scalar_type_name
 from .descriptors import Descriptor, descriptors
 from .index import EntryPoint, Function, Index, index_module
 from .layout import struct_size, type_size
-from .model import (ACCESS_KINDS, DESCRIPTOR_TYPES, SPEC_TYPES, Access, Binding, BindingUsage,
-                    DescriptorType, ScalarType, ShaderInfo, SpecConstant, SpecValue)
-from .push_constants import push_constant_size
+from .model import (ACCESS_KINDS, DESCRIPTOR_TYPES, PUSH_TYPES, SCALAR_BYTES, SPEC_TYPES, STRUCT,
+                    Access, Binding, BindingUsage, DescriptorType, PushMember, ScalarType,
+                    ShaderInfo, SpecConstant, SpecValue)
+from .push_constants import push_constant_size, push_constants
 from .shader_info import binding_usage, reflect, reflect_module, shared_memory_bytes
 from .specialization import spec_constants, workgroup_size
 from .usage import Usage, reachable_functions, usage
 
 __all__ = [
-    "ACCESS_KINDS", "DESCRIPTOR_TYPES", "SPEC_TYPES", "Access", "Binding", "BindingUsage",
-    "Descriptor", "DescriptorType", "EntryPoint", "Function", "Index", "ScalarType", "ShaderInfo",
-    "SpecConstant", "SpecValue", "Usage", "array_length", "binding_usage", "constant_value",
-    "descriptors", "index_module", "push_constant_size", "reachable_functions", "reflect",
+    "ACCESS_KINDS", "DESCRIPTOR_TYPES", "PUSH_TYPES", "SCALAR_BYTES", "SPEC_TYPES", "STRUCT",
+    "Access", "Binding", "BindingUsage", "Descriptor", "DescriptorType", "EntryPoint", "Function",
+    "Index", "PushMember", "ScalarType", "ShaderInfo", "SpecConstant", "SpecValue", "Usage",
+    "array_length", "binding_usage", "constant_value", "descriptors", "index_module",
+    "push_constant_size", "push_constants", "reachable_functions", "reflect",
     "reflect_module", "scalar_type_name", "shared_memory_bytes", "spec_constants", "struct_size",
     "type_size", "usage", "workgroup_size",
 ]

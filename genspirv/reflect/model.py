@@ -2,7 +2,7 @@
 
 Takes nothing; gives the enums of the manifest's closed sets
 (``DescriptorType``, ``Access``, ``ScalarType``) and the records
-``ShaderInfo`` is made of: ``Binding``, ``SpecConstant``.
+``ShaderInfo`` is made of: ``Binding``, ``SpecConstant``, ``PushMember``.
 No parsing here: the manifest reads these back from JSON without a blob.
 
 An enum member *is* its manifest spelling: it compares, hashes, prints and
@@ -65,6 +65,17 @@ DESCRIPTOR_TYPES = tuple(t.value for t in DescriptorType)
 ACCESS_KINDS = tuple(a.value for a in Access)
 SPEC_TYPES = tuple(s.value for s in ScalarType)
 
+# Bytes of one scalar in a block; a bool is a 32-bit VkBool32 (0 or 1).
+SCALAR_BYTES = {
+    ScalarType.BOOL: 4, ScalarType.INT8: 1, ScalarType.UINT8: 1, ScalarType.INT16: 2,
+    ScalarType.UINT16: 2, ScalarType.INT32: 4, ScalarType.UINT32: 4, ScalarType.INT64: 8,
+    ScalarType.UINT64: 8, ScalarType.FLOAT16: 2, ScalarType.FLOAT32: 4, ScalarType.FLOAT64: 8,
+}
+
+# A push-constant member is a scalar type (with its vector/matrix/array shape) or a struct.
+STRUCT = "struct"
+PUSH_TYPES = SPEC_TYPES + (STRUCT,)
+
 SpecValue = Union[bool, int, float]
 SpecValues = Mapping[int, SpecValue]      # spec id -> value, for specialised sizes
 
@@ -112,6 +123,32 @@ class SpecConstant:
 
 
 @dataclass(frozen=True)
+class PushMember:
+    """One member of the push-constant block (or of a struct inside it).
+
+    A value is ``array`` (outermost first) of ``columns`` columns of ``vector``
+    components of ``type``; a struct member (``type`` "struct") holds
+    ``members`` instead, their offsets relative to the struct.  docs/GUIDE.md
+    ("The manifest") defines each field.
+    """
+    name: str                  # "" when the module names no member
+    offset: int                # bytes from the start of the enclosing block or struct
+    size: int                  # bytes the member spans, by its type and strides
+    type: str                  # a ScalarType spelling, or STRUCT
+    vector: int = 1            # components (rows of a matrix); 1 for a scalar
+    columns: int = 1           # matrix columns; 1 for a non-matrix
+    array: tuple[int, ...] = ()    # lengths, outermost first; () for a non-array
+    array_stride: int = 0      # bytes between elements of the outermost dimension
+    matrix_stride: int = 0     # bytes between columns (rows when row_major)
+    row_major: bool = False    # a matrix laid out row by row
+    members: tuple["PushMember", ...] = ()    # a struct's members, in offset order
+
+    def __post_init__(self) -> None:
+        if self.type != STRUCT:
+            _normalise(self, type=ScalarType)
+
+
+@dataclass(frozen=True)
 class ShaderInfo:
     entry_point: str
     local_size: tuple[int, int, int]
@@ -120,6 +157,7 @@ class ShaderInfo:
     spec_constants: tuple[SpecConstant, ...]  # sorted by (id, name); several may share an id
     push_constant_size: int
     shared_memory: int = 0    # bytes of Workgroup memory at the spec constants' defaults
+    push_constants: tuple[PushMember, ...] = ()   # the entry point's block, in offset order
 
     @property
     def binding_count(self) -> int:

@@ -3,7 +3,7 @@
 Parses the module (``genspirv.spirv``), indexes it (``index``) and asks each
 step for its part: ``descriptors``, ``usage`` (what the entry point's code
 does with each binding), ``specialization`` (spec constants, workgroup
-size), ``push_constants`` and ``workgroup_memory``.  Gives ``reflect``,
+size), ``push_constants`` (size and members) and ``workgroup_memory``.  Gives ``reflect``,
 ``reflect_module``, ``binding_usage`` and ``shared_memory_bytes``, the
 functions ``genspirv.reflect`` exports.  Pure: no Vulkan, no subprocess.
 """
@@ -18,7 +18,7 @@ from .descriptors import Descriptor, descriptors
 from .index import EntryPoint, Index, index_module
 from .model import (Access, Binding, BindingUsage, DescriptorType, ShaderInfo, SpecConstant,
                     SpecValues)
-from .push_constants import push_constant_size
+from .push_constants import push_constant_size, push_constants
 from .specialization import spec_constants, workgroup_size
 from .usage import usage
 from .workgroup_memory import workgroup_memory_bytes
@@ -66,7 +66,8 @@ def _info(index: Index, ep: EntryPoint, descs: tuple[Descriptor, ...],
     return ShaderInfo(entry_point=ep.name, local_size=local_size, local_size_spec_ids=spec_ids,
                       bindings=tuple(merged[k] for k in sorted(merged)),
                       spec_constants=specs, push_constant_size=push_size,
-                      shared_memory=workgroup_memory_bytes(index, ep))
+                      shared_memory=workgroup_memory_bytes(index, ep),
+                      push_constants=push_constants(index, ep))
 
 
 def _compute_entry_points(index: Index) -> list[EntryPoint]:

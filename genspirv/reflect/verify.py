@@ -5,7 +5,8 @@ uses) for the entry's entry point and returns one ``Mismatch`` (field,
 manifest value, blob value) per reflected field that differs: entry point,
 workgroup size and its spec ids, every field of every binding (access,
 accessed, written, min_size, array_stride ...), binding count and the masks,
-spec constants, push-constant size and shared memory.  ``check_entry``
+spec constants, push-constant size, every field of every push-constant member
+(a struct's members too) and shared memory.  ``check_entry``
 raises ``ManifestMismatchError`` naming the kernel, each field and both
 values.  No Vulkan: the runtime calls it when it loads a kernel, so a
 hand-edited manifest cannot silently drop a barrier.
@@ -17,7 +18,7 @@ import dataclasses
 from typing import Any, NamedTuple
 
 from ..errors import ManifestMismatchError
-from .model import ShaderInfo
+from .model import PushMember, ShaderInfo
 from .shader_info import reflect_module
 
 
@@ -42,9 +43,16 @@ def _compare_sequence(field: str, label, manifest: tuple, blob: tuple) -> list[M
     for a, b in zip(manifest, blob):
         for f in dataclasses.fields(a):
             va, vb = getattr(a, f.name), getattr(b, f.name)
-            if va != vb or type(va) is not type(vb):
-                out.append(Mismatch(f"{field}[{label(a)}].{f.name}", va, vb))
+            where = f"{field}[{label(a)}].{f.name}"
+            if isinstance(a, PushMember) and f.name == "members":
+                out += _compare_sequence(where, label, va, vb)     # a struct's own members
+            elif va != vb or type(va) is not type(vb):
+                out.append(Mismatch(where, va, vb))
     return out
+
+
+def _member_label(m: PushMember) -> str:
+    return m.name or f"offset {m.offset}"
 
 
 def verify_entry(info: ShaderInfo, blob: bytes) -> list[Mismatch]:
@@ -62,6 +70,8 @@ def verify_entry(info: ShaderInfo, blob: bytes) -> list[Mismatch]:
                              info.bindings, actual.bindings)
     out += _compare_sequence("spec_constants", lambda s: f"id={s.id},name={s.name!r}",
                              info.spec_constants, actual.spec_constants)
+    out += _compare_sequence("push_constants", _member_label, info.push_constants,
+                             actual.push_constants)
     return out
 
 

@@ -268,41 +268,86 @@ def dis_spec_defaults(blob: bytes) -> list[tuple[int, str, object]]:
     return sorted(found, key=lambda s: (s[0], s[1]))
 
 
-# -- push-constant size from spirv-cross's view of the types ----------------------
+# -- push constants from spirv-cross's view of the types ----------------------------
 
-_SCALAR_BYTES = {"bool": 4, "int": 4, "uint": 4, "float": 4, "double": 8, "float16_t": 2,
-                 "int16_t": 2, "uint16_t": 2, "int8_t": 1, "uint8_t": 1, "int64_t": 8,
-                 "uint64_t": 8}
-_VECTOR_BYTES = {"vec": 4, "ivec": 4, "uvec": 4, "bvec": 4, "dvec": 8, "f16vec": 2,
-                 "i16vec": 2, "u16vec": 2, "i8vec": 1, "u8vec": 1, "i64vec": 8, "u64vec": 8}
+# spirv-cross's GLSL vector and matrix prefixes -> genspirv's scalar type
+_VECTOR_TYPES = {"vec": "float32", "ivec": "int32", "uvec": "uint32", "bvec": "bool",
+                 "dvec": "float64", "f16vec": "float16", "i16vec": "int16", "u16vec": "uint16",
+                 "i8vec": "int8", "u8vec": "uint8", "i64vec": "int64", "u64vec": "uint64"}
+_MATRIX_TYPES = {"mat": "float32", "dmat": "float64", "f16mat": "float16"}
+_SCALAR_BYTES = {"bool": 4, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4,
+                 "uint32": 4, "int64": 8, "uint64": 8, "float16": 2, "float32": 4, "float64": 8}
 
 
-def _cross_member_size(cross: dict, member: dict) -> int:
-    specs_by_var = {s["variable_id"]: s for s in cross.get("specialization_constants", [])}
-    if member.get("array"):
-        count = 1
-        for size, literal in zip(member["array"], member["array_size_is_literal"]):
-            count *= size if literal else specs_by_var[size]["default_value"]
-        return member["array_stride"] * count
-    name = member["type"]
-    if name in cross["types"]:
-        return cross_struct_size(cross, name)
-    if name in _SCALAR_BYTES:
-        return _SCALAR_BYTES[name]
-    if "mat" in name:
-        dims = name.split("mat", 1)[1]
+def _cross_shape(type_name: str) -> tuple[str, int, int]:
+    """(scalar type, vector, columns) of a spirv-cross GLSL type name."""
+    if type_name in CROSS_SPEC_TYPES:
+        return CROSS_SPEC_TYPES[type_name], 1, 1
+    prefix = type_name.rstrip("0123456789x")
+    dims = type_name[len(prefix):]
+    if prefix in _MATRIX_TYPES:
         columns, rows = (int(dims), int(dims)) if "x" not in dims else map(int, dims.split("x"))
-        return member["matrix_stride"] * (rows if member.get("row_major") else columns)
-    prefix = name.rstrip("0123456789")
-    return _VECTOR_BYTES[prefix] * int(name[len(prefix):])
+        return _MATRIX_TYPES[prefix], rows, columns
+    return _VECTOR_TYPES[prefix], int(dims), 1
+
+
+def _cross_member(cross: dict, member: dict, position: int) -> dict:
+    """One member as genspirv's manifest spells it (``PushMember`` fields)."""
+    specs_by_var = {s["variable_id"]: s for s in cross.get("specialization_constants", [])}
+    dims = [size if literal else specs_by_var[size]["default_value"]
+            for size, literal in zip(member.get("array", []), member.get("array_size_is_literal", []))]
+    dims.reverse()                   # spirv-cross lists the innermost first
+    name = member["name"]
+    out = {"name": "" if name == f"_m{position}" else name,    # spirv-cross names the unnamed
+           "offset": member["offset"], "array": tuple(dims),
+           "array_stride": member.get("array_stride", 0) if dims else 0,
+           "matrix_stride": member.get("matrix_stride", 0),
+           "row_major": bool(member.get("row_major", False)), "members": ()}
+    if member.get("physical_pointer"):
+        out.update(type="uint64", vector=1, columns=1)
+        element = 8
+    elif member["type"] in cross["types"]:
+        out.update(type="struct", vector=1, columns=1,
+                   members=cross_struct_members(cross, member["type"]))
+        element = cross_struct_size(cross, member["type"])
+    else:
+        scalar, vector, columns = _cross_shape(member["type"])
+        out.update(type=scalar, vector=vector, columns=columns)
+        if columns > 1:
+            element = out["matrix_stride"] * (vector if out["row_major"] else columns)
+        else:
+            element = _SCALAR_BYTES[scalar] * vector
+    out["size"] = dims[0] * out["array_stride"] if dims else element
+    return out
+
+
+def cross_struct_members(cross: dict, type_name: str) -> tuple[dict, ...]:
+    members = [_cross_member(cross, m, i) for i, m in enumerate(cross["types"][type_name]["members"])]
+    return tuple(sorted(members, key=lambda m: m["offset"]))
 
 
 def cross_struct_size(cross: dict, type_name: str) -> int:
     """max over members of offset + size, from spirv-cross's offsets and strides."""
-    members = cross["types"][type_name]["members"]
-    return max(m["offset"] + _cross_member_size(cross, m) for m in members)
+    return max(m["offset"] + m["size"] for m in cross_struct_members(cross, type_name))
 
 
 def cross_push_constant_size(cross: dict) -> int:
     return max((cross_struct_size(cross, pc["type"]) for pc in cross.get("push_constants", [])),
                default=0)
+
+
+def cross_push_members(cross: dict) -> tuple[dict, ...]:
+    """The members of the push-constant block spirv-cross lists (its first entry point's)."""
+    blocks = cross.get("push_constants", [])
+    assert len(blocks) <= 1, f"spirv-cross lists {len(blocks)} push-constant blocks"
+    return cross_struct_members(cross, blocks[0]["type"]) if blocks else ()
+
+
+def push_members_of(info) -> tuple[dict, ...]:
+    """``info.push_constants`` in the shape ``cross_push_members`` gives."""
+    def one(m) -> dict:
+        return {"name": m.name, "offset": m.offset, "size": m.size, "type": str(m.type),
+                "vector": m.vector, "columns": m.columns, "array": m.array,
+                "array_stride": m.array_stride, "matrix_stride": m.matrix_stride,
+                "row_major": m.row_major, "members": tuple(one(x) for x in m.members)}
+    return tuple(one(m) for m in info.push_constants)
