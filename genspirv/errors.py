@@ -112,7 +112,11 @@ class BindingCountError(RuntimeCheckError):
     """Number of bound buffers differs from the kernel's binding_count."""
 
 
-class PushConstantSizeError(RuntimeCheckError):
+class PushConstantError(RuntimeCheckError):
+    """Named push values that do not fit the kernel's push-constant members (names the member)."""
+
+
+class PushConstantSizeError(PushConstantError):
     """Push data size differs from the kernel's push_constant_size."""
 
 

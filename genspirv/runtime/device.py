@@ -273,7 +273,7 @@ class Device(Transfers):
             except TypeError:          # not iterable, or an unhashable item: the checks name it
                 key = plan = None
             if push.__class__ is not bytes:
-                push = push_bytes(push)
+                push = push_bytes(push, bound.entry)
             if plan is None:
                 plan = self._make_plan(bound, key, buffers, push)
             access, descriptor_key, layout, plan_buffers, push_size = plan.hot

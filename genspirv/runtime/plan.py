@@ -15,12 +15,14 @@ worked out here, once: the hot path only checks the push size and group count.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 import numpy as np
 
 from ..errors import BufferRangeError, DispatchError
 from .hazards import Access, access_of
 from .memory import Buffer, BufferView, as_view
+from .push import pack_push
 
 
 @dataclass(frozen=True)
@@ -44,11 +46,14 @@ class DispatchPlan:
                                          self.pipeline_layout, self.buffers, self.push_size))
 
 
-def push_bytes(push) -> bytes:
+def push_bytes(push, entry) -> bytes:
+    """``push`` as bytes; a dict of named members is packed by ``entry``'s push_constants."""
     if type(push) is bytes:
         return push
     if push is None:
         return b""
+    if isinstance(push, Mapping):
+        return pack_push(entry, push)
     if isinstance(push, (bytes, bytearray, memoryview)):
         return bytes(push)
     if isinstance(push, np.ndarray):
