@@ -16,6 +16,7 @@ _.bench_build
 _.bench_reflect_suite
 _.bench_runtime
 _.bench_demo
+_.bench_push
 
 # Fields of frozen records: read by users of the record, or part of its identity.
 _.interface          # reflect.EntryPoint: the entry point's interface ids, as SPIR-V lists them

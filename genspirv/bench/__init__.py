@@ -19,6 +19,8 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``demo``    — ``runtime_suite``: the decode demo (``genspirv.llm``) under each
   barrier policy, through the same driver loop as ``genspirv demo``.
 - ``kernel``  — ``kernel_suite``: ``mul_mat_vec`` GB/s against the bandwidth probes' peak.
+- ``push``    — ``runtime_suite`` with ``runtime_micro.run_push_bench``: host CPU per
+  dispatch with named push constants against bytes packed by the caller.
 
 ``--quick`` gives the smallest honest run of each suite.
 
@@ -42,6 +44,7 @@ SUITES = {
     "runtime": ("runtime_suite", "bench_runtime"),
     "demo": ("runtime_suite", "bench_demo"),
     "kernel": ("kernel_suite", "bench_kernel"),
+    "push": ("runtime_suite", "bench_push"),
 }
 
 

@@ -10,6 +10,10 @@ gives plain dicts of medians and ratios:
 - ``run_submission_bench(dev)``: host microseconds per dispatch (record +
   submit); time per step of 100 dispatches with 6 small uploads, blocking
   vs staged; 1 vs 2 in-flight slots; replay vs recording again.
+- ``run_push_bench(dev)``: host CPU time per dispatch of ``scale_f32`` with
+  its push constants named (``push={"n": n, "alpha": a}``) against the same
+  values packed into bytes by the caller (``struct.pack``), and the packing
+  alone (``struct.pack``, the named packer, and its checked path).
 - ``run_host_bench(dev)``: host CPU time (``time.thread_time``) and wall time
   per dispatch of two shapes: ``mixed_graph`` (200 dispatches, one batch, one
   submit) and ``decode_step`` (128 dispatches over 128 buffer views, batches
@@ -289,6 +293,62 @@ def run_host_bench(dev, samples: int = 15) -> dict:
                 wall.append((w1 - t0) * 1e6 / count)
             dev.synchronize()
             out["workloads"][name] = {"cpu_us": cpu, "wall_us": wall}
+    finally:
+        dev.batch_size = saved_batch
+    return out
+
+
+def run_push_bench(dev, samples: int = 15, dispatches: int = 200, calls: int = 20000) -> dict:
+    """Host CPU microseconds per dispatch and per packing, named push against bytes; every sample.
+
+    Each dispatch pushes a new value of ``alpha``, so neither arm finds its bytes
+    already pushed. One batch per sample; the device is idle when a sample starts."""
+    from ..runtime.push import packer_for
+    scale = dev.kernel("scale_f32")
+    n = 1 << 12
+    x, y = dev.buffer(4 * n), dev.buffer(4 * n)
+    groups = _groups(n)
+    alphas = [1.0 + i / dispatches for i in range(dispatches)]
+
+    def as_bytes() -> None:
+        for a in alphas:
+            dev.dispatch(scale, [x, y], groups=groups, push=struct.pack("<If", n, a))
+
+    def named() -> None:
+        for a in alphas:
+            dev.dispatch(scale, [x, y], groups=groups, push={"n": n, "alpha": a})
+
+    packer = packer_for(scale.entry)
+    values = {"n": n, "alpha": 0.5}
+    pack_arms = {"struct.pack": lambda: struct.pack("<If", n, 0.5),
+                 "named": lambda: packer.pack(values),
+                 "named, checked path": lambda: packer._checked(values)}
+    out: dict = {"device": dev.properties["name"], "samples": samples, "dispatches": dispatches,
+                 "calls": calls, "dispatch_cpu_us": {"bytes": [], "named": []},
+                 "pack_cpu_us": {arm: [] for arm in pack_arms}}
+    saved_batch = dev.batch_size
+    dev.batch_size = 1 << 20
+    try:
+        for work in (as_bytes, named):             # warm-up: pipeline, plan, descriptor set
+            work()
+            dev.flush()
+            dev.synchronize()
+        arms = {"bytes": as_bytes, "named": named}
+        for rep in range(samples):
+            for arm in paired_order(rep, tuple(arms)):
+                dev.synchronize()
+                c0 = time.thread_time()
+                arms[arm]()
+                c1 = time.thread_time()
+                dev.flush()
+                out["dispatch_cpu_us"][arm].append((c1 - c0) * 1e6 / dispatches)
+            for arm in paired_order(rep, tuple(pack_arms)):
+                call = pack_arms[arm]
+                c0 = time.thread_time()
+                for _ in range(calls):
+                    call()
+                out["pack_cpu_us"][arm].append((time.thread_time() - c0) * 1e6 / calls)
+        dev.synchronize()
     finally:
         dev.batch_size = saved_batch
     return out

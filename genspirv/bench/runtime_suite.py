@@ -1,4 +1,4 @@
-"""The ``runtime`` and ``demo`` suites: what the runtime costs on a device.
+"""The ``runtime``, ``push`` and ``demo`` suites: what the runtime costs on a device.
 
 Both run on the device GENSPIRV_DEVICE selects (index or name substring),
 so one command gives the lavapipe and the GPU figures.
@@ -6,7 +6,9 @@ so one command gives the lavapipe and the GPU figures.
 ``runtime`` runs the workloads of ``runtime_micro`` (barrier-policy arms,
 host time per dispatch, staged against blocking uploads, one against two
 in-flight slots, replay against recording again, host CPU per dispatch of a
-mixed graph and of a decode-shaped step) and records every sample. ``demo``
+mixed graph and of a decode-shaped step) and records every sample. ``push``
+gives the host CPU per dispatch of named push constants against bytes the
+caller packs, and of the packing alone. ``demo``
 runs the decode demo's loop (``genspirv.llm.driver.decode_rounds``) under
 each configuration (smart, always, smart with the reorder pass) in paired
 order, each decode checked against the numpy reference before its time
@@ -186,6 +188,30 @@ def record_host(rec: Recorder, res: dict) -> None:
         for arm, key in (("cpu", "cpu_us"), ("wall", "wall_us")):
             for i, v in enumerate(r[key]):
                 rec.add(f"host per dispatch, {name}", arm, v * 1e-6, repeat=i, workload=name)
+
+
+def bench_push(opts: BenchOptions, rec: Recorder) -> None:
+    """Named push constants against bytes packed by the caller: host CPU per dispatch and per
+    packing (``runtime_micro.run_push_bench``), on the device GENSPIRV_DEVICE selects."""
+    from ..runtime import Device
+    from . import runtime_micro as micro
+
+    with Device() as dev:
+        rec.device = _device_name(dev)
+        res = micro.run_push_bench(dev, samples=opts.repeat or (3 if opts.quick else 15))
+    record_push(rec, res)
+
+
+def record_push(rec: Recorder, res: dict) -> None:
+    """Rows from ``run_push_bench``'s dict: CPU time per dispatch and per packing, every sample."""
+    for case, key in (("push per dispatch", "dispatch_cpu_us"), ("push packing", "pack_cpu_us")):
+        for arm, values in res[key].items():
+            for i, v in enumerate(values):
+                rec.add(f"{case}, cpu", arm, v * 1e-6, repeat=i)
+    rec.ratio("push per dispatch, cpu", "named / bytes", "named", "bytes")
+    rec.notes.append("named push: scale_f32's push as {'n': n, 'alpha': a} against struct.pack "
+                     "of the same values by the caller, a new alpha at each dispatch; packing "
+                     "alone: a call's CPU time over many calls.")
 
 
 PEER_CASES = {"record": "peer: host cpu per recorded dispatch",

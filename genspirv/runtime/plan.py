@@ -50,6 +50,8 @@ def push_bytes(push, entry) -> bytes:
     """``push`` as bytes; a dict of named members is packed by ``entry``'s push_constants."""
     if type(push) is bytes:
         return push
+    if push.__class__ is dict:
+        return pack_push(entry, push)      # named members: genspirv/runtime/push.py
     if push is None:
         return b""
     if isinstance(push, Mapping):

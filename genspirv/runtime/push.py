@@ -119,14 +119,18 @@ class Packer:
         self._reorder = (None if order == sorted(order)
                          else operator.itemgetter(*order) if len(order) > 1 else None)
         simple = all(m.type not in (STRUCT, ScalarType.BOOL) and not _value_shape(m) for m in members)
-        # The hot path: every member a plain scalar, the slots already in member order.
+        # The hot path: every member a plain scalar, the slots already in member order, so
+        # one C getter takes the values out of the dict in the order struct.pack wants them.
         self._fast = self._struct.pack if simple and self._reorder is None and not self._refusal else None
+        self._count = len(self.names)
+        self._get = (operator.itemgetter(*self.names) if len(self.names) > 1
+                     else lambda values: tuple(values[n] for n in self.names))
 
     def pack(self, values: Mapping[str, Any]) -> bytes:
         fast = self._fast
-        if fast is not None and values.__class__ is dict and len(values) == len(self.names):
+        if fast is not None and values.__class__ is dict and len(values) == self._count:
             try:
-                return fast(*[values[name] for name in self.names])
+                return fast(*self._get(values))
             except (KeyError, *_PACK_ERRORS):
                 pass                     # the checked path says what is wrong
         return self._checked(values)
@@ -267,4 +271,7 @@ def packer_for(entry) -> Packer:
 
 def pack_push(entry, values: Mapping[str, Any]) -> bytes:
     """The push bytes of ``values`` (member name -> value) for a manifest entry."""
+    cached = _packers.get(id(entry))      # packer_for, inlined: this runs at every dispatch
+    if cached is not None and cached[0] is entry:
+        return cached[1].pack(values)
     return packer_for(entry).pack(values)
