@@ -146,8 +146,7 @@ class Packer:
         flat: list = []
         for m in self.members:
             self._flatten(m, values[m.name], m.name, flat)
-        for value, t, i in zip(flat, self.types, itertools.count()):
-            flat[i] = self._scalar(value, t, i)
+        flat = [self._scalar(item, t) for item, t in zip(flat, self.types)]
         if self._reorder is not None:
             flat = list(self._reorder(flat))
         return self._struct.pack(*flat)
@@ -209,7 +208,8 @@ class Packer:
         walk(value, (), 0)
         return out
 
-    def _scalar(self, item: tuple, t: ScalarType, slot: int):
+    def _scalar(self, item: tuple, t: ScalarType):
+        """The value of ``item`` (value, path) checked for a slot of type ``t``."""
         value, path = item
         if t in _FLOATS:
             if isinstance(value, (str, bytes)) or not hasattr(value, "__float__"):
