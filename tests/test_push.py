@@ -230,3 +230,21 @@ def test_a_packer_without_a_fast_path_is_still_exact():
     packer = Packer("k", members, 16)
     assert packer._fast is None
     assert packer.pack({"n": 5, "v": [1.0, 2.0]}) == struct.pack("<2fI4x", 1.0, 2.0, 5)
+
+
+def _loaded_by(module: str) -> set[str]:
+    import json
+    import subprocess
+    import sys
+    code = (f"import json, sys\nsys.modules['vulkan'] = None\nimport {module}\n"
+            "print(json.dumps(sorted(m for m, v in sys.modules.items() if v is not None)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return set(json.loads(out.stdout))
+
+
+def test_the_packer_imports_without_vulkan_or_numpy():
+    loaded = _loaded_by("genspirv.runtime.push")
+    assert "genspirv.runtime.push" in loaded
+    assert not {"vulkan", "numpy", "genspirv.runtime._vk", "genspirv.runtime.device"} & loaded
+    assert "numpy" in _loaded_by("genspirv.runtime.push, numpy")   # control: the probe sees numpy
