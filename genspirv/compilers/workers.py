@@ -99,6 +99,7 @@ class WorkerPool:
         self.memory_bytes = memory_bytes
         self._slots = threading.BoundedSemaphore(max(1, max_workers))
         self._idle: list[_Worker] = []
+        self._live: set[_Worker] = set()      # idle and busy
         self._lock = threading.Lock()
         self._closed = False
         self.started = 0                # workers started so far (a replaced one counts again)
@@ -110,15 +111,24 @@ class WorkerPool:
             try:
                 reply = self._exchange(worker, job, what)
             except BaseException:
-                worker.kill()           # mid-compile: never hand this worker out again
-                worker.stderr.close()
+                self._retire(worker, busy=True)     # mid-compile: never hand this worker out again
                 raise
             with self._lock:
-                if self._closed:
-                    worker.stop()
-                else:
+                closed = self._closed
+                if not closed:
                     self._idle.append(worker)
+            if closed:
+                self._retire(worker)
             return reply
+
+    def _retire(self, worker: _Worker, busy: bool = False) -> None:
+        if busy:
+            worker.kill()
+            worker.stderr.close()
+        else:
+            worker.stop()
+        with self._lock:
+            self._live.discard(worker)
 
     def _take(self) -> _Worker:
         with self._lock:
@@ -127,7 +137,15 @@ class WorkerPool:
             if self._idle:
                 return self._idle.pop()
             self.started += 1
-        return _Worker(self.library, self.memory_bytes)
+        worker = _Worker(self.library, self.memory_bytes)
+        with self._lock:
+            self._live.add(worker)
+        return worker
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of the workers alive now, idle or busy."""
+        with self._lock:
+            return sorted(w.proc.pid for w in self._live)
 
     def _exchange(self, worker: _Worker, job: Job, what: str) -> RawResult:
         try:
@@ -170,7 +188,7 @@ class WorkerPool:
             self._closed = True
             idle, self._idle = self._idle, []
         for worker in idle:
-            worker.stop()
+            self._retire(worker)
 
 
 def serve() -> None:
