@@ -19,6 +19,9 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``demo``    — ``runtime_suite``: the decode demo (``genspirv.llm``) under each
   barrier policy, through the same driver loop as ``genspirv demo``.
 - ``kernel``  — ``kernel_suite``: ``mul_mat_vec`` GB/s against the bandwidth probes' peak.
+- ``compilers`` — ``compiler_suite``: feature-gated variants (coopmat2, integer dot,
+  bfloat16, fp8, fp4) that glslang 13.1.1 and slang-glslang each build, and the
+  time per variant of each (needs the ``slang-glslang`` extra and a checkout).
 
 ``--quick`` gives the smallest honest run of each suite.
 
@@ -42,6 +45,7 @@ SUITES = {
     "runtime": ("runtime_suite", "bench_runtime"),
     "demo": ("runtime_suite", "bench_demo"),
     "kernel": ("kernel_suite", "bench_kernel"),
+    "compilers": ("compiler_suite", "bench_compilers"),
 }
 
 
