@@ -23,9 +23,10 @@ import pytest
 
 from corpus import tools
 from genspirv.compilers import library, slang_glslang
-from genspirv.compilers.preprocess import preprocess
+from genspirv.compilers.job import Job
+from genspirv.compilers.pinned_glslang import library_files
 from genspirv.compilers.probes import Support
-from genspirv.compilers.workers import Job, WorkerPool
+from genspirv.compilers.workers import WorkerPool
 from genspirv.errors import CompileError, CompilerCrashError, ConfigError, ToolchainError, UnavailableError
 from genspirv.reflect import reflect
 from genspirv.toolchain import compile_glsl, find_glslang, find_tool
@@ -36,8 +37,9 @@ INCLUDE = ["glsl/include"]
 
 try:
     LIBRARY = library.find_library()
+    LIBRARIES = (LIBRARY.path, *library_files(find_glslang("13.1.1").tool.lib_dir, "13.1.1"))
 except ToolchainError as exc:
-    LIBRARY = None
+    LIBRARY = LIBRARIES = None
     pytestmark = pytest.mark.skip(reason=f"slang-glslang unavailable: {exc}")
 
 # name -> (source, defines, target_env, bindings' access in binding order, push constant size)
@@ -214,10 +216,8 @@ def test_a_feature_test_macro_takes_the_compilers_branch(slang, tmp_path):
     assert slang.predefined_macros()["GL_EXT_bfloat16"] == "1"
     blob = slang.compile("f.comp", root=tmp_path).blob
     assert reflect(blob).bindings[0].access == "write"
-    plain = preprocess(slang.preprocessor.tool, source="f.comp", root=tmp_path, defines={},
-                       include_dirs=[], include_preamble=False, predefined={})
-    raw = slang.pool.compile(Job(plain.text, "f.comp", (1, 5)), "plain -E")
-    assert raw.code != 0 and "f.comp:8: '' :  syntax error, unexpected IDENTIFIER" in raw.diagnostics
+    plain = slang.pool.compile(Job((1, 5), "f.comp", root=str(tmp_path)), "no predefined macros").result
+    assert plain.code != 0 and "f.comp:8: '' :  syntax error, unexpected IDENTIFIER" in plain.diagnostics
 
 
 VECTOR_DECODE = """#version 450
@@ -258,8 +258,12 @@ def test_the_vector_decode_form_is_unavailable_not_a_mystery(slang, tmp_path):
 def test_the_client_macro_matches_the_compilers(slang, tmp_path):
     (tmp_path / "v.comp").write_text("#version 450\n#if VULKAN != 100\n#error not vulkan 100\n#endif\n"
                                      "layout(local_size_x = 1) in;\nvoid main() {}\n")
-    assert slang.predefined_macros()["VULKAN"] == "100"
+    # The pinned preprocessor runs under Vulkan rules, so it defines VULKAN itself, as the compiler does.
+    assert "VULKAN" not in slang.predefined_macros()
     slang.compile("v.comp", root=tmp_path)
+    (tmp_path / "w.comp").write_text((tmp_path / "v.comp").read_text().replace("!= 100", "== 100"))
+    with pytest.raises(CompileError, match="not vulkan 100"):       # the control: the #error can fire
+        slang.compile("w.comp", root=tmp_path)
 
 
 # -- what the compiler builds, asked of the compiler ----------------------------------
@@ -303,12 +307,12 @@ def _slow(statements: int) -> bytes:
             f"void main() {{\n    float x = v[0];\n{body}\n    v[0] = x;\n}}\n").encode()
 
 
-SMALL = Job(_slow(1), "small.comp", (1, 5))
+SMALL = Job((1, 5), "small.comp", text=_slow(1))
 
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_compile_costs_that_variant_only():
-    pool = WorkerPool(LIBRARY.path, 2, timeout_s=60, memory_bytes=2048 << 20)
+    pool = WorkerPool(LIBRARIES, 2, timeout_s=60, memory_bytes=2048 << 20)
     try:
         pool.compile(SMALL, "warm-up")
         results = {}
@@ -319,7 +323,7 @@ def test_a_worker_killed_mid_compile_costs_that_variant_only():
             except CompilerCrashError as exc:
                 results[name] = exc
 
-        victim = threading.Thread(target=run, args=("slow_variant", Job(_slow(100000), "slow.comp", (1, 5))))
+        victim = threading.Thread(target=run, args=("slow_variant", Job((1, 5), "slow.comp", text=_slow(100000))))
         victim.start()
         time.sleep(0.3)         # the slow compile (~2 s) is under way in the one worker started
         busy = pool.worker_pids()
@@ -336,7 +340,7 @@ def test_a_worker_killed_mid_compile_costs_that_variant_only():
         assert str(err).startswith("slow_variant: the slang-glslang worker crashed (signal 9, SIGKILL) "
                                    "compiling slow.comp")
         assert "only this variant is lost" in str(err)
-        assert all(results[f"other{i}"].code == 0 for i in range(4))
+        assert all(results[f"other{i}"].result.code == 0 for i in range(4))
         assert busy[0] not in pool.worker_pids()
     finally:
         pool.close()
@@ -345,16 +349,16 @@ def test_a_worker_killed_mid_compile_costs_that_variant_only():
 
 @pytest.mark.slow
 def test_a_compile_past_the_timeout_is_stopped_and_the_next_one_runs():
-    pool = WorkerPool(LIBRARY.path, 1, timeout_s=60, memory_bytes=2048 << 20)
+    pool = WorkerPool(LIBRARIES, 1, timeout_s=60, memory_bytes=2048 << 20)
     try:
         pool.compile(SMALL, "warm-up")      # the first compile also builds the library's tables
         pool.timeout_s = 0.3
         started = time.monotonic()
         with pytest.raises(CompilerCrashError, match=r"slow: slang-glslang did not finish within 0.3 s"):
-            pool.compile(Job(_slow(100000), "slow.comp", (1, 5)), "slow")
+            pool.compile(Job((1, 5), "slow.comp", text=_slow(100000)), "slow")
         assert time.monotonic() - started < 1.5
         pool.timeout_s = 60                 # a new worker builds its tables first
-        assert pool.compile(SMALL, "next").code == 0
+        assert pool.compile(SMALL, "next").result.code == 0
         assert pool.started == 2
     finally:
         pool.close()
@@ -362,12 +366,12 @@ def test_a_compile_past_the_timeout_is_stopped_and_the_next_one_runs():
 
 @pytest.mark.slow
 def test_a_compile_past_the_memory_cap_fails_alone():
-    pool = WorkerPool(LIBRARY.path, 1, timeout_s=60, memory_bytes=256 << 20)
+    pool = WorkerPool(LIBRARIES, 1, timeout_s=60, memory_bytes=256 << 20)
     try:
-        assert pool.compile(SMALL, "fits").code == 0        # the worker itself fits in 256 MiB
+        assert pool.compile(SMALL, "fits").result.code == 0        # the worker itself fits in 256 MiB
         with pytest.raises(CompilerCrashError, match=r"may have run out of its 256 MiB"):
-            pool.compile(Job(_slow(100000), "big.comp", (1, 5)), "big")
-        assert pool.compile(SMALL, "next").code == 0
+            pool.compile(Job((1, 5), "big.comp", text=_slow(100000)), "big")
+        assert pool.compile(SMALL, "next").result.code == 0
     finally:
         pool.close()
 

