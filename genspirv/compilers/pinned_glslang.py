@@ -5,7 +5,8 @@ pinned glslangValidator, with its C interface ``glslang_c_interface.h``) and a
 source; gives ``Preprocessed``: what ``glslangValidator -E`` prints for it (the
 same preprocessor, the same include search, the same ``#line`` marks), the files
 it included, and glslang's messages in ``file:line`` form. In-process because a
-glslangValidator process costs ~150 ms of start-up per variant for ~1 ms of work.
+glslangValidator process pays glslang's start-up for every variant, many times the
+preprocessing itself (docs/BENCHMARKS.md, "Compilers").
 
 ``Includer`` is glslangValidator's include search (its ``DirStackFileIncluder``):
 for ``#include "x"`` the folder of the including file, then of each file above it,

@@ -109,7 +109,7 @@ class SlangGlslang:
 
     # -- compiling ----------------------------------------------------------------
 
-    def compile(self, source: str, *, root: Path, defines: Mapping[str, str] = {},
+    def compile(self, source: str, *, root: Path, defines: Optional[Mapping[str, str]] = None,
                 include_dirs: Sequence[str] = (), target_env: str = "vulkan1.2", flags: Sequence[str] = (),
                 include_directive: bool = True, what: str = "") -> CompileResult:
         """Compile ``source`` (relative to ``root``) to SPIR-V for ``target_env``."""
@@ -125,7 +125,7 @@ class SlangGlslang:
         include_preamble = include_directive and uses_include(text)
         reply = self.pool.compile(Job(version, source, root=str(root), include_dirs=folders,
                                       include_preamble=include_preamble,
-                                      preamble=preamble(predefined=self.predefined_macros(), defines=defines,
+                                      preamble=preamble(predefined=self.predefined_macros(), defines=defines or {},
                                                         flags=flags, include_preamble=include_preamble)), what)
         if not reply.preprocessed_ok:
             if reply.read_error:

@@ -5,8 +5,8 @@ preprocesses), how many workers at most, and the limits the default compiler has
 (GENSPIRV_COMPILER_TIMEOUT, GENSPIRV_COMPILER_MEMORY_MB); gives a ``WorkerPool``
 whose ``compile(job, what)`` runs a ``job.Job`` and returns its ``job.Reply``.
 Each worker is a separate Python process that loads both libraries once and then
-serves jobs over a pipe, so their start-up (built-in symbol tables, ~150 ms each)
-is paid once per worker, not once per variant. A worker that
+serves jobs over a pipe, so their start-up (built-in symbol tables) is paid once
+per worker, not once per variant. A worker that
 crashes, hits the memory cap or runs past the timeout is killed and replaced:
 that one compile fails with a ``CompilerCrashError`` naming the variant, every
 other compile goes on (docs/COMPILERS.md, "Worker processes"). Safe to call from
