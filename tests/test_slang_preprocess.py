@@ -131,6 +131,7 @@ def test_the_worker_lists_every_include_even_an_empty_one(slang, tmp_path):
     assert dependency_paths(tmp_path, ["glsl/sub/../e.glsl", "glsl/e.glsl"]) == ("glsl/e.glsl",)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", corpus(), ids=lambda v: v.name)
 def test_every_corpus_variant_matches_glslangvalidator(slang, variant):
     ok, _ = _same(slang, SHADERS, variant.source, ["glsl/include"], dict(variant.defines))
