@@ -1,7 +1,10 @@
 """Compilers besides the pinned glslangValidator (docs/COMPILERS.md).
 
-``slang_glslang`` is the newer glslang that the ``slangpy`` wheel ships as a
-shared library: ``library`` binds its C entry point, ``workers`` runs it in
-worker processes, ``preprocess`` prepares a variant's text with the pinned
-glslang's own preprocessor, ``slang_glslang`` puts them together.
+slang-glslang is the newer glslang that the ``slangpy`` wheel ships as a shared
+library. ``slang_glslang`` is its public face (``open_slang_glslang``,
+``SlangGlslang.compile``, ``supports``); ``library`` binds its C entry point,
+``pinned_glslang`` the pinned glslang's preprocessor, ``preprocess`` says what
+that preprocessor is told and what is kept of its output, ``probes`` asks the
+compiler what it predefines and builds, ``job`` is one unit of work in a worker,
+``workers`` runs the workers.
 """
