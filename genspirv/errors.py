@@ -53,6 +53,14 @@ class UnavailableError(CompileError):
         self.missing = tuple(missing)
 
 
+class CompilerCrashError(CompileError):
+    """An in-process compiler's worker crashed, hit its memory cap or timed out on one variant.
+
+    Only that variant is lost (the worker is replaced), so unlike a ToolchainError
+    it does not stop the other compiles.
+    """
+
+
 class ValidationError(GenspirvError):
     """spirv-val refused a compiled blob."""
 

@@ -17,6 +17,10 @@ _.bench_reflect_suite
 _.bench_runtime
 _.bench_demo
 _.bench_push
+_.bench_compilers
+
+# Started by name in a worker process (genspirv/compilers/workers.py: python -c "...import serve; serve()").
+_.serve
 
 # Fields of frozen records: read by users of the record, or part of its identity.
 _.interface          # reflect.EntryPoint: the entry point's interface ids, as SPIR-V lists them

@@ -21,6 +21,9 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``kernel``  — ``kernel_suite``: ``mul_mat_vec`` GB/s against the bandwidth probes' peak.
 - ``push``    — ``runtime_suite`` with ``runtime_micro.run_push_bench``: host CPU per
   dispatch with named push constants against bytes packed by the caller.
+- ``compilers`` — ``compiler_suite``: feature-gated variants (coopmat2, integer dot,
+  bfloat16, fp8, fp4) that glslang 13.1.1 and slang-glslang each build, and the
+  time per variant of each (needs the ``slang-glslang`` extra and a checkout).
 
 ``--quick`` gives the smallest honest run of each suite.
 
@@ -45,6 +48,7 @@ SUITES = {
     "demo": ("runtime_suite", "bench_demo"),
     "kernel": ("kernel_suite", "bench_kernel"),
     "push": ("runtime_suite", "bench_push"),
+    "compilers": ("compiler_suite", "bench_compilers"),
 }
 
 

@@ -1,0 +1,66 @@
+"""One unit of work for a worker: preprocess a source with the pinned glslang, compile it with slang-glslang.
+
+Takes a ``Job`` (either a source file under a root with its preamble and include
+folders, or text to compile as it is) and the two loaded libraries; gives a
+``Reply``: the preprocessor's verdict and messages, the files it included and,
+when it got that far, the compiler's ``RawResult``. Runs inside a worker process
+(``workers.serve``); the parent only sends jobs and reads replies.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from . import library, pinned_glslang
+from .preprocess import strip_preamble_echo
+
+
+@dataclass(frozen=True)
+class Job:
+    spirv_version: tuple[int, int]
+    name: str                               # the source's path relative to root, or what to call the text
+    text: Optional[bytes] = None            # compile this as it is (probes) ...
+    root: Optional[str] = None              # ... or read the source ``name`` under ``root`` and preprocess it
+    preamble: str = ""
+    include_dirs: tuple[str, ...] = ()
+    include_preamble: bool = False          # the preamble ends with the #include extension (its echo is cut)
+    compile: bool = True                    # False: preprocess only
+
+
+@dataclass(frozen=True)
+class Reply:
+    preprocessed_ok: bool = True
+    preprocess_messages: str = ""
+    preprocessed: Optional[bytes] = None
+    included: tuple[str, ...] = ()
+    result: Optional[library.RawResult] = None
+    read_error: str = ""                    # the source could not be read
+
+
+@dataclass
+class Handles:
+    compiler: ctypes.CDLL
+    preprocessor: pinned_glslang.Handle
+
+
+def run(job: Job, handles: Handles) -> Reply:
+    if job.text is not None:
+        return Reply(result=library.compile_text(handles.compiler, job.text, job.name, job.spirv_version))
+    root = Path(job.root)
+    try:
+        source = (root / job.name).read_bytes()
+    except OSError as exc:
+        return Reply(preprocessed_ok=False, read_error=f"cannot read {job.name}: {exc.strerror}")
+    pre = pinned_glslang.preprocess(handles.preprocessor, root=root, source=job.name, text=source,
+                                    preamble=job.preamble, include_dirs=job.include_dirs)
+    if not pre.ok:
+        return Reply(False, pre.messages, None, pre.included)
+    text = strip_preamble_echo(pre.text, job.name) if job.include_preamble else pre.text
+    data = text.encode("utf-8")
+    if not job.compile:
+        return Reply(True, pre.messages, data, pre.included)
+    result = library.compile_text(handles.compiler, data, job.name, job.spirv_version)
+    return Reply(True, pre.messages, data, pre.included, result)
