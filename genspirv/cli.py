@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .errors import GenspirvError
+from .errors import GenspirvError, ManifestError, UsageError
 
 
 def _say(line: str) -> None:
@@ -91,6 +91,8 @@ def _manifest(args: argparse.Namespace):
     if getattr(args, "manifest", None):
         return load_manifest(args.manifest)
     config = _config(args)
+    if not config.path(config.manifest).is_file():
+        raise ManifestError(f"{config.manifest}: no manifest yet; run `genspirv build` to make it")
     return load_manifest(config.path(config.manifest), root=config.root)
 
 
@@ -107,7 +109,8 @@ def _positive_int(text: str) -> int:
 def _add_jobs_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=_positive_int, metavar="N", default=None,
                    help="parallel compiles (default: the number of CPUs)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress lines (the summary and errors still print)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every compiler command line")
 
 
@@ -126,21 +129,40 @@ def _build_args(p: argparse.ArgumentParser) -> None:
     add_build_arguments(p)
 
 
+def _without_progress(log: Callable[[str], None]) -> Callable[[str], None]:
+    """``log`` minus the per-variant ``[n/N] name ...`` lines: what --quiet leaves out."""
+    return lambda line: None if _VARIANT_LINE.match(line) else log(line)
+
+
+_VARIANT_LINE = re.compile(r"^\[\d+/\d+\] ")
+
+
+def _check_depfile_folder(args: argparse.Namespace) -> None:
+    """Refuse, before building, a --depfile whose folder is missing (a typo would otherwise make it)."""
+    if getattr(args, "depfile", None):
+        depfile = Path(args.depfile)
+        if depfile.is_dir():
+            raise UsageError(f"--depfile {args.depfile}: is a folder; name a file such as {depfile / 'shaders.d'}")
+        if not depfile.absolute().parent.is_dir():
+            raise UsageError(f"--depfile {args.depfile}: no folder {depfile.parent}; create it first")
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
     from .cmake_support import write_depfile_from_args
+    _check_depfile_folder(args)
     config = _config(args)
     progress = Progress()
     try:
-        report = build(config, jobs=args.jobs, force=args.force, log=None if args.quiet else progress,
+        report = build(config, jobs=args.jobs, force=args.force,
+                       log=_without_progress(progress) if args.quiet else progress,
                        on_command=progress.command if args.verbose else None)
     finally:
         progress.close()
     write_depfile_from_args(config, args)
-    if not args.quiet:
-        for name, missing in report.unavailable:
-            _say(f"genspirv build: {name} unavailable: the pinned compiler lacks {', '.join(missing)}")
-        _say(f"genspirv build: {report.summary()}")
+    for name, missing in report.unavailable:
+        _say(f"genspirv build: {name} unavailable: the pinned compiler lacks {', '.join(missing)}")
+    _say(f"genspirv build: {report.summary()}")
     return 0
 
 
@@ -162,8 +184,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if report.ok:
-        if not getattr(args, "quiet", False):
-            _say(f"genspirv check: {len(report.checked)} files up to date")
+        _say(f"genspirv check: {len(report.checked)} files up to date")
         return 0
     for d in report.differences:
         _warn(f"genspirv check: {d}")
@@ -204,10 +225,13 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise GenspirvError(f"{args.file}: cannot read: {exc.strerror}") from None
     reflect_module = getattr(reflect_mod, "reflect_module", None)
-    if args.entry is not None or reflect_module is None:
-        infos = [reflect_mod.reflect(blob, args.entry)]
-    else:
-        infos = list(reflect_module(blob))
+    try:
+        if args.entry is not None or reflect_module is None:
+            infos = [reflect_mod.reflect(blob, args.entry)]
+        else:
+            infos = list(reflect_module(blob))
+    except GenspirvError as exc:
+        raise exc.naming(args.file) from None
     if args.json:
         dicts = [info_to_dict(i) for i in infos]
         # One entry point gives one entry, as in the manifest; several give a list.
@@ -285,8 +309,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     folder = Path(args.dir or getattr(args, "root", None) or ".")
     for w in init(folder):
         _say(f"genspirv init: {w.what} {folder / w.path}")
-    where = "" if folder.resolve() == Path.cwd().resolve() else f" --root {folder}"
-    _say(f"next: genspirv{where} build, then commit spirv/ and manifests/; genspirv{where} check in CI")
+    cd = "" if folder.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(str(folder))} && "
+    _say(f"genspirv init: next, `{cd}genspirv build`; commit pyproject.toml, glsl/, spirv/ and manifests/; "
+         "`genspirv check` in CI")
     return 0
 
 
@@ -353,17 +378,20 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+ROOT_HELP = ("the project to work on (default: the nearest folder at or above this one whose "
+             "pyproject.toml has [tool.genspirv], else this one)")
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="genspirv", description=(
         "Reproducible SPIR-V builds, reflection manifests and a dependency-aware Vulkan runtime."))
-    parser.add_argument("--root", metavar="DIR", default=None,
-                        help="the project to work on (default: nearest folder with [tool.genspirv])")
+    parser.add_argument("--root", metavar="DIR", default=None, help=ROOT_HELP)
     parser.add_argument("--check", action="store_true", help="same as `genspirv check`")
     from . import __version__
     parser.add_argument("--version", action="version", version=f"genspirv {__version__}")
     # --root after the command too; SUPPRESS keeps it from overwriting the one given before.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help=ROOT_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for c in COMMANDS:
         p = sub.add_parser(c.name, help=c.help, description=c.help, parents=[common])

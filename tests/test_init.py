@@ -101,7 +101,8 @@ def test_python_m_genspirv_init_defaults_to_the_current_folder(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "pyproject.toml").is_file() and (tmp_path / "glsl" / "scale.comp").is_file()
-    assert "next: genspirv build" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == ("genspirv init: next, `genspirv build`; commit pyproject.toml, glsl/, "
+                                            "spirv/ and manifests/; `genspirv check` in CI")
 
 
 def test_existing_pyproject_without_section_gets_it_appended(tmp_path):
