@@ -287,3 +287,20 @@ def test_outputs_beside_the_sources_are_fine_where_glsl_dir_is_the_root(tiny_pro
     root = tiny_project({"a.comp": COMP}, pyproject='[tool.genspirv]\nglsl_dir = "."\n')
     config = load_config(root)
     assert names(config) == ["a"] and config.manifest == "manifests/shaders.json"
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"gen.py": "def variants(:\n    return []\n"}, "gen.py:1: the generator failed while loading: SyntaxError: "),
+    ({"gen.py": "import sys\nsys.exit(3)\n"}, "gen.py:2: the generator failed while loading: it called sys.exit(3)"),
+    ({"gen.py": "def variants():\n    raise ValueError('two\\nlines')\n"},
+     "gen.py:2: the generator failed in variants(): ValueError: two lines"),
+    ({"gen.py": "import helper\ndef variants():\n    return helper.make()\n", "helper.py": "def make():\n    return {}['x']\n"},
+     "gen.py:3: the generator failed in variants(): KeyError: 'x' (in helper.py:2)"),
+    ({"gen.py": "def variants():\n    return [{1: 2, 'name': 'a', 'source': 'a.comp'}]\n"},
+     "gen.py: variant 'a': unknown key 1 "),
+])
+def test_a_failing_generator_is_one_line_naming_its_file_and_line(tiny_project, genspirv, files, message):
+    root = tiny_project({"glsl/a.comp": COMP, **files}, pyproject='[tool.genspirv]\ngenerator = "gen.py"\n')
+    result = genspirv("build", "--root", root)
+    assert result.code == 2 and result.err.count("\n") == 1 and "Traceback" not in result.err, result.err
+    assert result.err.startswith(f"genspirv: error: {message}"), result.err
