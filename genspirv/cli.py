@@ -137,20 +137,31 @@ def _without_progress(log: Callable[[str], None]) -> Callable[[str], None]:
 _VARIANT_LINE = re.compile(r"^\[\d+/\d+\] ")
 
 
-def _check_depfile_folder(args: argparse.Namespace) -> None:
-    """Refuse, before building, a --depfile whose folder is missing (a typo would otherwise make it)."""
-    if getattr(args, "depfile", None):
-        depfile = Path(args.depfile)
-        if depfile.is_dir():
-            raise UsageError(f"--depfile {args.depfile}: is a folder; name a file such as {depfile / 'shaders.d'}")
-        if not depfile.absolute().parent.is_dir():
-            raise UsageError(f"--depfile {args.depfile}: no folder {depfile.parent}; create it first")
+def _check_output_file(option: str, value) -> None:
+    """Refuse, before any work, an output file (--depfile, --json) in a missing folder or on a folder.
+
+    A typo there would otherwise make folders nobody asked for, or fail only after a long run.
+    """
+    if value is None:
+        return
+    path = Path(value)
+    if path.is_dir():
+        raise UsageError(f"{option} {value}: is a folder; name a file in it")
+    if not path.absolute().parent.is_dir():
+        raise UsageError(f"{option} {value}: no folder {path.parent}; create it first")
+
+
+def _check_settings() -> None:
+    """Every GENSPIRV_* variable that is set, read once up front: a bad value is one line, not a failure per variant."""
+    from . import settings
+    for row in settings.SETTINGS:
+        settings.get(row.name)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
     from .cmake_support import write_depfile_from_args
-    _check_depfile_folder(args)
+    _check_output_file("--depfile", args.depfile)
     config = _config(args)
     progress = Progress()
     try:
@@ -325,6 +336,7 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_from_args
+    _check_output_file("--json", args.json)
     return run_from_args(args)
 
 
@@ -338,6 +350,7 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .llm.demo import run
+    _check_output_file("--json", args.json)
     return run(args)
 
 
@@ -410,6 +423,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        _check_settings()
         return run(args)
     except GenspirvError as exc:
         _warn(f"genspirv: error: {exc}")

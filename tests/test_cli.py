@@ -276,6 +276,8 @@ def test_a_depfile_in_a_missing_folder_is_refused_before_the_build(built, genspi
     assert result.code == 2 and result.out == ""
     assert one_error_line(result) == f"--depfile {depfile}: no folder {depfile.parent}; create it first"
     assert not (tmp_path / "no").exists()
+    result = genspirv("bench", "build", "--quick", "--json", depfile)       # the same check, before any run
+    assert result.code == 2 and one_error_line(result).startswith(f"--json {depfile}: no folder")
     # Negative control: a depfile in a folder that exists is written.
     result = genspirv("build", "--root", built, "--depfile", tmp_path / "x.d")
     assert result.code == 0 and (tmp_path / "x.d").is_file()
@@ -300,3 +302,9 @@ def test_a_config_error_names_the_file_relative_to_the_root(tiny_project, genspi
     message = one_error_line(genspirv("build", "--root", root))
     assert message.startswith("glsl/my-kernel.comp: the file stem 'my-kernel' is not a valid variant name")
     assert str(root) not in message
+
+
+def test_a_bad_setting_is_one_line_before_any_compile(built, genspirv):
+    result = genspirv("build", "--root", built, "--force", env={"GENSPIRV_COMPILER_TIMEOUT": "abc"})
+    assert result.code == 2 and result.out == ""
+    assert one_error_line(result) == "GENSPIRV_COMPILER_TIMEOUT must be a positive number of seconds, not 'abc'"
