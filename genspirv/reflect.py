@@ -13,8 +13,8 @@ The steps live in their own modules: ``reflect_index`` (the id index),
 memory) and ``reflect_verify`` (a manifest entry proven against its blob);
 this module puts them together, and its names are the public ones.
 
-The rules are the ones in DESIGN.md ("Reflection rules").  Where DESIGN.md
-leaves a choice, this module decides:
+The rules are stated in docs/RULES.md#reflection-rules; in detail, this
+module decides:
 
 - Bindings are module-wide (every variable with a Binding decoration, as
   spirv-cross lists them); ``accessed`` / ``written`` are per entry point.

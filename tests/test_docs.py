@@ -344,3 +344,54 @@ def test_the_readme_check_would_catch_a_changed_command(tmp_path):
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     changed = "bash ci/setup.sh && python -m genspirv build"
     assert not re.search(rf"^stock '{re.escape(changed)}( </dev/null)?'", ci, re.M)
+
+
+# -- docs/RULES.md: the code cites the repository's own rules, by section ----------
+
+RULES = REPO / "docs" / "RULES.md"
+CITATION = re.compile(r"docs/RULES\.md(?:#([a-z0-9-]+))?")
+
+
+def heading_anchors(markdown: str) -> set[str]:
+    """GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces to hyphens."""
+    headings = re.findall(r"^#{1,6} (.+?)\s*$", markdown, re.M)
+    return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def rules_citations() -> list[tuple[str, str]]:
+    """(file, anchor) for every citation of a RULES.md section in the package, tests, tools and docs."""
+    found = []
+    for folder in ("genspirv", "tests", "tools", "docs"):
+        for path in sorted((REPO / folder).rglob("*")):
+            if path.suffix in (".py", ".md", ".h", ".cmake", ".j2") and path.is_file():
+                text = path.read_text(encoding="utf-8")
+                found += [(str(path.relative_to(REPO)), m.group(1)) for m in CITATION.finditer(text) if m.group(1)]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    return found + [("README.md", m.group(1)) for m in CITATION.finditer(readme) if m.group(1)]
+
+
+def test_every_citation_of_the_rules_names_a_section_that_exists():
+    anchors = heading_anchors(RULES.read_text(encoding="utf-8"))
+    citations = rules_citations()
+    assert len({f for f, _ in citations}) >= 5, citations      # the package, tests and tools cite it
+    broken = [(f, a) for f, a in citations if a not in anchors]
+    assert not broken, f"citations of docs/RULES.md sections that do not exist: {broken} (have {sorted(anchors)})"
+
+
+def test_a_citation_of_a_missing_section_would_be_caught():
+    """Negative control for the check above."""
+    anchors = heading_anchors("# Rules\n\n## Access and hazard rules\n")
+    assert "access-and-hazard-rules" in anchors and "reflection-rules" not in anchors
+
+
+def test_no_code_cites_a_document_outside_the_repository():
+    pattern = re.compile(r"\bDESIGN\.md\b")
+    hits = [str(p.relative_to(REPO)) for folder in ("genspirv", "tests", "tools", "docs", "ci")
+            for p in (REPO / folder).rglob("*") if p.is_file() and p.suffix in (".py", ".md", ".sh", ".h")
+            and p != Path(__file__) and pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
+    assert not hits, f"these cite DESIGN.md, which is not part of this repository; cite docs/RULES.md: {hits}"
+
+
+def test_readme_and_architecture_link_the_rules():
+    for doc in ("README.md", "docs/ARCHITECTURE.md"):
+        assert "RULES.md" in (REPO / doc).read_text(encoding="utf-8"), doc
