@@ -261,6 +261,7 @@ def test_build_depfile_option_writes_make_syntax(tmp_path):
     from genspirv.config import load_config
     root = depfile_project(tmp_path / "with space")
     dep = tmp_path / "out" / "k.stamp.d"
+    dep.parent.mkdir()                  # a depfile in a missing folder is refused (tests/test_cli.py)
     assert main(["--root", str(root), "build", "-q", "--depfile", str(dep)]) == 0
     text = dep.read_text()
     target, _, deps = text.partition(":")
