@@ -39,6 +39,7 @@ def test_fresh_folder_gets_config_shader_and_gitignore(tmp_path):
     assert [v.name for v in config.variants] == ["scale_f32"]
 
 
+@pytest.mark.slow
 def test_init_build_check_end_to_end(tmp_path, capsys):
     root = tmp_path / "proj"
     assert genspirv("init", str(root)) == 0
