@@ -436,3 +436,25 @@ def test_no_code_cites_a_document_outside_the_repository():
 def test_readme_and_architecture_link_the_rules():
     for doc in ("README.md", "docs/ARCHITECTURE.md"):
         assert "RULES.md" in (REPO / doc).read_text(encoding="utf-8"), doc
+
+
+# -- the README's configuration block: "these are the defaults" ---------------------
+
+
+def readme_config_block() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Configuration"):]
+    return re.search(r"^```toml\n(.*?)^```", section, re.M | re.S).group(1)
+
+
+def test_readme_config_block_loads_and_shows_the_defaults(tmp_path):
+    from genspirv.config import load_config
+    (tmp_path / "glsl").mkdir()
+    (tmp_path / "glsl" / "add.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n")
+    (tmp_path / "pyproject.toml").write_text(readme_config_block())
+    shown = load_config(tmp_path)
+    assert [v.name for v in shown.variants] == ["add_f16", "add_f32"]
+    (tmp_path / "pyproject.toml").write_text('[tool.genspirv.shaders."add.comp"]\n'
+                                             'matrix = { TYPE = { f32 = "float", f16 = "float16_t" } }\n')
+    defaults = load_config(tmp_path)
+    assert shown == defaults, "the README's configuration block is not the defaults"
