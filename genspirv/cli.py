@@ -3,7 +3,9 @@
 Takes argv and gives an exit status. Each command is one ``Command`` row in
 ``COMMANDS`` (name, help, argument adder, runner); a new command is one small
 block plus one row. Every ``GenspirvError`` becomes ``genspirv: error: <message>``
-on stderr and its ``exit_code``; usage errors exit 2 (argparse).
+on stderr, paths inside the project written relative to its root, and its
+``exit_code``; usage errors exit 2 (argparse). Every ``GENSPIRV_*`` setting that
+is set is checked before the command runs.
 """
 
 from __future__ import annotations
@@ -413,6 +415,26 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def relative_to_project(message: str, root: Optional[Path]) -> str:
+    """``message`` with every path inside ``root`` written relative to it, as messages name files."""
+    if root is None or root == Path(root.anchor):
+        return message
+    for form in {str(root), str(root.resolve())}:
+        message = message.replace(form + os.sep, "")
+    return message
+
+
+def _project_root(args: argparse.Namespace) -> Optional[Path]:
+    """The project a failed command worked on (None for init, whose paths are the ones typed)."""
+    if getattr(args, "command", None) == "init":
+        return None
+    try:
+        from .config import find_root
+        return Path(args.root).absolute() if getattr(args, "root", None) else find_root()
+    except (OSError, GenspirvError):
+        return None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
@@ -426,7 +448,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _check_settings()
         return run(args)
     except GenspirvError as exc:
-        _warn(f"genspirv: error: {exc}")
+        _warn(f"genspirv: error: {relative_to_project(str(exc), _project_root(args))}")
         return exc.exit_code
     except KeyboardInterrupt:
         _warn("genspirv: interrupted")

@@ -31,6 +31,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from .errors import ConfigError
+from .variant_names import check_matrix_name, check_name, check_stem
 
 DEFAULTS = {
     "glsl_dir": "glsl",
@@ -54,9 +55,6 @@ GENERATE_KEYS = {"target", "output", "template"}
 # Flags the build sets itself; a second copy would break reproducibility or the depfile.
 RESERVED_FLAGS = ("-o", "--depfile", "--target-env", "-g")
 
-# Variant names become file names (<spirv_dir>/<name>.spv) and C identifiers in
-# generated code, so keep them to a safe alphabet.
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -205,43 +203,6 @@ def make_variant(name: str, source: str, defines: Mapping[str, str], s: Settings
                    optimize=s.optimize, validate=s.validate, optional=s.optional)
 
 
-NAME_RULE = "letters, digits and _, not starting with a digit: it names a blob file and a C identifier"
-
-
-def suggested_name(text: str) -> str:
-    """``text`` made a valid variant name: every other character becomes _, a leading digit gets one."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", text)
-    return name if NAME_RE.match(name) else f"_{name}"
-
-
-def _check_name(name: str, key: str) -> str:
-    if not NAME_RE.match(name):
-        raise ConfigError(f"{key}: {name!r} is not a valid variant name ({NAME_RULE}); "
-                          f"try {suggested_name(name)!r}")
-    return name
-
-
-def _check_stem(source: str, source_key: str) -> str:
-    """A source's file stem as its variant name prefix, or the fix when it cannot be one."""
-    stem = PurePosixPath(source).stem
-    if not NAME_RE.match(stem):
-        raise ConfigError(f"{source}: the file stem {stem!r} is not a valid variant name ({NAME_RULE}); "
-                          f"rename the file, or give its variants a name in pyproject.toml: "
-                          f'[tool.genspirv.shaders."{source_key}"] name = "{suggested_name(stem)}"')
-    return stem
-
-
-def _check_matrix_name(name: str, combo: list[tuple[str, str, str]], key: str) -> str:
-    """A matrix variant's name; refused naming the value whose alias made it invalid."""
-    bad = [(define, alias) for define, alias, _ in combo if not re.fullmatch(r"[A-Za-z0-9_]+", alias)]
-    if NAME_RE.match(name) or not bad:
-        return _check_name(name, key)
-    define, alias = bad[0]
-    raise ConfigError(f"{key}.{define}: the value {alias!r} gives the variant name {name!r}, which is not a "
-                      f"valid variant name ({NAME_RULE}); give the value an alias: "
-                      f'{define} = {{ {suggested_name(alias).strip("_") or "a"} = "{alias}" }}')
-
-
 # -- variants -----------------------------------------------------------------
 
 
@@ -275,16 +236,16 @@ def _variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Se
     settings = settings_of(table, top, where)
     builds_stem = "matrix" not in table and "variants" not in table and not generated
     if "name" in table:
-        prefix = _check_name(_expect(table["name"], str, f"{where}.name", "a string"), f"{where}.name")
+        prefix = check_name(_expect(table["name"], str, f"{where}.name", "a string"), f"{where}.name")
     elif "matrix" in table or builds_stem:
-        prefix = _check_stem(source, source_key)
+        prefix = check_stem(source, source_key)
     common = _defines(table.get("defines", {}), f"{where}.defines")
     variants = []
     if "matrix" in table:
         for combo in itertools.product(*_matrix_axes(table["matrix"], f"{where}.matrix")):
             name = "_".join([prefix, *(alias for _, alias, _ in combo)])
             defines = {**common, **{define: value for define, _, value in combo}}
-            variants.append(make_variant(_check_matrix_name(name, list(combo), f"{where}.matrix"), source,
+            variants.append(make_variant(check_matrix_name(name, list(combo), f"{where}.matrix"), source,
                                          defines, settings))
     for i, v in enumerate(_expect(table.get("variants", []), list, f"{where}.variants", "an array of tables")):
         k = f"{where}.variants[{i}]"
@@ -292,7 +253,7 @@ def _variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Se
         _check_keys(v, VARIANT_KEYS, k)
         if "name" not in v:
             raise ConfigError(f"{k}.name: missing (every explicit variant needs a name)")
-        name = _check_name(_expect(v["name"], str, f"{k}.name", "a string"), f"{k}.name")
+        name = check_name(_expect(v["name"], str, f"{k}.name", "a string"), f"{k}.name")
         defines = {**common, **_defines(v.get("defines", {}), f"{k}.defines")}
         variants.append(make_variant(name, source, defines, settings_of(v, settings, k)))
     if builds_stem:
@@ -469,16 +430,26 @@ def _input_files(config: Config) -> dict[str, str]:
     return inputs
 
 
+def _check_parents(config: Config, path: str, key: str) -> None:
+    """Refuse an output whose folder cannot be made because a file sits where a folder must be."""
+    blocked = next((parent for parent in PurePosixPath(path).parents
+                    if parent.parts and config.path(str(parent)).is_file()), None)
+    if blocked is not None:
+        raise ConfigError(f"{key}: {path!r} cannot be written: {blocked} is a file, not a folder")
+
+
 def _check_collisions(config: Config) -> None:
     """No output may land on a file the build reads or on another output (it would overwrite it)."""
     spirv = config.path(config.spirv_dir)
     if spirv.exists() and not spirv.is_dir():
         raise ConfigError(f"tool.genspirv.spirv_dir: {config.spirv_dir!r} is a file; the blobs need a folder")
+    _check_parents(config, config.spirv_dir, "tool.genspirv.spirv_dir")
     taken = {config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants}
     inputs = _input_files(config)
     for path, key, what in _output_files(config):
         if config.path(path).is_dir():
             raise ConfigError(f"{key}: {path!r} is a folder; name a file")
+        _check_parents(config, path, key)
         if path in inputs:
             raise ConfigError(f"{key}: {path!r} would overwrite {inputs[path]}; write outputs elsewhere")
         inside = PurePosixPath(path).is_relative_to(config.glsl_dir)

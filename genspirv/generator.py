@@ -92,7 +92,8 @@ def generator_variants(root: Path, rel: str) -> list[Any]:
 def run_generator(root: Path, rel: str, glsl_dir: str, exclude: tuple[str, ...],
                   settings_for: Callable[[str], Any]) -> list:
     """The generator's variants as checked ``Variant``s (settings resolved through ``settings_for``)."""
-    from .config import _check_name, _defines, is_excluded, make_variant, settings_of
+    from .config import _defines, is_excluded, make_variant, settings_of
+    from .variant_names import check_name
     out = []
     for i, item in enumerate(generator_variants(root, rel)):
         name = item.get("name") if isinstance(item, Mapping) else None
@@ -105,7 +106,7 @@ def run_generator(root: Path, rel: str, glsl_dir: str, exclude: tuple[str, ...],
         for key in ("name", "source"):
             if not isinstance(item.get(key), str):
                 raise ConfigError(f"{where}: {key!r} must be a string, got {item.get(key)!r}")
-        _check_name(name, f"{rel}: variant #{i}: name")
+        check_name(name, f"{rel}: variant #{i}: name")
         source = item["source"]
         p = PurePosixPath(source)
         if not source or p.is_absolute() or ".." in p.parts or "\\" in source:

@@ -308,3 +308,22 @@ def test_a_bad_setting_is_one_line_before_any_compile(built, genspirv):
     result = genspirv("build", "--root", built, "--force", env={"GENSPIRV_COMPILER_TIMEOUT": "abc"})
     assert result.code == 2 and result.out == ""
     assert one_error_line(result) == "GENSPIRV_COMPILER_TIMEOUT must be a positive number of seconds, not 'abc'"
+
+
+def test_a_build_error_names_its_file_relative_to_the_project(built, genspirv, tmp_path, monkeypatch):
+    (built / "spirv/neg.spv").unlink()
+    (built / "spirv/neg.spv").mkdir()           # a folder where the blob goes: the write fails
+    result = genspirv("build", "--root", built, "--force", "-q")
+    assert result.code == 2
+    assert one_error_line(result) == "spirv/neg.spv: cannot write: Is a directory"
+    monkeypatch.chdir(built / "glsl")           # found without --root: the same
+    assert one_error_line(genspirv("build", "--force", "-q")) == "spirv/neg.spv: cannot write: Is a directory"
+
+
+def test_paths_outside_the_project_stay_as_they_are(tmp_path):
+    from genspirv.cli import relative_to_project
+    root = tmp_path / "proj"
+    assert relative_to_project(f"{root}/spirv/a.spv: bad", root) == "spirv/a.spv: bad"
+    assert relative_to_project(f"{tmp_path}/other/a.spv: bad", root) == f"{tmp_path}/other/a.spv: bad"
+    assert relative_to_project(f"{root}x/a.spv: bad", root) == f"{root}x/a.spv: bad"     # a sibling, not inside
+    assert relative_to_project("/etc/x: bad", None) == "/etc/x: bad"

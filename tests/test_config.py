@@ -272,6 +272,9 @@ def test_a_tool_key_that_is_not_a_table_is_refused(tiny_project):
     ('manifest = "glsl/new.comp"', "tool.genspirv.manifest: 'glsl/new.comp' is among the sources"),
     ('manifest = "glsl"', "tool.genspirv.manifest: 'glsl' is a folder"),
     ('spirv_dir = "glsl/a.comp"', "tool.genspirv.spirv_dir: 'glsl/a.comp' is a file"),
+    ('spirv_dir = "glsl/a.comp/blobs"', "tool.genspirv.spirv_dir: 'glsl/a.comp/blobs' cannot be written: glsl/a.comp"),
+    ('manifest = "pyproject.toml/m.json"',
+     "tool.genspirv.manifest: 'pyproject.toml/m.json' cannot be written: pyproject.toml is a file, not a folder"),
     ('generate = [ { target = "c", output = "glsl/include/t" } ]', "tool.genspirv.generate[0].output: "),
     ('generate = [ { target = "cpp", output = "t" } ]', "tool.genspirv.generate[0].target: unknown target 'cpp'"),
 ])
