@@ -12,7 +12,9 @@ Zero configuration works: with no ``pyproject.toml`` in the root, or one
 without a ``[tool.genspirv]`` table, the defaults below apply and every
 ``*.comp`` under ``glsl/`` (outside ``glsl/include/``) builds once under its
 stem. Unknown keys, values of the wrong type and duplicate variant names are
-``ConfigError``s naming the key.
+``ConfigError``s naming the key (or the file) and the fix where there is one;
+so is an output that would land on a file the build reads (a source, an
+include, pyproject.toml, the generator, a template) or on another output.
 """
 
 from __future__ import annotations
