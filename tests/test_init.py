@@ -133,6 +133,16 @@ def test_refusals_name_the_file_and_change_nothing(tmp_path, pyproject, match):
     assert snapshot(tmp_path) == before
 
 
+def test_a_pyproject_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):
+    (tmp_path / "pyproject.toml").write_bytes(b'[project]\nname = "caf\xe9"\n')
+    before = snapshot(tmp_path)
+    with pytest.raises(ConfigError) as exc:
+        scaffold.init(tmp_path)
+    assert str(exc.value) == (f"{tmp_path / 'pyproject.toml'}:2:12: byte 0xe9 (offset 21) is not UTF-8; "
+                              "save the file as UTF-8")
+    assert snapshot(tmp_path) == before
+
+
 def test_cli_refusal_is_an_error_line_and_exit_2(tmp_path, capsys):
     (tmp_path / "pyproject.toml").write_text("[tool.genspirv]\n")
     assert genspirv("init", str(tmp_path)) == 2
