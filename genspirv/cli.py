@@ -46,6 +46,7 @@ def _warn(line: str) -> None:
 
 
 _PROGRESS_LINE = re.compile(r"^\[\d+/\d+\] \S+$")     # "[12/400] matmul_f16"; a failure has more words
+_VARIANT_LINE = re.compile(r"^\[\d+/\d+\] ")          # any per-variant line, failures too: what -q drops
 
 
 class Progress:
@@ -134,9 +135,6 @@ def _build_args(p: argparse.ArgumentParser) -> None:
 def _without_progress(log: Callable[[str], None]) -> Callable[[str], None]:
     """``log`` minus the per-variant ``[n/N] name ...`` lines: what --quiet leaves out."""
     return lambda line: None if _VARIANT_LINE.match(line) else log(line)
-
-
-_VARIANT_LINE = re.compile(r"^\[\d+/\d+\] ")
 
 
 def _check_output_file(option: str, value) -> None:
