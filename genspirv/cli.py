@@ -3,7 +3,9 @@
 Takes argv and gives an exit status. Each command is one ``Command`` row in
 ``COMMANDS`` (name, help, argument adder, runner); a new command is one small
 block plus one row. Every ``GenspirvError`` becomes ``genspirv: error: <message>``
-on stderr and its ``exit_code``; usage errors exit 2 (argparse).
+on stderr, paths inside the project written relative to its root, and its
+``exit_code``; usage errors exit 2 (argparse). Every ``GENSPIRV_*`` setting that
+is set is checked before the command runs.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .errors import GenspirvError
+from .errors import GenspirvError, ManifestError, UsageError
 
 
 def _say(line: str) -> None:
@@ -44,6 +46,7 @@ def _warn(line: str) -> None:
 
 
 _PROGRESS_LINE = re.compile(r"^\[\d+/\d+\] \S+$")     # "[12/400] matmul_f16"; a failure has more words
+_VARIANT_LINE = re.compile(r"^\[\d+/\d+\] ")          # any per-variant line, failures too: what -q drops
 
 
 class Progress:
@@ -91,6 +94,8 @@ def _manifest(args: argparse.Namespace):
     if getattr(args, "manifest", None):
         return load_manifest(args.manifest)
     config = _config(args)
+    if not config.path(config.manifest).is_file():
+        raise ManifestError(f"{config.manifest}: no manifest yet; run `genspirv build` to make it")
     return load_manifest(config.path(config.manifest), root=config.root)
 
 
@@ -107,7 +112,8 @@ def _positive_int(text: str) -> int:
 def _add_jobs_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=_positive_int, metavar="N", default=None,
                    help="parallel compiles (default: the number of CPUs)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress lines (the summary and errors still print)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every compiler command line")
 
 
@@ -126,21 +132,48 @@ def _build_args(p: argparse.ArgumentParser) -> None:
     add_build_arguments(p)
 
 
+def _without_progress(log: Callable[[str], None]) -> Callable[[str], None]:
+    """``log`` minus the per-variant ``[n/N] name ...`` lines: what --quiet leaves out."""
+    return lambda line: None if _VARIANT_LINE.match(line) else log(line)
+
+
+def _check_output_file(option: str, value) -> None:
+    """Refuse, before any work, an output file (--depfile, --json) in a missing folder or on a folder.
+
+    A typo there would otherwise make folders nobody asked for, or fail only after a long run.
+    """
+    if value is None:
+        return
+    path = Path(value)
+    if path.is_dir():
+        raise UsageError(f"{option} {value}: is a folder; name a file in it")
+    if not path.absolute().parent.is_dir():
+        raise UsageError(f"{option} {value}: no folder {path.parent}; create it first")
+
+
+def _check_settings() -> None:
+    """Every GENSPIRV_* variable that is set, read once up front: a bad value is one line, not a failure per variant."""
+    from . import settings
+    for row in settings.SETTINGS:
+        settings.get(row.name)
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
     from .cmake_support import write_depfile_from_args
+    _check_output_file("--depfile", args.depfile)
     config = _config(args)
     progress = Progress()
     try:
-        report = build(config, jobs=args.jobs, force=args.force, log=None if args.quiet else progress,
+        report = build(config, jobs=args.jobs, force=args.force,
+                       log=_without_progress(progress) if args.quiet else progress,
                        on_command=progress.command if args.verbose else None)
     finally:
         progress.close()
     write_depfile_from_args(config, args)
-    if not args.quiet:
-        for name, missing in report.unavailable:
-            _say(f"genspirv build: {name} unavailable: the pinned compiler lacks {', '.join(missing)}")
-        _say(f"genspirv build: {report.summary()}")
+    for name, missing in report.unavailable:
+        _say(f"genspirv build: {name} unavailable: the pinned compiler lacks {', '.join(missing)}")
+    _say(f"genspirv build: {report.summary()}")
     return 0
 
 
@@ -162,8 +195,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if report.ok:
-        if not getattr(args, "quiet", False):
-            _say(f"genspirv check: {len(report.checked)} files up to date")
+        _say(f"genspirv check: {len(report.checked)} files up to date")
         return 0
     for d in report.differences:
         _warn(f"genspirv check: {d}")
@@ -204,10 +236,13 @@ def cmd_reflect(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise GenspirvError(f"{args.file}: cannot read: {exc.strerror}") from None
     reflect_module = getattr(reflect_mod, "reflect_module", None)
-    if args.entry is not None or reflect_module is None:
-        infos = [reflect_mod.reflect(blob, args.entry)]
-    else:
-        infos = list(reflect_module(blob))
+    try:
+        if args.entry is not None or reflect_module is None:
+            infos = [reflect_mod.reflect(blob, args.entry)]
+        else:
+            infos = list(reflect_module(blob))
+    except GenspirvError as exc:
+        raise exc.naming(args.file) from None
     if args.json:
         dicts = [info_to_dict(i) for i in infos]
         # One entry point gives one entry, as in the manifest; several give a list.
@@ -285,8 +320,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     folder = Path(args.dir or getattr(args, "root", None) or ".")
     for w in init(folder):
         _say(f"genspirv init: {w.what} {folder / w.path}")
-    where = "" if folder.resolve() == Path.cwd().resolve() else f" --root {folder}"
-    _say(f"next: genspirv{where} build, then commit spirv/ and manifests/; genspirv{where} check in CI")
+    cd = "" if folder.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(str(folder))} && "
+    _say(f"genspirv init: next, `{cd}genspirv build`; commit pyproject.toml, glsl/, spirv/ and manifests/; "
+         "`genspirv check` in CI")
     return 0
 
 
@@ -300,6 +336,7 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_from_args
+    _check_output_file("--json", args.json)
     return run_from_args(args)
 
 
@@ -313,6 +350,7 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .llm.demo import run
+    _check_output_file("--json", args.json)
     return run(args)
 
 
@@ -353,23 +391,46 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+ROOT_HELP = ("the project to work on (default: the nearest folder at or above this one whose "
+             "pyproject.toml has [tool.genspirv], else this one)")
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="genspirv", description=(
         "Reproducible SPIR-V builds, reflection manifests and a dependency-aware Vulkan runtime."))
-    parser.add_argument("--root", metavar="DIR", default=None,
-                        help="the project to work on (default: nearest folder with [tool.genspirv])")
+    parser.add_argument("--root", metavar="DIR", default=None, help=ROOT_HELP)
     parser.add_argument("--check", action="store_true", help="same as `genspirv check`")
     from . import __version__
     parser.add_argument("--version", action="version", version=f"genspirv {__version__}")
     # --root after the command too; SUPPRESS keeps it from overwriting the one given before.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help=ROOT_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for c in COMMANDS:
         p = sub.add_parser(c.name, help=c.help, description=c.help, parents=[common])
         c.add_arguments(p)
         p.set_defaults(run=c.run)
     return parser
+
+
+def relative_to_project(message: str, root: Optional[Path]) -> str:
+    """``message`` with every path inside ``root`` written relative to it, as messages name files."""
+    if root is None or root == Path(root.anchor):
+        return message
+    for form in {str(root), str(root.resolve())}:
+        message = message.replace(form + os.sep, "")
+    return message
+
+
+def _project_root(args: argparse.Namespace) -> Optional[Path]:
+    """The project a failed command worked on (None for init, whose paths are the ones typed)."""
+    if getattr(args, "command", None) == "init":
+        return None
+    try:
+        from .config import find_root
+        return Path(args.root).absolute() if getattr(args, "root", None) else find_root()
+    except (OSError, GenspirvError):
+        return None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -382,9 +443,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        _check_settings()
         return run(args)
     except GenspirvError as exc:
-        _warn(f"genspirv: error: {exc}")
+        _warn(f"genspirv: error: {relative_to_project(str(exc), _project_root(args))}")
         return exc.exit_code
     except KeyboardInterrupt:
         _warn("genspirv: interrupted")

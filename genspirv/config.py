@@ -12,7 +12,9 @@ Zero configuration works: with no ``pyproject.toml`` in the root, or one
 without a ``[tool.genspirv]`` table, the defaults below apply and every
 ``*.comp`` under ``glsl/`` (outside ``glsl/include/``) builds once under its
 stem. Unknown keys, values of the wrong type and duplicate variant names are
-``ConfigError``s naming the key.
+``ConfigError``s naming the key (or the file) and the fix where there is one;
+so is an output that would land on a file the build reads (a source, an
+include, pyproject.toml, the generator, a template) or on another output.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from .errors import ConfigError
+from .variant_names import check_matrix_name, check_name, check_stem
 
 DEFAULTS = {
     "glsl_dir": "glsl",
@@ -54,9 +57,6 @@ GENERATE_KEYS = {"target", "output", "template"}
 # Flags the build sets itself; a second copy would break reproducibility or the depfile.
 RESERVED_FLAGS = ("-o", "--depfile", "--target-env", "-g")
 
-# Variant names become file names (<spirv_dir>/<name>.spv) and C identifiers in
-# generated code, so keep them to a safe alphabet.
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -205,12 +205,6 @@ def make_variant(name: str, source: str, defines: Mapping[str, str], s: Settings
                    optimize=s.optimize, validate=s.validate, optional=s.optional)
 
 
-def _check_name(name: str, key: str) -> str:
-    if not NAME_RE.match(name):
-        raise ConfigError(f"{key}: variant name {name!r} must match {NAME_RE.pattern}")
-    return name
-
-
 # -- variants -----------------------------------------------------------------
 
 
@@ -242,25 +236,29 @@ def _variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Se
     _expect(table, dict, where, "a table")
     _check_keys(table, SHADER_KEYS, where)
     settings = settings_of(table, top, where)
-    prefix = _check_name(_expect(table.get("name", PurePosixPath(source).stem), str, f"{where}.name", "a string"),
-                         f"{where}.name")
+    builds_stem = "matrix" not in table and "variants" not in table and not generated
+    if "name" in table:
+        prefix = check_name(_expect(table["name"], str, f"{where}.name", "a string"), f"{where}.name")
+    elif "matrix" in table or builds_stem:
+        prefix = check_stem(source, source_key)
     common = _defines(table.get("defines", {}), f"{where}.defines")
     variants = []
     if "matrix" in table:
         for combo in itertools.product(*_matrix_axes(table["matrix"], f"{where}.matrix")):
             name = "_".join([prefix, *(alias for _, alias, _ in combo)])
             defines = {**common, **{define: value for define, _, value in combo}}
-            variants.append(make_variant(_check_name(name, f"{where}.matrix"), source, defines, settings))
+            variants.append(make_variant(check_matrix_name(name, list(combo), f"{where}.matrix"), source,
+                                         defines, settings))
     for i, v in enumerate(_expect(table.get("variants", []), list, f"{where}.variants", "an array of tables")):
         k = f"{where}.variants[{i}]"
         _expect(v, dict, k, "a table")
         _check_keys(v, VARIANT_KEYS, k)
         if "name" not in v:
             raise ConfigError(f"{k}.name: missing (every explicit variant needs a name)")
-        name = _check_name(_expect(v["name"], str, f"{k}.name", "a string"), f"{k}.name")
+        name = check_name(_expect(v["name"], str, f"{k}.name", "a string"), f"{k}.name")
         defines = {**common, **_defines(v.get("defines", {}), f"{k}.defines")}
         variants.append(make_variant(name, source, defines, settings_of(v, settings, k)))
-    if "matrix" not in table and "variants" not in table and not generated:
+    if builds_stem:
         variants.append(make_variant(prefix, source, common, settings))
     return variants
 
@@ -287,26 +285,53 @@ def discover_sources(root: Path, glsl_dir: str, exclude: tuple[str, ...] = ()) -
     return found
 
 
-def _read_table(root: Path) -> dict[str, Any]:
+def decode_utf8(data: bytes, name: str) -> str:
+    """The text of a config file; a byte that is not UTF-8 is refused naming its line, column and offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(f"{name}:{line}:{column}: byte 0x{data[exc.start]:02x} (offset {exc.start}) is not "
+                          "UTF-8; save the file as UTF-8") from None
+
+
+def _read_table(root: Path) -> Optional[dict[str, Any]]:
+    """The ``[tool.genspirv]`` table of the root's pyproject.toml; None when there is none."""
     pyproject = root / "pyproject.toml"
     if not pyproject.is_file():
-        return {}
+        return None
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{pyproject}: cannot read: {exc}") from None
+        data = pyproject.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"pyproject.toml: cannot read: {exc.strerror}") from None
+    try:
+        doc = tomllib.loads(decode_utf8(data, "pyproject.toml"))
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{pyproject}: not valid TOML: {exc}") from None
-    table = data.get("tool", {}).get("genspirv", {})
-    return _expect(table, dict, "tool.genspirv", "a table")
+        raise ConfigError(f"pyproject.toml: not valid TOML: {exc}") from None
+    tool = doc.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"pyproject.toml: tool: expected a table, got {_type_name(tool)}")
+    if "genspirv" not in tool:
+        return None
+    return _expect(tool["genspirv"], dict, "tool.genspirv", "a table")
+
+
+def _missing_glsl_dir(glsl_dir: str, configured: bool) -> ConfigError:
+    if configured:
+        return ConfigError(f"tool.genspirv.glsl_dir: no folder {glsl_dir!r} in the project: create it, "
+                           "or set glsl_dir to the folder that holds the *.comp sources")
+    return ConfigError(f"no genspirv project here: no {glsl_dir}/ folder and no [tool.genspirv] in "
+                       "pyproject.toml; run `genspirv init` to start a project, or name one with --root DIR")
 
 
 def load_config(root: Path | str) -> Config:
     """Read and check the config of the project at ``root``."""
+    if not Path(root).is_dir():
+        raise ConfigError(f"--root: {root} is not a folder")
     root = Path(root).resolve()
-    if not root.is_dir():
-        raise ConfigError(f"--root: {root} is not a directory")
-    table = _read_table(root)
+    found = _read_table(root)
+    table = {} if found is None else found
     _check_keys(table, TOP_KEYS, "tool.genspirv")
     values = {k: table.get(k, d) for k, d in DEFAULTS.items()}
     for k in ("glsl_dir", "spirv_dir", "manifest"):
@@ -334,13 +359,18 @@ def load_config(root: Path | str) -> Config:
         template = _relative_dir(g["template"], f"{k}.template") if "template" in g else None
         if template is not None and not (root / template).is_file():
             raise ConfigError(f"{k}.template: no such file {template}")
-        generate.append(Generate(_expect(g.get("target", "template"), str, f"{k}.target", "a string"),
-                                 _relative_dir(g["output"], f"{k}.output"), template))
+        target = _expect(g.get("target", "template"), str, f"{k}.target", "a string")
+        if template is None:
+            from .codegen import TARGETS
+            if target not in TARGETS:
+                raise ConfigError(f"{k}.target: unknown target {target!r} (known: {', '.join(sorted(TARGETS))}; "
+                                  "or template = \"path/x.j2\" for a template of the project's own)")
+        generate.append(Generate(target, _relative_dir(g["output"], f"{k}.output"), template))
 
     glsl_dir = values["glsl_dir"]
     shaders = _expect(table.get("shaders", {}), dict, "tool.genspirv.shaders", "a table")
     if not (root / glsl_dir).is_dir():
-        raise ConfigError(f"tool.genspirv.glsl_dir: {root / glsl_dir} is not a directory")
+        raise _missing_glsl_dir(glsl_dir, configured=found is not None)
     for key in shaders:
         rel = _relative_dir(key, f'tool.genspirv.shaders."{key}"')
         if not (root / glsl_dir / rel).is_file():
@@ -378,15 +408,59 @@ def load_config(root: Path | str) -> Config:
     return config
 
 
-def _check_collisions(config: Config) -> None:
-    """A generated file must not land on the manifest or a blob (it would overwrite it)."""
-    taken = {config.manifest: "the manifest tool.genspirv.manifest"}
-    taken.update({config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants})
+def _output_files(config: Config) -> list[tuple[str, str, str]]:
+    """(path, the key that names it, what it is) of every file a build writes besides the blobs."""
+    outputs = [(config.manifest, "tool.genspirv.manifest", "the manifest")]
     for i, g in enumerate(config.generate):
-        for suffix in ("", ".h", ".c"):   # what codegen writes for an output
-            if g.output + suffix in taken:
-                raise ConfigError(f"tool.genspirv.generate[{i}].output: {g.output!r} writes "
-                                  f"{g.output + suffix}, which is {taken[g.output + suffix]}")
+        # A C table writes <output>.h and .c; <output> itself is refused too (meant for the manifest?).
+        suffixes = ("",) if g.template else ("", ".h", ".c")
+        key = f"tool.genspirv.generate[{i}].output"
+        outputs += [(g.output + suffix, key, f"generated by {key}") for suffix in suffixes]
+    return outputs
+
+
+def _input_files(config: Config) -> dict[str, str]:
+    """Every file a build reads (posix, relative to the root) and what it is, for the messages."""
+    inputs = {"pyproject.toml": "the project's pyproject.toml"}
+    if config.generator:
+        inputs[config.generator] = "the generator file"
+    for i, g in enumerate(config.generate):
+        if g.template:
+            inputs[g.template] = f"the template of tool.genspirv.generate[{i}]"
+    for v in config.variants:
+        inputs.setdefault(v.source, f"the source of variant {v.name}")
+    return inputs
+
+
+def _check_parents(config: Config, path: str, key: str) -> None:
+    """Refuse an output whose folder cannot be made because a file sits where a folder must be."""
+    blocked = next((parent for parent in PurePosixPath(path).parents
+                    if parent.parts and config.path(str(parent)).is_file()), None)
+    if blocked is not None:
+        raise ConfigError(f"{key}: {path!r} cannot be written: {blocked} is a file, not a folder")
+
+
+def _check_collisions(config: Config) -> None:
+    """No output may land on a file the build reads or on another output (it would overwrite it)."""
+    spirv = config.path(config.spirv_dir)
+    if spirv.exists() and not spirv.is_dir():
+        raise ConfigError(f"tool.genspirv.spirv_dir: {config.spirv_dir!r} is a file; the blobs need a folder")
+    _check_parents(config, config.spirv_dir, "tool.genspirv.spirv_dir")
+    taken = {config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants}
+    inputs = _input_files(config)
+    for path, key, what in _output_files(config):
+        if config.path(path).is_dir():
+            raise ConfigError(f"{key}: {path!r} is a folder; name a file")
+        _check_parents(config, path, key)
+        if path in inputs:
+            raise ConfigError(f"{key}: {path!r} would overwrite {inputs[path]}; write outputs elsewhere")
+        inside = PurePosixPath(path).is_relative_to(config.glsl_dir)
+        if PurePosixPath(path).is_relative_to(config.include_dir) or (inside and path.endswith(SOURCE_SUFFIX)):
+            raise ConfigError(f"{key}: {path!r} is among the sources and includes in {config.glsl_dir}/, which "
+                              "the build reads; write outputs elsewhere")
+        if path in taken:
+            raise ConfigError(f"{key}: {path!r} is {taken[path]}, another output of the build")
+        taken[path] = what
 
 
 def find_root(start: Optional[Path] = None) -> Path:

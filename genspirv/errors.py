@@ -14,6 +14,19 @@ class GenspirvError(Exception):
 
     exit_code = 1
 
+    def naming(self, where: str) -> "GenspirvError":
+        """This error with ``where`` (the file it is about) before its message, unless already there."""
+        message = str(self)
+        if not message.startswith(f"{where}:"):
+            self.args = (f"{where}: {message}", *self.args[1:])
+        return self
+
+
+class UsageError(GenspirvError):
+    """A command-line argument genspirv cannot use (names the option and the fix)."""
+
+    exit_code = 2
+
 
 # -- build side ---------------------------------------------------------------
 

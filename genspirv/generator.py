@@ -36,20 +36,36 @@ def _load(path: Path, rel: str):
     sys.path.insert(0, str(path.parent))
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
-        raise ConfigError(f"{rel}: the generator failed while loading: {_where(exc, path)}") from None
+    except (Exception, SystemExit) as exc:
+        raise ConfigError(_failure(exc, path, rel, "while loading")) from None
     finally:
         sys.path.remove(str(path.parent))
     return module
 
 
-def _where(exc: BaseException, path: Path) -> str:
-    """``line N: Type: message`` for the innermost frame inside the generator file."""
-    line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename) == path:
-            line = frame.lineno
-    return (f"line {line}: " if line else "") + f"{type(exc).__name__}: {exc}"
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _failure(exc: BaseException, path: Path, rel: str, when: str) -> str:
+    """``gen.py:12: variants() failed: KeyError: 'x'``: one line at the generator's innermost frame.
+
+    A SyntaxError points at its own line (no frame of the file ran); an error
+    raised in a helper beside the generator names the helper's line too.
+    """
+    frames = traceback.extract_tb(exc.__traceback__)
+    line = next((f.lineno for f in reversed(frames) if Path(f.filename) == path), None)
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename) == path:
+        line, what = exc.lineno, f"SyntaxError: {exc.msg}"
+    elif isinstance(exc, SystemExit):
+        what = f"it called sys.exit({exc.code!r})"
+    else:
+        what = _one_line(f"{type(exc).__name__}: {exc}")
+    helper = ""
+    if frames and Path(frames[-1].filename) != path and Path(frames[-1].filename).is_relative_to(path.parent):
+        inner = Path(frames[-1].filename).relative_to(path.parent)
+        helper = f" (in {PurePosixPath(rel).parent / inner.as_posix()}:{frames[-1].lineno})"
+    return f"{rel}{f':{line}' if line else ''}: the generator failed {when}: {what}{helper}"
 
 
 def generator_variants(root: Path, rel: str) -> list[Any]:
@@ -69,27 +85,28 @@ def generator_variants(root: Path, rel: str) -> list[Any]:
         return list(result)
     except ConfigError:
         raise
-    except Exception as exc:
-        raise ConfigError(f"{rel}: variants() failed: {_where(exc, path)}") from None
+    except (Exception, SystemExit) as exc:
+        raise ConfigError(_failure(exc, path, rel, "in variants()")) from None
 
 
 def run_generator(root: Path, rel: str, glsl_dir: str, exclude: tuple[str, ...],
                   settings_for: Callable[[str], Any]) -> list:
     """The generator's variants as checked ``Variant``s (settings resolved through ``settings_for``)."""
-    from .config import _check_name, _defines, is_excluded, make_variant, settings_of
+    from .config import _defines, is_excluded, make_variant, settings_of
+    from .variant_names import check_name
     out = []
     for i, item in enumerate(generator_variants(root, rel)):
         name = item.get("name") if isinstance(item, Mapping) else None
         where = f"{rel}: variant {name!r}" if isinstance(name, str) else f"{rel}: variant #{i}"
         if not isinstance(item, Mapping):
             raise ConfigError(f"{where}: expected a mapping, got {type(item).__name__}")
-        unknown = sorted(set(item) - GENERATOR_KEYS)
+        unknown = sorted((k for k in item if k not in GENERATOR_KEYS), key=repr)
         if unknown:
             raise ConfigError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(GENERATOR_KEYS))})")
         for key in ("name", "source"):
             if not isinstance(item.get(key), str):
                 raise ConfigError(f"{where}: {key!r} must be a string, got {item.get(key)!r}")
-        _check_name(name, f"{where}: name")
+        check_name(name, f"{rel}: variant #{i}: name")
         source = item["source"]
         p = PurePosixPath(source)
         if not source or p.is_absolute() or ".." in p.parts or "\\" in source:

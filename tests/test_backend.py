@@ -16,6 +16,9 @@ from genspirv.config import load_config
 from genspirv.errors import CompileError
 from genspirv.manifest import load_manifest
 
+# Every test but one shares a backend of ~2,000 lines built from scratch (about 10 s): a long trial.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="session")
 def _built_backend(tmp_path_factory):

@@ -182,6 +182,7 @@ def test_default_plan_runs_one_job_only_on_small_sizes():
     assert {c.jobs for c in build_plan(sizes=(1600,), jobs=(1, 2))} == {1, 2}
 
 
+@pytest.mark.slow
 def test_build_suite_end_to_end_records_every_arm_in_abba_order(tiny_project):
     root = tiny_project()
     rec = Recorder("build")
@@ -329,6 +330,7 @@ def test_generator_project_lists_the_same_variants_with_a_backend_mix(tiny_proje
     assert 1 <= len(gen.vulkan13) <= 3
 
 
+@pytest.mark.slow
 def test_build_generator_suite_quick_records_noops_and_checks_them(tiny_project):
     from genspirv.bench.build_suite import QUICK_NOOPS, bench_build_generator
     rec = Recorder("build-generator")

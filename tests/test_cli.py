@@ -222,3 +222,108 @@ def test_a_failed_build_says_how_many_built_failed_and_were_unavailable(built_ti
     (built_tiny / "glsl/neg.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() { }\n")
     fixed = genspirv("build", "--root", built_tiny)
     assert "genspirv build: 1 compiled, 2 from cache, 0 up to date" in fixed.out
+
+
+# -- a new user's first hour: each refusal one line, naming the file and the fix ----
+
+
+def one_error_line(result) -> str:
+    """The single line a refusal prints (and nothing else on stderr, no traceback)."""
+    lines = result.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("genspirv: error: "), result.err
+    return lines[0][len("genspirv: error: "):]
+
+
+def test_quiet_drops_the_progress_lines_but_keeps_the_summary(tiny_project, genspirv):
+    root = tiny_project()
+    loud = genspirv("build", "--root", root, "--jobs", "1")
+    assert [ln for ln in loud.out.splitlines() if ln.startswith("[")] == \
+        ["[1/3] add_f32", "[2/3] add_i32", "[3/3] neg"]           # piped: the lines -q leaves out
+    quiet = genspirv("build", "--root", root, "--force", "-q")
+    assert quiet.code == 0 and quiet.err == ""
+    assert quiet.out.splitlines() == ["genspirv build: 3 compiled, 0 up to date, 0 removed, 0 files written"]
+    check = genspirv("check", "--root", root, "-q")
+    assert check.out.splitlines() == ["genspirv check: 4 files up to date"]
+
+
+def test_quiet_keeps_what_the_build_removed(built_tiny, genspirv):
+    (built_tiny / "glsl/neg.comp").unlink()
+    result = genspirv("build", "--root", built_tiny, "-q")
+    assert result.out.splitlines() == ["removed spirv/neg.spv (no variant neg any more)",
+                                       "genspirv build: 0 compiled, 2 up to date, 1 removed, 1 files written"]
+
+
+def test_every_subcommand_lists_root_in_its_help(capsys):
+    from genspirv.cli import COMMANDS, make_parser
+    parser = make_parser()
+    for command in COMMANDS:
+        with pytest.raises(SystemExit):
+            parser.parse_args([command.name, "--help"])
+        assert "--root DIR" in capsys.readouterr().out, command.name
+
+
+def test_reflect_errors_name_the_file(built, genspirv):
+    message = one_error_line(genspirv("reflect", built / "pyproject.toml"))
+    assert message.startswith(f"{built / 'pyproject.toml'}: ") and "(at word " in message
+    result = genspirv("reflect", built / "spirv/neg.spv", "--entry", "nope")
+    assert result.code == 1
+    assert one_error_line(result) == f"{built / 'spirv/neg.spv'}: no GLCompute entry point named 'nope' (known: 'main')"
+
+
+def test_a_depfile_in_a_missing_folder_is_refused_before_the_build(built, genspirv, tmp_path):
+    depfile = tmp_path / "no" / "such" / "x.d"
+    result = genspirv("build", "--root", built, "--depfile", depfile)
+    assert result.code == 2 and result.out == ""
+    assert one_error_line(result) == f"--depfile {depfile}: no folder {depfile.parent}; create it first"
+    assert not (tmp_path / "no").exists()
+    result = genspirv("bench", "build", "--quick", "--json", depfile)       # the same check, before any run
+    assert result.code == 2 and one_error_line(result).startswith(f"--json {depfile}: no folder")
+    # Negative control: a depfile in a folder that exists is written.
+    result = genspirv("build", "--root", built, "--depfile", tmp_path / "x.d")
+    assert result.code == 0 and (tmp_path / "x.d").is_file()
+
+
+def test_an_empty_folder_is_told_to_run_init(tmp_path, genspirv, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for command in ("build", "check", "list", "lint"):
+        result = genspirv(command)
+        assert result.code == 2
+        assert "run `genspirv init` to start a project" in one_error_line(result), command
+
+
+def test_list_before_the_first_build_says_to_build(tiny_project, genspirv):
+    result = genspirv("list", "--root", tiny_project())
+    assert result.code == 1
+    assert one_error_line(result) == "manifests/shaders.json: no manifest yet; run `genspirv build` to make it"
+
+
+def test_a_config_error_names_the_file_relative_to_the_root(tiny_project, genspirv):
+    root = tiny_project({"glsl/my-kernel.comp": "void main() {}\n"}, pyproject=None)
+    message = one_error_line(genspirv("build", "--root", root))
+    assert message.startswith("glsl/my-kernel.comp: the file stem 'my-kernel' is not a valid variant name")
+    assert str(root) not in message
+
+
+def test_a_bad_setting_is_one_line_before_any_compile(built, genspirv):
+    result = genspirv("build", "--root", built, "--force", env={"GENSPIRV_COMPILER_TIMEOUT": "abc"})
+    assert result.code == 2 and result.out == ""
+    assert one_error_line(result) == "GENSPIRV_COMPILER_TIMEOUT must be a positive number of seconds, not 'abc'"
+
+
+def test_a_build_error_names_its_file_relative_to_the_project(built, genspirv, tmp_path, monkeypatch):
+    (built / "spirv/neg.spv").unlink()
+    (built / "spirv/neg.spv").mkdir()           # a folder where the blob goes: the write fails
+    result = genspirv("build", "--root", built, "--force", "-q")
+    assert result.code == 2
+    assert one_error_line(result) == "spirv/neg.spv: cannot write: Is a directory"
+    monkeypatch.chdir(built / "glsl")           # found without --root: the same
+    assert one_error_line(genspirv("build", "--force", "-q")) == "spirv/neg.spv: cannot write: Is a directory"
+
+
+def test_paths_outside_the_project_stay_as_they_are(tmp_path):
+    from genspirv.cli import relative_to_project
+    root = tmp_path / "proj"
+    assert relative_to_project(f"{root}/spirv/a.spv: bad", root) == "spirv/a.spv: bad"
+    assert relative_to_project(f"{tmp_path}/other/a.spv: bad", root) == f"{tmp_path}/other/a.spv: bad"
+    assert relative_to_project(f"{root}x/a.spv: bad", root) == f"{root}x/a.spv: bad"     # a sibling, not inside
+    assert relative_to_project("/etc/x: bad", None) == "/etc/x: bad"

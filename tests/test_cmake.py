@@ -142,6 +142,7 @@ def test_package_version_is_the_python_package_version():
     assert f'set(PACKAGE_VERSION "{genspirv.__version__}")' in text
 
 
+@pytest.mark.slow
 @needs_cmake
 @pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja (apt-get install ninja-build)")
 def test_ninja_consumer_builds_rebuilds_on_include_edit_and_checks(tmp_path):
@@ -178,6 +179,7 @@ def test_ninja_consumer_builds_rebuilds_on_include_edit_and_checks(tmp_path):
     assert "kernels_genspirv_check" in failed.stdout and "differs" in failed.stdout
 
 
+@pytest.mark.slow
 @needs_cmake
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_makefiles_consumer_builds_in_source_and_noop_rebuilds(tmp_path):
@@ -261,6 +263,7 @@ def test_build_depfile_option_writes_make_syntax(tmp_path):
     from genspirv.config import load_config
     root = depfile_project(tmp_path / "with space")
     dep = tmp_path / "out" / "k.stamp.d"
+    dep.parent.mkdir()                  # a depfile in a missing folder is refused (tests/test_cli.py)
     assert main(["--root", str(root), "build", "-q", "--depfile", str(dep)]) == 0
     text = dep.read_text()
     target, _, deps = text.partition(":")

@@ -145,11 +145,11 @@ return [{"name": "a_gen", "source": "a.comp", "defines": {"X": "1"}, "flags": ["
     ('return [{"name": "v1", "source": "a.comp", "defines": {"X": "a\\nb"}}]',
      ("gen.py", "'v1'", "control character")),
     ('return [{"name": "v1", "source": "nowhere.comp"}]', ("gen.py", "'v1'", "glsl/nowhere.comp")),
-    ('return [{"name": "v-1", "source": "a.comp"}]', ("gen.py", "'v-1'", "must match")),
+    ('return [{"name": "v-1", "source": "a.comp"}]', ("gen.py: variant #0: name: 'v-1' is not a valid variant name", "try 'v_1'")),
     ('return [{"source": "a.comp"}]', ("gen.py", "variant #0", "'name'")),
     ('return [{"name": "a", "source": "a.comp"}, {"name": "a", "source": "a.comp"}]', ("duplicate", "'a'")),
     ('return {"name": "v1"}', ("gen.py", "list of mappings")),
-    ('return [1 / 0]', ("gen.py", "ZeroDivisionError", "line 2")),
+    ('return [1 / 0]', ("gen.py:2: the generator failed in variants(): ZeroDivisionError: division by zero",)),
 ])
 def test_bad_generator_variants_name_the_generator_and_the_variant(tiny_project, body, needles):
     root = tiny_project({"glsl/a.comp": COMP, "gen.py": _gen(body)},
@@ -195,3 +195,115 @@ def test_a_generated_file_colliding_with_an_output_is_refused(tiny_project, outp
     with pytest.raises(ConfigError) as info:
         load_config(root)
     assert "tool.genspirv.generate[0].output" in str(info.value) and needle in str(info.value)
+
+
+# -- refusals a new user meets first: one line, the file or key, the fix --------
+
+
+def test_a_source_whose_stem_is_no_variant_name_gets_the_fix(tiny_project):
+    root = tiny_project({"glsl/my-kernel.comp": COMP}, pyproject=None)
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    message = str(info.value)
+    assert message.startswith("glsl/my-kernel.comp: the file stem 'my-kernel' is not a valid variant name")
+    assert '[tool.genspirv.shaders."my-kernel.comp"] name = "my_kernel"' in message
+    assert "rename the file" in message and "\n" not in message
+    # The fix it gives works.
+    (root / "pyproject.toml").write_text('[tool.genspirv.shaders."my-kernel.comp"]\nname = "my_kernel"\n')
+    assert names(load_config(root)) == ["my_kernel"]
+
+
+def test_a_bad_stem_of_a_source_only_the_generator_builds_is_not_refused(tiny_project):
+    """Negative control: the stem is checked only where it becomes a name."""
+    root = tiny_project({"glsl/my-kernel.comp": COMP,
+                         "gen.py": _gen('return [{"name": "k", "source": "my-kernel.comp"}]')},
+                        pyproject='[tool.genspirv]\ngenerator = "gen.py"\n')
+    assert names(load_config(root)) == ["k"]
+
+
+def test_a_matrix_value_that_makes_a_bad_name_gets_an_alias_hint(tiny_project):
+    root = tiny_project({"glsl/k.comp": COMP},
+                        pyproject='[tool.genspirv.shaders."k.comp"]\nmatrix = { N = ["1", "1.5"] }\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    assert str(info.value) == (
+        "tool.genspirv.shaders.\"k.comp\".matrix.N: the value '1.5' gives the variant name 'k_1.5', which is "
+        "not a valid variant name (letters, digits and _, not starting with a digit: it names a blob file "
+        "and a C identifier); give the value an alias: N = { 1_5 = \"1.5\" }")
+    (root / "pyproject.toml").write_text('[tool.genspirv.shaders."k.comp"]\nmatrix = { N = { 1 = "1", 1_5 = "1.5" } }\n')
+    assert names(load_config(root)) == ["k_1", "k_1_5"]
+
+
+def test_a_pyproject_that_is_not_utf8_names_line_column_and_offset(tiny_project):
+    root = tiny_project({"glsl/a.comp": COMP}, pyproject=None)
+    (root / "pyproject.toml").write_bytes(b'[tool.genspirv]\n# caf\xe9\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    assert str(info.value) == "pyproject.toml:2:6: byte 0xe9 (offset 21) is not UTF-8; save the file as UTF-8"
+    (root / "pyproject.toml").write_bytes('[tool.genspirv]\n# caf\xe9\n'.encode())    # the same, as UTF-8
+    assert names(load_config(root)) == ["a"]
+
+
+def test_an_empty_folder_says_how_to_start_a_project(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert "no genspirv project here" in str(info.value) and "run `genspirv init`" in str(info.value)
+
+
+def test_a_configured_project_without_its_glsl_dir_is_not_told_to_init(tiny_project):
+    """Negative control: init would refuse here; the message names the key instead."""
+    root = tiny_project({}, pyproject='[tool.genspirv]\nglsl_dir = "shaders"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    assert str(info.value).startswith("tool.genspirv.glsl_dir: no folder 'shaders' in the project")
+    assert "init" not in str(info.value) and str(root) not in str(info.value)
+
+
+def test_a_tool_key_that_is_not_a_table_is_refused(tiny_project):
+    root = tiny_project({"glsl/a.comp": COMP}, pyproject='tool = "x"\n')
+    with pytest.raises(ConfigError, match=r"^pyproject.toml: tool: expected a table, got a string$"):
+        load_config(root)
+
+
+@pytest.mark.parametrize("toml, message", [
+    ('manifest = "glsl/a.comp"', "tool.genspirv.manifest: 'glsl/a.comp' would overwrite the source of variant a"),
+    ('manifest = "pyproject.toml"', "tool.genspirv.manifest: 'pyproject.toml' would overwrite the project's"),
+    ('manifest = "glsl/include/m.json"', "tool.genspirv.manifest: 'glsl/include/m.json' is among the sources"),
+    ('manifest = "glsl/new.comp"', "tool.genspirv.manifest: 'glsl/new.comp' is among the sources"),
+    ('manifest = "glsl"', "tool.genspirv.manifest: 'glsl' is a folder"),
+    ('spirv_dir = "glsl/a.comp"', "tool.genspirv.spirv_dir: 'glsl/a.comp' is a file"),
+    ('spirv_dir = "glsl/a.comp/blobs"', "tool.genspirv.spirv_dir: 'glsl/a.comp/blobs' cannot be written: glsl/a.comp"),
+    ('manifest = "pyproject.toml/m.json"',
+     "tool.genspirv.manifest: 'pyproject.toml/m.json' cannot be written: pyproject.toml is a file, not a folder"),
+    ('generate = [ { target = "c", output = "glsl/include/t" } ]', "tool.genspirv.generate[0].output: "),
+    ('generate = [ { target = "cpp", output = "t" } ]', "tool.genspirv.generate[0].target: unknown target 'cpp'"),
+])
+def test_an_output_on_a_file_the_build_reads_is_refused(tiny_project, toml, message):
+    root = tiny_project({"glsl/a.comp": COMP, "glsl/include/h.glsl": ""}, pyproject=f"[tool.genspirv]\n{toml}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+def test_outputs_beside_the_sources_are_fine_where_glsl_dir_is_the_root(tiny_project):
+    """Negative control: glsl_dir = "." puts the manifest under it, which is no collision."""
+    root = tiny_project({"a.comp": COMP}, pyproject='[tool.genspirv]\nglsl_dir = "."\n')
+    config = load_config(root)
+    assert names(config) == ["a"] and config.manifest == "manifests/shaders.json"
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"gen.py": "def variants(:\n    return []\n"}, "gen.py:1: the generator failed while loading: SyntaxError: "),
+    ({"gen.py": "import sys\nsys.exit(3)\n"}, "gen.py:2: the generator failed while loading: it called sys.exit(3)"),
+    ({"gen.py": "def variants():\n    raise ValueError('two\\nlines')\n"},
+     "gen.py:2: the generator failed in variants(): ValueError: two lines"),
+    ({"gen.py": "import helper\ndef variants():\n    return helper.make()\n", "helper.py": "def make():\n    return {}['x']\n"},
+     "gen.py:3: the generator failed in variants(): KeyError: 'x' (in helper.py:2)"),
+    ({"gen.py": "def variants():\n    return [{1: 2, 'name': 'a', 'source': 'a.comp'}]\n"},
+     "gen.py: variant 'a': unknown key 1 "),
+])
+def test_a_failing_generator_is_one_line_naming_its_file_and_line(tiny_project, genspirv, files, message):
+    root = tiny_project({"glsl/a.comp": COMP, **files}, pyproject='[tool.genspirv]\ngenerator = "gen.py"\n')
+    result = genspirv("build", "--root", root)
+    assert result.code == 2 and result.err.count("\n") == 1 and "Traceback" not in result.err, result.err
+    assert result.err.startswith(f"genspirv: error: {message}"), result.err

@@ -27,12 +27,14 @@ def _report(cwd: Path) -> list[str]:
     return [line for line in proc.stdout.splitlines() if line.startswith(("genspirv/", "tools/"))]
 
 
+@pytest.mark.slow
 def test_no_dead_code_in_the_package_or_tools():
     dead = _report(REPO)
     assert not dead, "dead code (remove it, or name it in tools/vulture_allowlist.py with why):\n" + \
         "\n".join(dead)
 
 
+@pytest.mark.slow
 def test_the_check_finds_planted_dead_code(tmp_path):
     """Negative control: an unused function in a copy of the package is reported."""
     import shutil

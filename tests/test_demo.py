@@ -65,6 +65,7 @@ def test_demo_token_exact_with_structural_barrier_counts(lavapipe_ok, seed):
     assert other.tokens != tuple(report["reference_tokens"])
 
 
+@pytest.mark.slow
 def test_default_configuration_barriers_per_token(lavapipe_ok):
     """`genspirv demo` as it runs with no options (replay left out to save time)."""
     report = demo.run_demo(demo.parse_args(["--no-replay"]))
@@ -242,7 +243,7 @@ def test_compare_accepts_a_near_tie_and_refuses_a_clear_miss():
 
 def test_cli_json_and_exit_code(lavapipe_ok, tmp_path, capsys):
     from genspirv.cli import main
-    out = tmp_path / "sub" / "demo.json"
+    out = tmp_path / "demo.json"
     code = main(["demo", "--layers", "1", "--dim", "32", "--heads", "2", "--kv-heads", "1", "--ffn", "40",
                  "--vocab", "50", "--tokens", "3", "--json", str(out)])
     text = capsys.readouterr().out

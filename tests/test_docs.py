@@ -4,11 +4,14 @@ docs/GUIDE.md is a walkthrough in one scratch folder. A fenced block whose info
 string holds the word ``test`` is run (other blocks are only shown):
 
 - ``console test``: each ``$ command`` runs in bash in the current folder
-  (``cd`` changes it for later blocks); the lines after it are expected output:
-  each must appear, in order, in what the command printed (``...`` in a line
-  matches anything). A command exits 0 unless it ends in ``# exit N``.
+  (``cd`` changes it for later blocks); the lines after it are its output,
+  stdout and stderr as a terminal interleaves them, line for line: a
+  transcript shows what the command really prints. ``...`` inside a line
+  matches any text; a line that is only ``...`` stands for any number of
+  lines left out (also none). Blank lines are not compared. A command exits
+  0 unless it ends in ``# exit N``.
 - ``python test``: runs as a script in the current folder; its asserts are the check.
-  A ``text test`` block right after it is its expected output (lines in order).
+  A ``text test`` block right after it is its output, matched the same way.
 - ``LANG test file=PATH``: the block's text is written to PATH; ``append=PATH``
   appends it; ``quote=PATH``: the block must appear verbatim in that file (docs
   that quote generated files stay true).
@@ -64,17 +67,39 @@ def parse_blocks(markdown: str) -> list[Block]:
     return blocks
 
 
-def expected_lines_found(expected: list[str], output: str) -> str | None:
-    """None if every expected line appears in order in ``output``; else the first missing one."""
-    lines = output.splitlines()
-    pos = 0
-    for want in expected:
-        pattern = re.compile(".*".join(re.escape(part) for part in want.strip().split("...")))
-        while pos < len(lines) and not pattern.search(lines[pos]):
-            pos += 1
-        if pos == len(lines):
-            return want
-        pos += 1
+ELISION = "..."
+
+
+def _line_pattern(want: str) -> re.Pattern:
+    return re.compile(".*".join(re.escape(part) for part in want.strip().split(ELISION)))
+
+
+def transcript_mismatch(expected: list[str], output: str) -> str | None:
+    """None if ``output`` is the transcript ``expected``, line for line; else where they part.
+
+    A line of the transcript that is only ``...`` matches any run of output lines
+    (also none); ``...`` inside a line matches any text. Blank lines and trailing
+    blanks are not compared.
+    """
+    want = [w.strip() for w in expected if w.strip()]
+    got = [g.strip() for g in output.splitlines() if g.strip()]
+    patterns = [None if w == ELISION else _line_pattern(w) for w in want]
+    # reach[j]: the output lines matched so far may end right before got[j]
+    reach = {0}
+    for i, pattern in enumerate(patterns):
+        before = reach
+        if pattern is None:
+            reach = set(range(min(reach), len(got) + 1))
+        else:
+            reach = {j + 1 for j in reach if j < len(got) and pattern.fullmatch(got[j])}
+        if not reach:
+            there = max(before)
+            printed = f"the command printed {got[there]!r} there" if there < len(got) else "the output ended"
+            shown = "\n".join(f"    {g}" for g in got) or "    (nothing)"
+            return f"transcript line {want[i]!r} does not match: {printed}; the whole output:\n{shown}"
+    if len(got) not in reach:
+        extra = got[max(reach)] if reach else got[0]
+        return f"the command printed a line the transcript does not show: {extra!r}"
     return None
 
 
@@ -132,8 +157,8 @@ class Walkthrough:
             assert block.text in actual, f"not quoted verbatim from {opts['quote']}, which holds:\n{actual}"
         elif block.lang == "text":
             assert self.last_python_output is not None, "a `text test` block must follow a `python test` block"
-            missing = expected_lines_found(block.text.splitlines(), self.last_python_output)
-            assert missing is None, f"python block did not print {missing!r}:\n{self.last_python_output}"
+            mismatch = transcript_mismatch(block.text.splitlines(), self.last_python_output)
+            assert mismatch is None, f"python block: {mismatch}"
         elif block.lang == "console":
             for command, status, expected in console_steps(block.text):
                 self._command(command, status, expected)
@@ -153,12 +178,13 @@ class Walkthrough:
             self.cwd = (self.cwd / words[1]).resolve()
             assert self.cwd.is_dir(), f"cd {words[1]}: no such folder"
             return
-        proc = subprocess.run(["bash", "-c", command], cwd=self.cwd, env=self.env,
-                              capture_output=True, text=True, timeout=TIMEOUT)
-        output = proc.stdout + proc.stderr
+        # One pipe for stdout and stderr: the lines in the order a terminal shows them.
+        proc = subprocess.run(["bash", "-c", command], cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT)
+        output = proc.stdout
         assert proc.returncode == status, f"$ {command}\nexited {proc.returncode}, not {status}:\n{output}"
-        missing = expected_lines_found(expected, output)
-        assert missing is None, f"$ {command}\nexpected line not printed: {missing!r}\ngot:\n{output}"
+        mismatch = transcript_mismatch(expected, output)
+        assert mismatch is None, f"$ {command}\n{mismatch}"
 
 
 _vulkan: dict[str, bool] = {}
@@ -210,6 +236,7 @@ def test_the_guide_has_runnable_examples():
     assert len(BLOCKS) >= 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_guide_block(walkthrough, block):
     outcome = walkthrough.results[block.id]
@@ -221,12 +248,18 @@ def test_guide_block(walkthrough, block):
 # -- the runner itself: it must be able to fail --------------------------------
 
 
-def test_expected_output_must_appear_in_order():
+def test_a_transcript_must_show_every_line_printed():
     out = "a 1\nb 2\nc 3\n"
-    assert expected_lines_found(["a 1", "c 3"], out) is None
-    assert expected_lines_found(["a ...", "... 3"], out) is None
-    assert expected_lines_found(["c 3", "a 1"], out) == "a 1"
-    assert expected_lines_found(["d"], out) == "d"
+    assert transcript_mismatch(["a 1", "b 2", "c 3"], out) is None
+    assert transcript_mismatch(["a ...", "...", "... 3"], out) is None       # a line of its own: any lines
+    assert transcript_mismatch(["a 1", "...", "b 2", "...", "c 3"], out) is None   # ... may stand for none
+    assert transcript_mismatch(["...", "c 3"], out) is None
+    assert "does not show: 'c 3'" in transcript_mismatch(["a 1", "b 2"], out)    # a line left out
+    assert "'c 3' does not match: the command printed 'b 2' there" in transcript_mismatch(["a 1", "c 3"], out)
+    assert "'d' does not match" in transcript_mismatch(["a 1", "d"], out)
+    assert "'a 1' does not match" in transcript_mismatch(["a 1"], "")
+    assert transcript_mismatch([], "") is None and transcript_mismatch([], "\n  \n") is None
+    assert "does not show" in transcript_mismatch([], "x\n")
 
 
 def test_console_steps_parse_exit_status():
@@ -237,9 +270,17 @@ def test_console_steps_parse_exit_status():
 def test_a_wrong_expectation_fails_the_walkthrough(tmp_path):
     w = Walkthrough(cwd=tmp_path, env=dict(os.environ))
     bad = parse_blocks("```console test\n$ echo hello\ngoodbye\n```\n")
-    assert "expected line not printed: 'goodbye'" in w.run(bad[0])
+    assert "transcript line 'goodbye' does not match" in w.run(bad[0])
     later = parse_blocks("```console test\n$ true\n```\n")[0]
     assert w.run(later).startswith("not reached")
+
+
+def test_a_transcript_sees_stderr_where_a_terminal_shows_it(tmp_path):
+    w = Walkthrough(cwd=tmp_path, env=dict(os.environ))
+    ok = parse_blocks("```console test\n$ echo a; echo b >&2; echo c\na\nb\nc\n```\n")[0]
+    assert w.run(ok) == ""
+    swapped = parse_blocks("```console test\n$ echo a; echo b >&2; echo c\na\nc\nb\n```\n")[0]
+    assert "does not match" in w.run(swapped)
 
 
 def test_a_failing_python_block_fails(tmp_path):
@@ -344,3 +385,76 @@ def test_the_readme_check_would_catch_a_changed_command(tmp_path):
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     changed = "bash ci/setup.sh && python -m genspirv build"
     assert not re.search(rf"^stock '{re.escape(changed)}( </dev/null)?'", ci, re.M)
+
+
+# -- docs/RULES.md: the code cites the repository's own rules, by section ----------
+
+RULES = REPO / "docs" / "RULES.md"
+CITATION = re.compile(r"docs/RULES\.md(?:#([a-z0-9-]+))?")
+
+
+def heading_anchors(markdown: str) -> set[str]:
+    """GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces to hyphens."""
+    headings = re.findall(r"^#{1,6} (.+?)\s*$", markdown, re.M)
+    return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def rules_citations() -> list[tuple[str, str]]:
+    """(file, anchor) for every citation of a RULES.md section in the package, tests, tools and docs."""
+    found = []
+    for folder in ("genspirv", "tests", "tools", "docs"):
+        for path in sorted((REPO / folder).rglob("*")):
+            if path.suffix in (".py", ".md", ".h", ".cmake", ".j2") and path.is_file():
+                text = path.read_text(encoding="utf-8")
+                found += [(str(path.relative_to(REPO)), m.group(1)) for m in CITATION.finditer(text) if m.group(1)]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    return found + [("README.md", m.group(1)) for m in CITATION.finditer(readme) if m.group(1)]
+
+
+def test_every_citation_of_the_rules_names_a_section_that_exists():
+    anchors = heading_anchors(RULES.read_text(encoding="utf-8"))
+    citations = rules_citations()
+    assert len({f for f, _ in citations}) >= 5, citations      # the package, tests and tools cite it
+    broken = [(f, a) for f, a in citations if a not in anchors]
+    assert not broken, f"citations of docs/RULES.md sections that do not exist: {broken} (have {sorted(anchors)})"
+
+
+def test_a_citation_of_a_missing_section_would_be_caught():
+    """Negative control for the check above."""
+    anchors = heading_anchors("# Rules\n\n## Access and hazard rules\n")
+    assert "access-and-hazard-rules" in anchors and "reflection-rules" not in anchors
+
+
+def test_no_code_cites_a_document_outside_the_repository():
+    pattern = re.compile(r"\bDESIGN\.md\b")
+    hits = [str(p.relative_to(REPO)) for folder in ("genspirv", "tests", "tools", "docs", "ci")
+            for p in (REPO / folder).rglob("*") if p.is_file() and p.suffix in (".py", ".md", ".sh", ".h")
+            and p != Path(__file__) and pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
+    assert not hits, f"these cite DESIGN.md, which is not part of this repository; cite docs/RULES.md: {hits}"
+
+
+def test_readme_and_architecture_link_the_rules():
+    for doc in ("README.md", "docs/ARCHITECTURE.md"):
+        assert "RULES.md" in (REPO / doc).read_text(encoding="utf-8"), doc
+
+
+# -- the README's configuration block: "these are the defaults" ---------------------
+
+
+def readme_config_block() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Configuration"):]
+    return re.search(r"^```toml\n(.*?)^```", section, re.M | re.S).group(1)
+
+
+def test_readme_config_block_loads_and_shows_the_defaults(tmp_path):
+    from genspirv.config import load_config
+    (tmp_path / "glsl").mkdir()
+    (tmp_path / "glsl" / "add.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n")
+    (tmp_path / "pyproject.toml").write_text(readme_config_block())
+    shown = load_config(tmp_path)
+    assert [v.name for v in shown.variants] == ["add_f16", "add_f32"]
+    (tmp_path / "pyproject.toml").write_text('[tool.genspirv.shaders."add.comp"]\n'
+                                             'matrix = { TYPE = { f32 = "float", f16 = "float16_t" } }\n')
+    defaults = load_config(tmp_path)
+    assert shown == defaults, "the README's configuration block is not the defaults"

@@ -34,6 +34,7 @@ def seeds() -> list[bytes]:
     return blobs
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
@@ -57,6 +58,7 @@ def test_random_words_after_a_valid_header(tail):
     assert fuzz.check_one(data) in ("spirv", "reflect", "ok")
 
 
+@pytest.mark.slow
 def test_the_runner_reports_a_foreign_exception(monkeypatch, seeds):
     # Positive control: a bug in the reflection must fail the fuzz run, not be counted.
     def broken(data):
@@ -66,6 +68,7 @@ def test_the_runner_reports_a_foreign_exception(monkeypatch, seeds):
         fuzz.run(seeds, 5, seed=0)
 
 
+@pytest.mark.slow
 def test_the_runner_reports_a_hang(monkeypatch, seeds):
     def spin(data):
         while True:

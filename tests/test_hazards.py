@@ -155,6 +155,7 @@ def test_unknown_stage_is_refused():
         Access("vertex", reads=(R("A", 0, 4),))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(accesses, max_size=12), st.lists(accesses, min_size=1, max_size=12),
        st.lists(accesses, min_size=1, max_size=6))
@@ -275,6 +276,7 @@ ops = st.lists(st.one_of(st.tuples(st.just("access"), st.integers(0, 3)),
                min_size=1, max_size=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(accesses, min_size=4, max_size=4), ops, st.integers(2, 4))
 def test_answers_from_memory_survive_added_pending_policy_changes_and_queries(pool, step, repeats):

@@ -188,6 +188,7 @@ PROPERTY = settings(max_examples=400, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", list(POLICY_CODES))
 def test_c_tracker_decides_as_python(c_tracker, policy):
     @PROPERTY
@@ -231,6 +232,7 @@ MUTATIONS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MUTATIONS))
 def test_property_catches_mutation(name, tmp_path):
     old, new = MUTATIONS[name]
@@ -249,6 +251,7 @@ def test_property_catches_mutation(name, tmp_path):
 # -- full storage: conservative, never a missed barrier -------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("capacity", [0, 1, 2])
 def test_full_storage_never_misses_a_barrier(c_tracker, capacity):
     """Every access with a hazard against what is pending since the C tracker's

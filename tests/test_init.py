@@ -39,6 +39,7 @@ def test_fresh_folder_gets_config_shader_and_gitignore(tmp_path):
     assert [v.name for v in config.variants] == ["scale_f32"]
 
 
+@pytest.mark.slow
 def test_init_build_check_end_to_end(tmp_path, capsys):
     root = tmp_path / "proj"
     assert genspirv("init", str(root)) == 0
@@ -101,7 +102,8 @@ def test_python_m_genspirv_init_defaults_to_the_current_folder(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "pyproject.toml").is_file() and (tmp_path / "glsl" / "scale.comp").is_file()
-    assert "next: genspirv build" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == ("genspirv init: next, `genspirv build`; commit pyproject.toml, glsl/, "
+                                            "spirv/ and manifests/; `genspirv check` in CI")
 
 
 def test_existing_pyproject_without_section_gets_it_appended(tmp_path):
@@ -128,6 +130,16 @@ def test_refusals_name_the_file_and_change_nothing(tmp_path, pyproject, match):
     with pytest.raises(ConfigError, match=match) as exc:
         scaffold.init(tmp_path)
     assert str(tmp_path / "pyproject.toml") in str(exc.value)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_pyproject_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):
+    (tmp_path / "pyproject.toml").write_bytes(b'[project]\nname = "caf\xe9"\n')
+    before = snapshot(tmp_path)
+    with pytest.raises(ConfigError) as exc:
+        scaffold.init(tmp_path)
+    assert str(exc.value) == (f"{tmp_path / 'pyproject.toml'}:2:12: byte 0xe9 (offset 21) is not UTF-8; "
+                              "save the file as UTF-8")
     assert snapshot(tmp_path) == before
 
 

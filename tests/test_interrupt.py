@@ -158,6 +158,7 @@ def kill_at_random(proc: subprocess.Popen, rng: random.Random, build_s: float, m
     return aim
 
 
+@pytest.mark.slow
 def test_sigkill_during_build_never_leaves_a_partial_output(references, tmp_path):
     refs, build_s = references
     print(f"GENSPIRV_KILL_SEED={SEED} kills={KILLS} forced build {build_s:.2f} s")
@@ -192,6 +193,7 @@ def test_sigkill_during_build_never_leaves_a_partial_output(references, tmp_path
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_compiles_stops_promptly_and_writes_nothing(tmp_path):
     """SIGINT once the first variant compiled: exit 130, no traceback, no output
     touched, and the queued compiles are dropped rather than run on the way out."""

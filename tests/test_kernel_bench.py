@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("genspirv.runtime")
 
 
+@pytest.mark.slow
 def test_kernel_suite_quick():
     from genspirv.bench import kernel_suite
     from genspirv.bench.harness import BenchOptions, Recorder, resolve_derived, summarize

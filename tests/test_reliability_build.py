@@ -161,6 +161,7 @@ def _guard_undone_cycle(proj):
     (proj / "glsl" / "add.comp").write_text(text)
 
 
+@pytest.mark.slow
 def test_include_cycle_glslang_runs_into_is_stopped_and_named(proj):
     _guard_undone_cycle(proj)
     start = time.monotonic()
@@ -169,6 +170,7 @@ def test_include_cycle_glslang_runs_into_is_stopped_and_named(proj):
     assert time.monotonic() - start < 30, stderr
 
 
+@pytest.mark.slow
 def test_runaway_compiler_memory_is_capped(proj):
     # The same cycle with a long timeout: the address-space cap, not the clock,
     # stops glslang, and the message still names the cycle.
@@ -225,6 +227,7 @@ def _processes_running(path: Path) -> list[int]:
     return pids
 
 
+@pytest.mark.slow
 def test_glslang_hanging_times_out(proj, tmp_path):
     fake = fake_glslang(tmp_path / "bin", "hang")
     start = time.monotonic()
@@ -285,6 +288,7 @@ def _inprocess_build(root: Path, monkeypatch, fail_on: str, err: int):
     return build_mod.build(load_config(root), force=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fail_on, err", [("add_i32.spv", errno.EACCES), ("add_i32.spv", errno.ENOSPC),
                                            ("shaders.json", errno.ENOSPC), ("shaders.json", errno.EROFS)])
 def test_write_failure_is_a_clear_error_and_leaves_no_temp_file(proj, monkeypatch, err, fail_on):
@@ -317,6 +321,7 @@ def _mount_tmpfs(where: Path, size: str) -> bool:
     return proc.returncode == 0
 
 
+@pytest.mark.slow
 def test_full_disk(proj):
     """A real full file system (a tiny tmpfs over spirv/), where root may mount one."""
     blobs = proj / "spirv"
@@ -404,6 +409,7 @@ def test_lock_held_too_long(proj):
 # -- tampered blobs and manifests ----------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tamper", ["truncated", "corrupted", "replaced", "deleted"])
 def test_tampered_blob_is_refused_at_load_and_by_check(proj, tamper):
     blob = proj / "spirv" / "add_i32.spv"

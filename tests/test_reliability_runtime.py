@@ -277,6 +277,7 @@ def _leak_reports(report: dict, output: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _validation_layer_present(), reason="no Khronos validation layer")
 def test_device_closes_cleanly_when_an_exception_escapes_its_with_block():
     control, control_out = _teardown("leak")

@@ -1,7 +1,7 @@
 """The reorder pass on synthetic dispatch DAGs (no device).
 
 The oracle here is independent of genspirv.llm.reorder and of the runtime's tracker: byte sets per memory object,
-compared by intersection, and a tracker simulation written from DESIGN.md.
+compared by intersection, and a tracker simulation written from docs/RULES.md#access-and-hazard-rules.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def must_follow(earlier: Node, later: Node) -> bool:
 
 
 def tracker_barriers(nodes, order) -> int:
-    """DESIGN.md's tracker: pending byte sets since the last barrier."""
+    """The tracker as docs/RULES.md#access-and-hazard-rules states it: pending byte sets since the last barrier."""
     reads, writes, barriers = set(), set(), 0
     for j in order:
         r, w = _bytes(nodes[j].reads), _bytes(nodes[j].writes)

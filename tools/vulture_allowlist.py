@@ -28,7 +28,7 @@ _.warnings           # toolchain.CompileOutput: glslang's other output, kept for
 _.memory_type        # runtime.memory.Buffer: the memory type index it was allocated from
 _._whole             # runtime.memory: the cached whole-buffer view (set through obj.__dict__)
 
-# Public API named in DESIGN.md (users call it; no code in this repository has to).
+# Public API the docs name (docs/GUIDE.md, docs/RULES.md#stable-names): users call it, no code here has to.
 _.generator_tool     # spirv.Module
 _.reset_stats        # runtime.Device
 _.sync_hazards       # runtime.Device

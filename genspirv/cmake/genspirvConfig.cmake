@@ -93,6 +93,7 @@ function(genspirv_add_shaders target)
   # object depends on the stamp, and every user of <target> is ordered after it.
   set(stamp "${CMAKE_CURRENT_BINARY_DIR}/genspirv/${target}.stamp")
   set(depfile "${stamp}.d")
+  file(MAKE_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}/genspirv")   # genspirv refuses a depfile in a missing folder
   add_custom_command(
     OUTPUT "${stamp}"
     COMMAND "${_genspirv_python}" -m genspirv --root "${root}" build --quiet

@@ -26,7 +26,7 @@ One module per part, in the order the data flows:
   ``genspirv.reflect.verify``).
 
 The rules, and the choices made where SPIR-V leaves one, are written in
-docs/ARCHITECTURE.md ("Reflection rules").  This package's names are the
+docs/RULES.md#reflection-rules.  This package's names are the
 public ones; the helpers below are public for tests and tools.
 """
 

@@ -8,7 +8,7 @@ and matrix shape, array lengths (outermost first) and strides; a nested
 struct carries its own members, offsets relative to it.  The runtime packs
 named push values from these (genspirv.runtime.push), so a layout the
 records cannot say exactly is refused here rather than mis-packed later:
-docs/ARCHITECTURE.md ("Reflection rules") lists what is refused and why.
+docs/RULES.md#reflection-rules lists what is refused and why.
 Pure; refusals are ``ReflectError`` / ``SpirvError`` with the word offset.
 """
 

@@ -6,7 +6,7 @@ hazard tracker ``Barrier`` to Vulkan stage/access bits, and the few constants
 the binding gets wrong. Everything else in the runtime imports Vulkan only
 through here.
 
-Binding pitfalls (DESIGN.md): nested structs and arrays passed inline are
+Binding pitfalls (docs/RULES.md#vulkan-binding-pitfalls): nested structs and arrays passed inline are
 freed before the call reads them, so callers keep them in locals until the
 call returns. Other modules take the binding as ``from ._vk import vk``.
 """

@@ -64,7 +64,7 @@ def default_manifest_path() -> Path:
 
 
 class Device(Transfers):
-    """One Vulkan device with a compute queue; see the module docstring and DESIGN.md."""
+    """One Vulkan device with a compute queue; see the module docstring and docs/RULES.md."""
 
     def __init__(self, manifest=None, *, validation: bool = False, device: Optional[str] = None,
                  inflight: Optional[int] = None, batch: Optional[int] = None,
@@ -127,7 +127,7 @@ class Device(Transfers):
     @property
     @serialised
     def stats(self) -> dict[str, int]:
-        """A snapshot of the mechanism counters (names in DESIGN.md)."""
+        """A snapshot of the mechanism counters (docs/RULES.md#stable-names)."""
         return dict(self._stats)
 
     @serialised

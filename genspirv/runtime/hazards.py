@@ -6,7 +6,7 @@ barrier needed) or a ``Barrier`` describing the stages and access kinds the
 barrier must cover. The device turns a ``Barrier`` into one global
 ``VkMemoryBarrier`` and records it before the access.
 
-Rules (DESIGN.md, "HazardTracker"): the tracker holds the byte ranges read and
+Rules (docs/RULES.md#access-and-hazard-rules): the tracker holds the byte ranges read and
 written since the last recorded barrier. An access with reads R and writes W
 is a hazard iff R overlaps a pending write (RAW), or W overlaps a pending write
 (WAW) or a pending read (WAR). Overlap means same memory object and
