@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from genspirv import cmake_support
-from genspirv.cmake_support import cmake_dir
+from genspirv.emit import cmake as emit_cmake
+from genspirv.emit.cmake import cmake_dir
 
 REPO = Path(__file__).resolve().parent.parent
 CMAKE = shutil.which("cmake")
@@ -213,7 +213,7 @@ def test_wheel_ships_the_cmake_package_and_the_header():
     from fnmatch import fnmatch
     patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["genspirv"]
     package = REPO / "genspirv"
-    files = [*cmake_dir().glob("*.cmake"), cmake_support.include_dir() / "genspirv" / "hazards.h"]
+    files = [*cmake_dir().glob("*.cmake"), emit_cmake.include_dir() / "genspirv" / "hazards.h"]
     assert len(files) == 3
     for f in files:
         assert any(fnmatch(f.relative_to(package).as_posix(), p) for p in patterns), f
@@ -223,10 +223,10 @@ def test_wheel_ships_the_cmake_package_and_the_header():
 
 
 def test_make_escape():
-    assert cmake_support.make_escape("/a b/c#d$e") == "/a\\ b/c\\#d$$e"
+    assert emit_cmake.make_escape("/a b/c#d$e") == "/a\\ b/c\\#d$$e"
     for bad in ("/a\nb", "/a\\b"):
-        with pytest.raises(cmake_support.OutputError, match="depfile"):
-            cmake_support.make_escape(bad)
+        with pytest.raises(emit_cmake.OutputError, match="depfile"):
+            emit_cmake.make_escape(bad)
 
 
 def depfile_project(tmp: Path, generate: str = "", extra: str = "") -> Path:
@@ -245,15 +245,15 @@ def test_depfile_lists_sources_includes_folders_config_and_templates(tmp_path):
     (root / "t" / "x.j2").write_text("{{ banner }}\n")
     config = load_config(root)
     # No manifest with `depends` yet: every file under glsl_dir counts.
-    assert cmake_support.depfile_inputs(config) == sorted([
+    assert emit_cmake.depfile_inputs(config) == sorted([
         root / "glsl", root / "glsl" / "include", root / "glsl" / "include" / "common.glsl",
         root / "glsl" / "notes.txt", root / "glsl" / "scale.comp", root / "pyproject.toml", root / "t" / "x.j2"])
     # A manifest recording `depends` narrows the files to those.
     (root / "manifests").mkdir()
     (root / "manifests" / "shaders.json").write_text(
         '{"shaders": [{"name": "scale", "depends": ["glsl/scale.comp", "glsl/include/common.glsl"]}]}')
-    assert root / "glsl" / "notes.txt" not in cmake_support.depfile_inputs(config)
-    assert root / "glsl" / "include" / "common.glsl" in cmake_support.depfile_inputs(config)
+    assert root / "glsl" / "notes.txt" not in emit_cmake.depfile_inputs(config)
+    assert root / "glsl" / "include" / "common.glsl" in emit_cmake.depfile_inputs(config)
 
 
 def test_build_depfile_option_writes_make_syntax(tmp_path):
@@ -266,5 +266,5 @@ def test_build_depfile_option_writes_make_syntax(tmp_path):
     target, _, deps = text.partition(":")
     assert target == str(tmp_path / "out" / "k.stamp").replace(" ", "\\ ")
     words = [w.replace("\\ ", " ") for w in re.split(r"(?<!\\) ", deps.replace("\\\n", " ")) if w.strip()]
-    assert [Path(w.strip()) for w in words] == cmake_support.depfile_inputs(load_config(root))
+    assert [Path(w.strip()) for w in words] == emit_cmake.depfile_inputs(load_config(root))
     assert str(root / "glsl" / "include" / "common.glsl").replace(" ", "\\ ") in text

@@ -67,7 +67,7 @@ function(genspirv_add_shaders target)
   endif()
 
   execute_process(
-    COMMAND "${_genspirv_python}" -m genspirv.cmake_support table --root "${root}"
+    COMMAND "${_genspirv_python}" -m genspirv.emit.cmake table --root "${root}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "genspirv_add_shaders(${target}): ${err}")
