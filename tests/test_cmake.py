@@ -4,10 +4,13 @@ The consumer (written to a temp folder, its shaders in a subfolder, under a
 path with a space) finds the package with ``-Dgenspirv_DIR=$(genspirv
 cmake-dir)``, links the table ``genspirv_add_shaders`` makes, and prints what
 the table holds for one module; the test compares that with the blob on disk.
-With Ninja: a second build runs no genspirv step (ninja says so); editing an
-included GLSL header reruns it and the program sees the new blob; ``ctest``
-runs ``genspirv check``, which fails once a blob is tampered with. With Unix
-Makefiles: build, run, and a no-op second build.
+With Ninja: a second build runs no genspirv step (ninja says so); a
+comment-only edit of an included GLSL header runs genspirv and nothing after
+it (the table's bytes did not change: no compile, no link); editing the
+header's code reruns it, recompiles, relinks, and the program sees the new
+blob; ``ctest`` runs ``genspirv check``, which fails once a blob is tampered
+with. With Unix Makefiles: build, run, a no-op second build, and the same
+comment-only edit recompiling nothing.
 """
 
 from __future__ import annotations
@@ -118,6 +121,17 @@ def configure(src: Path, build: Path, generator: str) -> None:
         f"-DPython3_EXECUTABLE={sys.executable}")
 
 
+def edges_run(ninja_log: str) -> list[str]:
+    """What each edge ninja ran was: the first word of its description ("Building",
+    "Linking"), or "genspirv build" for the genspirv step."""
+    edges = []
+    for line in ninja_log.splitlines():
+        m = re.match(r"\[\d+/\d+\] (.*)", line)
+        if m:
+            edges.append("genspirv build" if m.group(1).startswith("genspirv build") else m.group(1).split()[0])
+    return edges
+
+
 def program_words(build: Path) -> str:
     out = run(build / "consumer").stdout.splitlines()
     assert out[1] == "second dispatch: barrier"
@@ -160,10 +174,20 @@ def test_ninja_consumer_builds_rebuilds_on_include_edit_and_checks(tmp_path):
     assert "genspirv" not in noop.stdout + noop.stderr
     assert manifest.stat().st_mtime_ns == stamp
 
-    # An included header changes the blob: the build reruns genspirv and relinks.
-    (src / "shader dir" / "glsl" / "include" / "common.glsl").write_text("const float SCALE = 3.0;\n")
+    # A comment-only edit of the included header: genspirv runs (the header is in its
+    # depfile) and changes no byte of the table, so nothing after it runs (restat).
+    common = src / "shader dir" / "glsl" / "include" / "common.glsl"
+    common.write_text("// the scale factor\n" + COMMON)
+    comment = run(CMAKE, "--build", build)
+    assert edges_run(comment.stdout) == ["genspirv build"], comment.stdout
+    assert program_words(build) == first
+
+    # An included header changes the blob: the build reruns genspirv, recompiles and relinks
+    # (the same parse that saw nothing above sees the compile here).
+    common.write_text("const float SCALE = 3.0;\n")
     rebuild = run(CMAKE, "--build", build)
-    assert "genspirv build" in rebuild.stdout
+    edges = edges_run(rebuild.stdout)
+    assert edges[0] == "genspirv build" and "Building" in edges and "Linking" in edges, rebuild.stdout
     second = program_words(build)
     assert second == blob_words(src) and second != first
 
@@ -187,9 +211,16 @@ def test_makefiles_consumer_builds_in_source_and_noop_rebuilds(tmp_path):
     assert program_words(src) == blob_words(src)
     noop = run(CMAKE, "--build", src)
     assert not re.search(r"genspirv build \(", noop.stdout), noop.stdout
-    (src / "shader dir" / "glsl" / "include" / "common.glsl").write_text("const float SCALE = 5.0;\n")
+    common = src / "shader dir" / "glsl" / "include" / "common.glsl"
+    # Comment only: genspirv runs, the table's copies keep their timestamps, make compiles nothing.
+    common.write_text("// the scale factor\n" + COMMON)
+    comment = run(CMAKE, "--build", src)
+    assert re.search(r"genspirv build \(", comment.stdout), comment.stdout
+    assert not re.search(r"Building|Linking", comment.stdout), comment.stdout
+    common.write_text("const float SCALE = 5.0;\n")
     rebuild = run(CMAKE, "--build", src)
     assert re.search(r"genspirv build \(", rebuild.stdout), rebuild.stdout
+    assert re.search(r"Building C\S* object .*kernels\.c", rebuild.stdout), rebuild.stdout
     assert program_words(src) == blob_words(src)
 
 
@@ -203,6 +234,23 @@ def test_configure_fails_clearly_when_python_lacks_genspirv(tmp_path):
                            f"-DPython3_EXECUTABLE={fake}"], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "cannot import genspirv" in proc.stderr and str(fake) in proc.stderr
+
+
+@needs_cmake
+def test_configure_error_names_unknown_arguments_with_spaces(tmp_path):
+    """The usage error joins the unknown words with spaces, not CMake's list ';'."""
+    src = make_consumer(tmp_path)
+    cmakelists = src / "CMakeLists.txt"
+    cmakelists.write_text(cmakelists.read_text().replace('ROOT "shader dir")', 'ROOT "shader dir" SOURCES a.comp)'))
+    proc = run(CMAKE, "-S", src, "-B", tmp_path / "b", f"-Dgenspirv_DIR={cmake_dir()}",
+               f"-DPython3_EXECUTABLE={sys.executable}", ok=False)
+    assert proc.returncode != 0
+    assert "unknown arguments: SOURCES a.comp (usage:" in proc.stderr, proc.stderr
+    assert "SOURCES;a.comp" not in proc.stderr
+    cmakelists.write_text(CMAKELISTS.replace('ROOT "shader dir"', "ROOT"))
+    proc = run(CMAKE, "-S", src, "-B", tmp_path / "c", f"-Dgenspirv_DIR={cmake_dir()}",
+               f"-DPython3_EXECUTABLE={sys.executable}", ok=False)
+    assert proc.returncode != 0 and "ROOT needs a folder" in proc.stderr, proc.stderr
 
 
 def test_wheel_ships_the_cmake_package_and_the_header():
