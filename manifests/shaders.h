@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A genspirv module table is declared (genspirv/vulkan.h needs one). */
+#define GENSPIRV_MODULE_TABLE 1
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -88,6 +91,7 @@ typedef struct genspirv_module {
     int32_t local_size_spec_ids[3];                /* spec id of a specialised dimension; -1 if fixed */
     const genspirv_binding *bindings;              /* binding_count of them; NULL if none */
     const genspirv_spec_constant *spec_constants;  /* spec_count of them, as spec_ids; NULL if none */
+    uint32_t shared_memory;        /* bytes of workgroup memory at the spec constants' defaults */
 } genspirv_module;
 
 /* Sorted by name; genspirv_modules[genspirv_module_count] is a zeroed sentinel. */

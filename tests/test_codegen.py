@@ -83,7 +83,7 @@ def project(tmp_path_factory) -> Manifest:
         # Same words, a wide binding table: masks beyond 32 bits must survive.
         "wide": ShaderInfo("main", (1, 1, 1), (None, None, None),
                            tuple(storage(i, "read_write" if i in (0, 33, 39) else "read") for i in range(40)),
-                           (), 128),
+                           (), 128, shared_memory=4096),
     }
     entries = [entry(n, blobs["scale" if n == "wide" else n], infos[n],
                      f"spirv/{'scale' if n == 'wide' else n}.spv") for n in infos]
@@ -328,8 +328,9 @@ int main(void) {
         const genspirv_module *m = &genspirv_modules[i];
         printf("%s{\"name\": ", i ? ", " : "");
         hex(m->name);
-        printf(", \"local_size_spec_ids\": [%d, %d, %d], \"bindings\": [",
-               (int)m->local_size_spec_ids[0], (int)m->local_size_spec_ids[1], (int)m->local_size_spec_ids[2]);
+        printf(", \"local_size_spec_ids\": [%d, %d, %d], \"shared_memory\": %u, \"bindings\": [",
+               (int)m->local_size_spec_ids[0], (int)m->local_size_spec_ids[1], (int)m->local_size_spec_ids[2],
+               (unsigned)m->shared_memory);
         for (j = 0; j < m->binding_count; j++) {
             const genspirv_binding *b = &m->bindings[j];
             printf("%s[%u, %u, ", j ? ", " : "", (unsigned)b->set, (unsigned)b->binding);
@@ -389,12 +390,14 @@ def expected_rows(manifest_dict: dict, with_min_size: bool) -> list:
         specs = [[s["id"], s["name"], SPEC_TYPES.index(s["type"]), ctable.SPEC_LAYOUT[s["type"]][0],
                   ctable.spec_default_bits(s["type"], s["default"], "x")] for s in e["spec_constants"]]
         rows.append({"name": e["name"], "bindings": bindings, "spec_constants": specs,
-                     "local_size_spec_ids": [-1 if i is None else i for i in e["local_size_spec_ids"]]})
+                     "local_size_spec_ids": [-1 if i is None else i for i in e["local_size_spec_ids"]],
+                     "shared_memory": e["shared_memory"]})
     return rows
 
 
 def decoded(result: dict) -> list:
     return [{"name": unhex(m["name"]), "local_size_spec_ids": m["local_size_spec_ids"],
+             "shared_memory": m["shared_memory"],
              "bindings": [[b[0], b[1], unhex(b[2]), *b[3:]] for b in m["bindings"]],
              "spec_constants": [[s[0], unhex(s[1]), *s[2:]] for s in m["spec_constants"]]}
             for m in result["modules"]]

@@ -129,6 +129,7 @@ def _module_view(index: int, entry: ManifestEntry, d: Mapping, words: tuple[int,
         "local_size": list(info.local_size),
         "local_size_spec_ids": ["-1" if i is None else str(i) for i in info.local_size_spec_ids],
         "sha256": entry.sha256,
+        "shared_memory": info.shared_memory,
     }
 
 
