@@ -623,3 +623,59 @@ def test_generate_template_entries_are_checked(tmp_path, entry, match):
     (tmp_path / "pyproject.toml").write_text(f'[tool.genspirv]\ngenerate = [ {entry} ]\n')
     with pytest.raises(ConfigError, match=match):
         load_config(tmp_path)
+
+
+@pytest.mark.skipif(GLSLANG is None, reason="needs glslangValidator")
+def test_a_new_c_table_renderer_rewrites_the_table_on_the_next_build(tmp_path, monkeypatch):
+    """The build's output key holds the built-in renderer's own key (its modules and
+    templates): a genspirv with another table shape rewrites the table at the next build,
+    where it used to be a no-op that only `check` noticed."""
+    from genspirv.cli import main
+    (tmp_path / "glsl").mkdir()
+    (tmp_path / "glsl" / "scale.comp").write_text(SHADERS["scale"])
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.genspirv]\nglsl_dir = "glsl"\nspirv_dir = "spirv"\nmanifest = "manifests/shaders.json"\n'
+        'generate = [ { target = "c", output = "gen/shaders" } ]\n')
+    root = ["--root", str(tmp_path)]
+    assert main([*root, "build", "-q"]) == 0
+    header = tmp_path / "gen" / "shaders.h"
+    assert ctext.BANNER.encode() in header.read_bytes()
+
+    # A renderer that writes other bytes under the same key: the build sees nothing to do
+    # (the negative control: the key, not the output, decides)...
+    monkeypatch.setattr(ctable, "BANNER", "another banner")
+    assert main([*root, "build", "-q"]) == 0
+    assert b"another banner" not in header.read_bytes()
+    # ... and under a new key it renders again.
+    monkeypatch.setattr(emit, "renderer_key", lambda target: "a newer renderer")
+    assert main([*root, "build", "-q"]) == 0
+    assert b"another banner" in header.read_bytes()
+
+
+def test_renderer_key_follows_the_templates_and_emitters():
+    assert emit.renderer_key("c") == emit.renderer_key("c")
+    assert len(emit.renderer_key("c")) == 64 and emit.renderer_key("c") != emit.renderer_key("x")
+
+
+def test_emit_modules_import_only_the_ones_before_them():
+    """No cycle among the emitters: each imports only modules listed before it in
+    ``genspirv.emit``'s docstring (ctext, ctable, project, cmake), and the package
+    itself loads a renderer only inside ``render``."""
+    import ast
+    order = ["ctext", "ctable", "project", "cmake"]
+    folder = Path(emit.__file__).parent
+    for i, name in enumerate(order):
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        siblings = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
+        assert siblings <= set(order[:i]), (name, siblings)
+        assert not any(isinstance(n, ast.ImportFrom) and n.level == 2 and n.module in (None, "emit")
+                       for n in ast.walk(tree)), name
+    top = ast.parse((folder / "__init__.py").read_text())
+    assert all(n.col_offset > 0 for n in ast.walk(top) if isinstance(n, ast.ImportFrom) and n.level == 1)
+
+
+def test_cli_start_up_path_does_not_load_jinja2():
+    out = subprocess.run([__import__("sys").executable, "-c",
+                          "import sys, genspirv.emit.cmake, genspirv.emit; print('jinja2' in sys.modules)"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "False"

@@ -20,7 +20,8 @@ start-up (which needs ``cmake``'s options) does not load jinja2.
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+import hashlib
+from pathlib import Path, PurePosixPath
 from typing import Mapping, Optional
 
 from ..errors import CodegenError
@@ -39,6 +40,18 @@ def check_output(output: str) -> str:
         raise CodegenError(f"generate output {output!r} must be a relative posix path such as "
                            "'manifests/shaders' (no '..', no trailing '/')")
     return output
+
+
+def renderer_key(target: str) -> str:
+    """sha256 of what a built-in target's output is a function of besides the manifest:
+    the emitter modules and the target's templates. A build whose key changed re-renders
+    (a genspirv upgrade with a new table shape rewrites the table; check would see it)."""
+    here = Path(__file__).resolve().parent
+    files = sorted(here.glob("*.py")) + sorted((here.parent / "templates" / target).glob("*.j2"))
+    digest = hashlib.sha256(target.encode())
+    for f in files:
+        digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
 
 
 def render(target: str, manifest, output: str, blobs: Blobs = None,

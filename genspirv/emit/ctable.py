@@ -176,6 +176,8 @@ def render_c(manifest: Manifest, output: str, blobs: Blobs = None) -> dict[str, 
         "binding_fields": binding_fields,
         "descriptor_enums": [c_enum("GENSPIRV_DESCRIPTOR", t) for t in DESCRIPTOR_TYPES],
         "spec_enums": [c_enum("GENSPIRV_SPEC", t) for t in SPEC_TYPES],
+        "descriptor_words": [(c_enum("GENSPIRV_DESCRIPTOR", t), c_escape(t)) for t in DESCRIPTOR_TYPES],
+        "spec_words": [(c_enum("GENSPIRV_SPEC", t), c_escape(t)) for t in SPEC_TYPES],
         "unavailable": [_unavailable_view(u) for u in as_dict.get("unavailable", [])],
     }
     return {
