@@ -156,6 +156,7 @@ def test_package_version_is_the_python_package_version():
     assert f'set(PACKAGE_VERSION "{genspirv.__version__}")' in text
 
 
+@pytest.mark.slow
 @needs_cmake
 @pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja (apt-get install ninja-build)")
 def test_ninja_consumer_builds_rebuilds_on_include_edit_and_checks(tmp_path):
@@ -202,6 +203,7 @@ def test_ninja_consumer_builds_rebuilds_on_include_edit_and_checks(tmp_path):
     assert "kernels_genspirv_check" in failed.stdout and "differs" in failed.stdout
 
 
+@pytest.mark.slow
 @needs_cmake
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_makefiles_consumer_builds_in_source_and_noop_rebuilds(tmp_path):
@@ -236,6 +238,25 @@ def test_configure_fails_clearly_when_python_lacks_genspirv(tmp_path):
     assert "cannot import genspirv" in proc.stderr and str(fake) in proc.stderr
 
 
+@pytest.mark.slow
+@needs_cmake
+@pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja (apt-get install ninja-build)")
+def test_committed_table_builds_without_the_shader_compiler(tmp_path):
+    """GENSPIRV_COMPILE_SHADERS=OFF: the committed table as it is, no genspirv step, no check test."""
+    src = make_consumer(tmp_path)
+    run(sys.executable, "-m", "genspirv", "--root", src / "shader dir", "build", "-q")
+    before = {p: p.read_bytes() for p in (src / "shader dir").rglob("*") if p.is_file() and ".genspirv" not in p.parts}
+    build = tmp_path / "build"
+    run(CMAKE, "-S", src, "-B", build, "-G", "Ninja", f"-Dgenspirv_DIR={cmake_dir()}",
+        f"-DPython3_EXECUTABLE={sys.executable}", "-DGENSPIRV_COMPILE_SHADERS=OFF")
+    log = run(CMAKE, "--build", build).stdout
+    assert edges_run(log).count("genspirv build") == 0 and "Linking" in edges_run(log), log
+    assert program_words(build) == blob_words(src)
+    assert "No tests were found" in run("ctest", cwd=build, ok=False).stdout + run("ctest", cwd=build, ok=False).stderr
+    after = {p: p.read_bytes() for p in (src / "shader dir").rglob("*") if p.is_file() and ".genspirv" not in p.parts}
+    assert after == before
+
+
 @needs_cmake
 def test_configure_error_names_unknown_arguments_with_spaces(tmp_path):
     """The usage error joins the unknown words with spaces, not CMake's list ';'."""
@@ -261,8 +282,9 @@ def test_wheel_ships_the_cmake_package_and_the_header():
     from fnmatch import fnmatch
     patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["genspirv"]
     package = REPO / "genspirv"
-    files = [*cmake_dir().glob("*.cmake"), emit_cmake.include_dir() / "genspirv" / "hazards.h"]
-    assert len(files) == 3
+    headers = emit_cmake.include_dir() / "genspirv"
+    files = [*cmake_dir().glob("*.cmake"), headers / "hazards.h", headers / "vulkan.h"]
+    assert len(files) == 4
     for f in files:
         assert any(fnmatch(f.relative_to(package).as_posix(), p) for p in patterns), f
 

@@ -19,6 +19,9 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``demo``    — ``runtime_suite``: the decode demo (``genspirv.llm``) under each
   barrier policy, through the same driver loop as ``genspirv demo``.
 - ``kernel``  — ``kernel_suite``: ``mul_mat_vec`` GB/s against the bandwidth probes' peak.
+- ``c-backend`` — ``c_backend_suite``: host time per recorded dispatch of the worked C
+  backend (``examples/c-backend``, ``genspirv/vulkan.h``) beside the Python runtime on the
+  same graph and device.
 
 ``--quick`` gives the smallest honest run of each suite.
 
@@ -42,6 +45,7 @@ SUITES = {
     "runtime": ("runtime_suite", "bench_runtime"),
     "demo": ("runtime_suite", "bench_demo"),
     "kernel": ("kernel_suite", "bench_kernel"),
+    "c-backend": ("c_backend_suite", "bench_c_backend"),
 }
 
 

@@ -15,6 +15,10 @@
 # copy_if_different, which Ninja restats). A CTest test <target>_genspirv_check runs
 # `genspirv check` (call enable_testing() to have it).
 #
+# -DGENSPIRV_COMPILE_SHADERS=OFF builds the committed table as it is: no
+# genspirv build step, no check test, no shader compiler needed (a machine that
+# only builds and runs the program).
+#
 # Python: Python3_EXECUTABLE if set, else find_package(Python3 COMPONENTS
 # Interpreter); genspirv must be importable there.
 
@@ -50,6 +54,9 @@ if(genspirv_VERSION AND NOT _genspirv_version STREQUAL genspirv_VERSION)
                   "${_genspirv_version}; point genspirv_DIR at `${Python3_EXECUTABLE} -m genspirv cmake-dir`")
 endif()
 set(genspirv_PYTHON "${Python3_EXECUTABLE}")
+option(GENSPIRV_COMPILE_SHADERS
+       "genspirv_add_shaders runs genspirv build when a shader changes (OFF: the committed blobs and table as they are, no shader compiler needed)"
+       ON)
 # genspirv_add_shaders may be called from any directory of the project.
 set(_genspirv_python "${Python3_EXECUTABLE}" CACHE INTERNAL "the Python genspirv_add_shaders runs")
 set(_genspirv_include_dir "${genspirv_INCLUDE_DIR}" CACHE INTERNAL "the folder of genspirv/hazards.h and vulkan.h")
@@ -96,6 +103,19 @@ function(genspirv_add_shaders target)
   endif()
   # The generate entry's path lives in pyproject.toml: reconfigure when it changes.
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${root}/pyproject.toml")
+
+  if(NOT GENSPIRV_COMPILE_SHADERS)
+    # The committed blobs and table as they are: no shader compiler needed, no genspirv step.
+    message(STATUS "genspirv: ${target} uses the committed table ${source} (GENSPIRV_COMPILE_SHADERS=OFF)")
+    get_filename_component(header_dir "${header}" DIRECTORY)
+    add_library(${target} STATIC "${source}")
+    get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+    if(NOT "C" IN_LIST languages)
+      set_source_files_properties("${source}" PROPERTIES LANGUAGE CXX)
+    endif()
+    target_include_directories(${target} PUBLIC "${header_dir}" "${_genspirv_include_dir}")
+    return()
+  endif()
 
   # `genspirv build` writes the table in the source tree (it is committed) and
   # rewrites a file only when its bytes change. The library compiles copies in

@@ -269,7 +269,8 @@ int buffer_create(backend_device *d, backend_buffer *b, VkDeviceSize size, int h
     memset(&info, 0, sizeof info);
     info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
     info.size = size;
-    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     if (vkCreateBuffer(d->device, &info, NULL, &b->buffer) != VK_SUCCESS) return 1;
     vkGetBufferMemoryRequirements(d->device, b->buffer, &needs);

@@ -214,7 +214,7 @@ static int parse(int argc, char **argv, options *o)
             o->device = argv[++i];
         } else if ((strcmp(arg, "--layers") == 0 && !parse_number(value, 100000, &o->layers)) ||
                    (strcmp(arg, "--n") == 0 && !parse_number(value, 4096, &o->n)) ||
-                   (strcmp(arg, "--block-size") == 0 && !parse_number(value, 1024, &o->block_size)) ||
+                   (strcmp(arg, "--block-size") == 0 && !parse_number(value, 65536, &o->block_size)) ||
                    (strcmp(arg, "--bench") == 0 && !parse_number(value, 100000, &o->bench))) {
             i++;
         } else {
