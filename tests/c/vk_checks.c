@@ -2,7 +2,7 @@
  *
  * Built with the table of tests/c/checks (gen/checks.h) and the example's
  * device.c. Prints one line per case:
- *   run <case>: <uint words the kernel wrote>        kernels specialised and run
+ *   run <case>: <local size x y z> <the uint words the kernel wrote>   (uniform: <sets> <words>)
  *   check <case>: <code> <recorded nothing: 1|0> <message>   refusals
  * and, last, the validation counts (run it with --validate).
  */
@@ -87,7 +87,7 @@ static int run_spec(const char *name, const genspirv_vk_spec *spec, size_t count
         printf("run %s: failed %s\n", name, genspirv_vk_message(&ctx));
         return 1;
     }
-    printf("run %s: local %u %u %u:", name, (unsigned)k.local_size[0], (unsigned)k.local_size[1],
+    printf("run %s: %u %u %u", name, (unsigned)k.local_size[0], (unsigned)k.local_size[1],
            (unsigned)k.local_size[2]);
     for (i = 0; i < 8; i++) printf(" %u", (unsigned)words[i]);
     printf("\n");
@@ -126,7 +126,7 @@ static int runs(void)
         printf("run uniform: failed %s\n", genspirv_vk_message(&ctx));
         return 1;
     }
-    printf("run uniform: sets %u:", (unsigned)k.set_count);
+    printf("run uniform: %u", (unsigned)k.set_count);
     for (i = 0; i < 4; i++) printf(" %u", (unsigned)((const uint32_t *)out.mapped)[64 + i]);
     printf("\n");
     genspirv_vk_kernel_destroy(&ctx, &k);
