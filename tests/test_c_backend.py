@@ -154,3 +154,37 @@ def test_trace_parser_reads_every_line_kind():
 def test_gpu_run_builds_and_runs_the_example():
     script = (REPO / "tools" / "gpu_run.sh").read_text()
     assert "examples/c-backend" in script and "ctest" in script and "bench c-backend" in script
+
+
+# -- the GUIDE's section quotes the example ----------------------------------------------
+
+GUIDE = REPO / "docs" / "GUIDE.md"
+SECTION = re.compile(r"^## Adopting genspirv in a C/C\+\+ backend\n(.*?)^## ", re.M | re.S)
+QUOTED = re.compile(r"^```(\w+) from=(\S+)\n(.*?)^```$", re.M | re.S)
+
+
+def guide_section() -> str:
+    m = SECTION.search(GUIDE.read_text(encoding="utf-8"))
+    assert m, "GUIDE.md has no section 'Adopting genspirv in a C/C++ backend'"
+    return m[1]
+
+
+def test_guide_quotes_the_example_verbatim():
+    quotes = QUOTED.findall(guide_section())
+    assert len(quotes) >= 8
+    for lang, path, text in quotes:
+        assert text in (REPO / path).read_text(), f"GUIDE.md quotes {path} ({lang}) wrongly:\n{text}"
+
+
+@pytest.mark.slow
+@needs_build
+def test_guide_shows_what_the_program_prints(built):
+    """The section's console output and its hazard counts are the program's own."""
+    section = guide_section()
+    console = re.search(r"^\$ build/c_backend --policy smart --validate\n(.*?)^```", section, re.M | re.S)[1]
+    out = run(built["program"], "--policy", "smart", "--validate").stdout
+    for line in console.splitlines()[1:]:          # the device line differs from machine to machine
+        assert line in out.splitlines(), (line, out)
+    none = run(built["program"], "--policy", "none", "--validate").stdout
+    counts = re.search(r"(\d+) read-after-write, (\d+) write-after-read", none)
+    assert f"here {counts[1]} read-after-write and {counts[2]} write-after-read" in " ".join(section.split())
