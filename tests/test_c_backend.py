@@ -188,3 +188,17 @@ def test_guide_shows_what_the_program_prints(built):
     none = run(built["program"], "--policy", "none", "--validate").stdout
     counts = re.search(r"(\d+) read-after-write, (\d+) write-after-read", none)
     assert f"here {counts[1]} read-after-write and {counts[2]} write-after-read" in " ".join(section.split())
+
+
+@pytest.mark.slow
+@needs_build
+def test_bench_suite_records_both_arms_on_the_same_graph():
+    """`genspirv bench c-backend --quick`: every sample of both arms, paired, and the ratio
+    (the suite itself stops if the two paths placed different barriers)."""
+    from genspirv.bench.harness import BenchOptions, Recorder
+    rec = Recorder("c-backend")
+    suite.bench_c_backend(BenchOptions(suite="c-backend", quick=True, quiet=True), rec)
+    arms = [r["arm"] for r in rec.runs]
+    assert arms.count("c") == arms.count("python") == 2 * suite.SAMPLES_PER_REPEAT
+    assert all(0 < r["value"] < 1e-3 and r["dispatches"] == 60 for r in rec.runs)
+    assert rec.derived[0]["label"] == "python / c" and rec.device
