@@ -56,7 +56,9 @@
  * Not seen by the header: two VkBuffers aliasing one allocation (different
  * handles, so different memory to the tracker), indirect dispatches, work on
  * other queues, and host writes to mapped memory the device is still reading.
- * One context per queue and per thread; it holds no lock.
+ * One context per queue and per thread; it holds no lock. It skips binding a
+ * pipeline or descriptor sets that it bound last in the same command buffer:
+ * after binding any yourself, call genspirv_vk_begin(ctx, cmd) again.
  */
 #ifndef GENSPIRV_VULKAN_H
 #define GENSPIRV_VULKAN_H
