@@ -283,8 +283,9 @@ def test_wheel_ships_the_cmake_package_and_the_header():
     patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["genspirv"]
     package = REPO / "genspirv"
     headers = emit_cmake.include_dir() / "genspirv"
-    files = [*cmake_dir().glob("*.cmake"), headers / "hazards.h", headers / "vulkan.h"]
-    assert len(files) == 4
+    files = [*cmake_dir().glob("*.cmake"), headers / "hazards.h", headers / "vulkan.h",
+             *(headers / "vulkan").glob("*.h")]
+    assert len(files) == 8
     for f in files:
         assert any(fnmatch(f.relative_to(package).as_posix(), p) for p in patterns), f
 

@@ -156,20 +156,24 @@ def test_uniform_buffer_in_set_one_with_set_zero_empty(outputs):
     assert runs(outputs["c"])["uniform"] == [2, 1000, 1001, 1002, 1003]
 
 
-def test_header_without_the_table_says_what_to_include(tmp_path):
+@pytest.mark.parametrize("include,says", [
+    ('#include "genspirv/vulkan.h"', "include the generated table's header"),
+    ('#include "shaders.h"\n#include "genspirv/vulkan/spec.h"', "include genspirv/vulkan.h, not its parts"),
+])
+def test_wrong_includes_say_what_to_include(tmp_path, include, says):
     src = tmp_path / "alone.c"
-    src.write_text('#include "genspirv/vulkan.h"\nint main(void) { return 0; }\n')
-    proc = subprocess.run(["cc", "-std=c99", f"-I{INCLUDE}", "-c", str(src), "-o", str(tmp_path / "a.o")],
-                          capture_output=True, text=True, timeout=60)
+    src.write_text(f"{include}\nint main(void) {{ return 0; }}\n")
+    proc = subprocess.run(["cc", "-std=c99", f"-I{INCLUDE}", f"-I{REPO / 'manifests'}", "-c", str(src),
+                           "-o", str(tmp_path / "a.o")], capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
-    assert "include the generated table's header" in proc.stderr
+    assert says in proc.stderr
 
 
 def test_header_is_c99_and_cxx17_clean_over_the_repos_own_table(tmp_path):
     """Every function instantiated (taken by address), over the table this repository ships."""
     src = tmp_path / "all.c"
-    names = re.findall(r"^static inline [^(]*?\b(genspirv_vk_\w+)\(",
-                       (INCLUDE / "genspirv" / "vulkan.h").read_text(), re.M)
+    text = "".join(p.read_text() for p in (INCLUDE / "genspirv" / "vulkan").glob("*.h"))
+    names = re.findall(r"^static inline [^(]*?\b(genspirv_vk_\w+)\(", text, re.M)
     assert len(names) > 15
     body = "\n".join(f"    (void)&{n};" for n in sorted(set(names)))
     src.write_text(f'#include "shaders.h"\n#include "genspirv/vulkan.h"\nint main(void) {{\n{body}\n    return 0;\n}}\n')
