@@ -7,6 +7,9 @@
  * Vulkan objects (set layouts, pipeline layouts, pipelines, one descriptor
  * pool, descriptor sets) and allocates nothing else: the caller gives every
  * other piece of storage. Include the generated table's header first.
+ * docs/GUIDE.md ("Adopting genspirv in a C/C++ backend", "How barriers are
+ * decided") states the rules; the code is in genspirv/vulkan/ (context.h,
+ * spec.h, kernel.h, dispatch.h, included here in that order).
  *
  *   genspirv_vk_context_init      the device's limits, the hazard tracker, the descriptor cache
  *   genspirv_vk_kernel_create     a module of the table -> set layouts from the reflected
