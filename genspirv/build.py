@@ -141,12 +141,12 @@ def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Se
                         root=config.root, unavailable=tuple(sorted(unavailable, key=lambda u: u.name)))
     outputs = {config.manifest: manifest_mod.dumps(manifest)}
     if config.generate:
-        from . import codegen   # only projects that ask for generated code need jinja2 templates
+        from .emit import render
         for g in config.generate:
-            # The blobs are not written yet: hand codegen the fresh bytes, not the old files.
+            # The blobs are not written yet: hand the emitters the fresh bytes, not the old files.
             blobs = {c.variant.name: c.blob for c in compiled}
-            for rel, data in codegen.render(g.target, manifest, g.output, blobs=blobs,
-                                            template=g.template).items():
+            for rel, data in render(g.target, manifest, g.output, blobs=blobs,
+                                    template=g.template).items():
                 outputs[rel] = data
     return outputs
 

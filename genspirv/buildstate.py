@@ -141,9 +141,11 @@ def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, s
 
 
 def _template_key(config: Config, g) -> list[str]:
-    """A project template's path and bytes: editing it re-renders its output."""
+    """A project template's path and bytes, or a built-in target's renderer: editing
+    either (or upgrading genspirv) re-renders the output."""
     if g.template is None:
-        return []
+        from .emit import renderer_key
+        return [renderer_key(g.target)]
     try:
         return [g.template, sha256_hex(config.path(g.template).read_bytes())]
     except OSError:

@@ -128,7 +128,7 @@ def _add_manifest_option(p: argparse.ArgumentParser) -> None:
 def _build_args(p: argparse.ArgumentParser) -> None:
     _add_jobs_quiet(p)
     p.add_argument("--force", action="store_true", help="recompile every variant")
-    from .cmake_support import add_build_arguments
+    from .emit.cmake import add_build_arguments
     add_build_arguments(p)
 
 
@@ -160,7 +160,7 @@ def _check_settings() -> None:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
-    from .cmake_support import write_depfile_from_args
+    from .emit.cmake import write_depfile_from_args
     _check_output_file("--depfile", args.depfile)
     config = _config(args)
     progress = Progress()
@@ -358,7 +358,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_cmake_dir(args: argparse.Namespace) -> int:
-    from .cmake_support import cmake_dir
+    from .emit.cmake import cmake_dir
     _say(str(cmake_dir()))
     return 0
 

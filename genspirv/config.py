@@ -35,6 +35,9 @@ else:  # pragma: no cover - exercised on 3.10 only
 from .errors import ConfigError
 from .variant_names import check_matrix_name, check_name, check_stem
 
+# The built-in emitters a `generate` entry may name with `target = ...` (genspirv/emit renders them).
+GENERATE_TARGETS = ("c",)
+
 DEFAULTS = {
     "glsl_dir": "glsl",
     "spirv_dir": "spirv",
@@ -361,9 +364,8 @@ def load_config(root: Path | str) -> Config:
             raise ConfigError(f"{k}.template: no such file {template}")
         target = _expect(g.get("target", "template"), str, f"{k}.target", "a string")
         if template is None:
-            from .codegen import TARGETS
-            if target not in TARGETS:
-                raise ConfigError(f"{k}.target: unknown target {target!r} (known: {', '.join(sorted(TARGETS))}; "
+            if target not in GENERATE_TARGETS:
+                raise ConfigError(f"{k}.target: unknown target {target!r} (known: {', '.join(sorted(GENERATE_TARGETS))}; "
                                   "or template = \"path/x.j2\" for a template of the project's own)")
         generate.append(Generate(target, _relative_dir(g["output"], f"{k}.output"), template))
 

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A genspirv module table is declared (genspirv/vulkan.h needs one). */
+#define GENSPIRV_MODULE_TABLE 1
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -50,6 +53,42 @@ typedef enum genspirv_spec_type {
     GENSPIRV_SPEC_FLOAT64
 } genspirv_spec_type;
 
+/* The manifest's word for a descriptor or spec constant type ("storage_buffer", "uint32"). */
+static inline const char *genspirv_descriptor_type_name(genspirv_descriptor_type type)
+{
+    switch (type) {
+    case GENSPIRV_DESCRIPTOR_STORAGE_BUFFER: return "storage_buffer";
+    case GENSPIRV_DESCRIPTOR_UNIFORM_BUFFER: return "uniform_buffer";
+    case GENSPIRV_DESCRIPTOR_STORAGE_IMAGE: return "storage_image";
+    case GENSPIRV_DESCRIPTOR_SAMPLED_IMAGE: return "sampled_image";
+    case GENSPIRV_DESCRIPTOR_COMBINED_IMAGE_SAMPLER: return "combined_image_sampler";
+    case GENSPIRV_DESCRIPTOR_SAMPLER: return "sampler";
+    case GENSPIRV_DESCRIPTOR_UNIFORM_TEXEL_BUFFER: return "uniform_texel_buffer";
+    case GENSPIRV_DESCRIPTOR_STORAGE_TEXEL_BUFFER: return "storage_texel_buffer";
+    case GENSPIRV_DESCRIPTOR_ACCELERATION_STRUCTURE: return "acceleration_structure";
+    }
+    return "unknown";
+}
+
+static inline const char *genspirv_spec_type_name(genspirv_spec_type type)
+{
+    switch (type) {
+    case GENSPIRV_SPEC_BOOL: return "bool";
+    case GENSPIRV_SPEC_INT8: return "int8";
+    case GENSPIRV_SPEC_UINT8: return "uint8";
+    case GENSPIRV_SPEC_INT16: return "int16";
+    case GENSPIRV_SPEC_UINT16: return "uint16";
+    case GENSPIRV_SPEC_INT32: return "int32";
+    case GENSPIRV_SPEC_UINT32: return "uint32";
+    case GENSPIRV_SPEC_INT64: return "int64";
+    case GENSPIRV_SPEC_UINT64: return "uint64";
+    case GENSPIRV_SPEC_FLOAT16: return "float16";
+    case GENSPIRV_SPEC_FLOAT32: return "float32";
+    case GENSPIRV_SPEC_FLOAT64: return "float64";
+    }
+    return "unknown";
+}
+
 #define GENSPIRV_HAS_MIN_SIZE 1
 #define GENSPIRV_HAS_ARRAY_STRIDE 1
 typedef struct genspirv_binding {
@@ -88,6 +127,7 @@ typedef struct genspirv_module {
     int32_t local_size_spec_ids[3];                /* spec id of a specialised dimension; -1 if fixed */
     const genspirv_binding *bindings;              /* binding_count of them; NULL if none */
     const genspirv_spec_constant *spec_constants;  /* spec_count of them, as spec_ids; NULL if none */
+    uint32_t shared_memory;        /* bytes of workgroup memory at the spec constants' defaults */
 } genspirv_module;
 
 /* Sorted by name; genspirv_modules[genspirv_module_count] is a zeroed sentinel. */

@@ -4,10 +4,13 @@ The consumer (written to a temp folder, its shaders in a subfolder, under a
 path with a space) finds the package with ``-Dgenspirv_DIR=$(genspirv
 cmake-dir)``, links the table ``genspirv_add_shaders`` makes, and prints what
 the table holds for one module; the test compares that with the blob on disk.
-With Ninja: a second build runs no genspirv step (ninja says so); editing an
-included GLSL header reruns it and the program sees the new blob; ``ctest``
-runs ``genspirv check``, which fails once a blob is tampered with. With Unix
-Makefiles: build, run, and a no-op second build.
+With Ninja: a second build runs no genspirv step (ninja says so); a
+comment-only edit of an included GLSL header runs genspirv and nothing after
+it (the table's bytes did not change: no compile, no link); editing the
+header's code reruns it, recompiles, relinks, and the program sees the new
+blob; ``ctest`` runs ``genspirv check``, which fails once a blob is tampered
+with. With Unix Makefiles: build, run, a no-op second build, and the same
+comment-only edit recompiling nothing.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from genspirv import cmake_support
-from genspirv.cmake_support import cmake_dir
+from genspirv.emit import cmake as emit_cmake
+from genspirv.emit.cmake import cmake_dir
 
 REPO = Path(__file__).resolve().parent.parent
 CMAKE = shutil.which("cmake")
@@ -118,6 +121,17 @@ def configure(src: Path, build: Path, generator: str) -> None:
         f"-DPython3_EXECUTABLE={sys.executable}")
 
 
+def edges_run(ninja_log: str) -> list[str]:
+    """What each edge ninja ran was: the first word of its description ("Building",
+    "Linking"), or "genspirv build" for the genspirv step."""
+    edges = []
+    for line in ninja_log.splitlines():
+        m = re.match(r"\[\d+/\d+\] (.*)", line)
+        if m:
+            edges.append("genspirv build" if m.group(1).startswith("genspirv build") else m.group(1).split()[0])
+    return edges
+
+
 def program_words(build: Path) -> str:
     out = run(build / "consumer").stdout.splitlines()
     assert out[1] == "second dispatch: barrier"
@@ -161,10 +175,20 @@ def test_ninja_consumer_builds_rebuilds_on_include_edit_and_checks(tmp_path):
     assert "genspirv" not in noop.stdout + noop.stderr
     assert manifest.stat().st_mtime_ns == stamp
 
-    # An included header changes the blob: the build reruns genspirv and relinks.
-    (src / "shader dir" / "glsl" / "include" / "common.glsl").write_text("const float SCALE = 3.0;\n")
+    # A comment-only edit of the included header: genspirv runs (the header is in its
+    # depfile) and changes no byte of the table, so nothing after it runs (restat).
+    common = src / "shader dir" / "glsl" / "include" / "common.glsl"
+    common.write_text("// the scale factor\n" + COMMON)
+    comment = run(CMAKE, "--build", build)
+    assert edges_run(comment.stdout) == ["genspirv build"], comment.stdout
+    assert program_words(build) == first
+
+    # An included header changes the blob: the build reruns genspirv, recompiles and relinks
+    # (the same parse that saw nothing above sees the compile here).
+    common.write_text("const float SCALE = 3.0;\n")
     rebuild = run(CMAKE, "--build", build)
-    assert "genspirv build" in rebuild.stdout
+    edges = edges_run(rebuild.stdout)
+    assert edges[0] == "genspirv build" and "Building" in edges and "Linking" in edges, rebuild.stdout
     second = program_words(build)
     assert second == blob_words(src) and second != first
 
@@ -189,9 +213,16 @@ def test_makefiles_consumer_builds_in_source_and_noop_rebuilds(tmp_path):
     assert program_words(src) == blob_words(src)
     noop = run(CMAKE, "--build", src)
     assert not re.search(r"genspirv build \(", noop.stdout), noop.stdout
-    (src / "shader dir" / "glsl" / "include" / "common.glsl").write_text("const float SCALE = 5.0;\n")
+    common = src / "shader dir" / "glsl" / "include" / "common.glsl"
+    # Comment only: genspirv runs, the table's copies keep their timestamps, make compiles nothing.
+    common.write_text("// the scale factor\n" + COMMON)
+    comment = run(CMAKE, "--build", src)
+    assert re.search(r"genspirv build \(", comment.stdout), comment.stdout
+    assert not re.search(r"Building|Linking", comment.stdout), comment.stdout
+    common.write_text("const float SCALE = 5.0;\n")
     rebuild = run(CMAKE, "--build", src)
     assert re.search(r"genspirv build \(", rebuild.stdout), rebuild.stdout
+    assert re.search(r"Building C\S* object .*kernels\.c", rebuild.stdout), rebuild.stdout
     assert program_words(src) == blob_words(src)
 
 
@@ -207,6 +238,42 @@ def test_configure_fails_clearly_when_python_lacks_genspirv(tmp_path):
     assert "cannot import genspirv" in proc.stderr and str(fake) in proc.stderr
 
 
+@pytest.mark.slow
+@needs_cmake
+@pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja (apt-get install ninja-build)")
+def test_committed_table_builds_without_the_shader_compiler(tmp_path):
+    """GENSPIRV_COMPILE_SHADERS=OFF: the committed table as it is, no genspirv step, no check test."""
+    src = make_consumer(tmp_path)
+    run(sys.executable, "-m", "genspirv", "--root", src / "shader dir", "build", "-q")
+    before = {p: p.read_bytes() for p in (src / "shader dir").rglob("*") if p.is_file() and ".genspirv" not in p.parts}
+    build = tmp_path / "build"
+    run(CMAKE, "-S", src, "-B", build, "-G", "Ninja", f"-Dgenspirv_DIR={cmake_dir()}",
+        f"-DPython3_EXECUTABLE={sys.executable}", "-DGENSPIRV_COMPILE_SHADERS=OFF")
+    log = run(CMAKE, "--build", build).stdout
+    assert edges_run(log).count("genspirv build") == 0 and "Linking" in edges_run(log), log
+    assert program_words(build) == blob_words(src)
+    assert "No tests were found" in run("ctest", cwd=build, ok=False).stdout + run("ctest", cwd=build, ok=False).stderr
+    after = {p: p.read_bytes() for p in (src / "shader dir").rglob("*") if p.is_file() and ".genspirv" not in p.parts}
+    assert after == before
+
+
+@needs_cmake
+def test_configure_error_names_unknown_arguments_with_spaces(tmp_path):
+    """The usage error joins the unknown words with spaces, not CMake's list ';'."""
+    src = make_consumer(tmp_path)
+    cmakelists = src / "CMakeLists.txt"
+    cmakelists.write_text(cmakelists.read_text().replace('ROOT "shader dir")', 'ROOT "shader dir" SOURCES a.comp)'))
+    proc = run(CMAKE, "-S", src, "-B", tmp_path / "b", f"-Dgenspirv_DIR={cmake_dir()}",
+               f"-DPython3_EXECUTABLE={sys.executable}", ok=False)
+    assert proc.returncode != 0
+    assert "unknown arguments: SOURCES a.comp (usage:" in proc.stderr, proc.stderr
+    assert "SOURCES;a.comp" not in proc.stderr
+    cmakelists.write_text(CMAKELISTS.replace('ROOT "shader dir"', "ROOT"))
+    proc = run(CMAKE, "-S", src, "-B", tmp_path / "c", f"-Dgenspirv_DIR={cmake_dir()}",
+               f"-DPython3_EXECUTABLE={sys.executable}", ok=False)
+    assert proc.returncode != 0 and "ROOT needs a folder" in proc.stderr, proc.stderr
+
+
 def test_wheel_ships_the_cmake_package_and_the_header():
     try:
         import tomllib
@@ -215,8 +282,10 @@ def test_wheel_ships_the_cmake_package_and_the_header():
     from fnmatch import fnmatch
     patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["genspirv"]
     package = REPO / "genspirv"
-    files = [*cmake_dir().glob("*.cmake"), cmake_support.include_dir() / "genspirv" / "hazards.h"]
-    assert len(files) == 3
+    headers = emit_cmake.include_dir() / "genspirv"
+    files = [*cmake_dir().glob("*.cmake"), headers / "hazards.h", headers / "vulkan.h",
+             *(headers / "vulkan").glob("*.h")]
+    assert len(files) == 8
     for f in files:
         assert any(fnmatch(f.relative_to(package).as_posix(), p) for p in patterns), f
 
@@ -225,10 +294,10 @@ def test_wheel_ships_the_cmake_package_and_the_header():
 
 
 def test_make_escape():
-    assert cmake_support.make_escape("/a b/c#d$e") == "/a\\ b/c\\#d$$e"
+    assert emit_cmake.make_escape("/a b/c#d$e") == "/a\\ b/c\\#d$$e"
     for bad in ("/a\nb", "/a\\b"):
-        with pytest.raises(cmake_support.OutputError, match="depfile"):
-            cmake_support.make_escape(bad)
+        with pytest.raises(emit_cmake.OutputError, match="depfile"):
+            emit_cmake.make_escape(bad)
 
 
 def depfile_project(tmp: Path, generate: str = "", extra: str = "") -> Path:
@@ -247,15 +316,15 @@ def test_depfile_lists_sources_includes_folders_config_and_templates(tmp_path):
     (root / "t" / "x.j2").write_text("{{ banner }}\n")
     config = load_config(root)
     # No manifest with `depends` yet: every file under glsl_dir counts.
-    assert cmake_support.depfile_inputs(config) == sorted([
+    assert emit_cmake.depfile_inputs(config) == sorted([
         root / "glsl", root / "glsl" / "include", root / "glsl" / "include" / "common.glsl",
         root / "glsl" / "notes.txt", root / "glsl" / "scale.comp", root / "pyproject.toml", root / "t" / "x.j2"])
     # A manifest recording `depends` narrows the files to those.
     (root / "manifests").mkdir()
     (root / "manifests" / "shaders.json").write_text(
         '{"shaders": [{"name": "scale", "depends": ["glsl/scale.comp", "glsl/include/common.glsl"]}]}')
-    assert root / "glsl" / "notes.txt" not in cmake_support.depfile_inputs(config)
-    assert root / "glsl" / "include" / "common.glsl" in cmake_support.depfile_inputs(config)
+    assert root / "glsl" / "notes.txt" not in emit_cmake.depfile_inputs(config)
+    assert root / "glsl" / "include" / "common.glsl" in emit_cmake.depfile_inputs(config)
 
 
 def test_build_depfile_option_writes_make_syntax(tmp_path):
@@ -269,5 +338,5 @@ def test_build_depfile_option_writes_make_syntax(tmp_path):
     target, _, deps = text.partition(":")
     assert target == str(tmp_path / "out" / "k.stamp").replace(" ", "\\ ")
     words = [w.replace("\\ ", " ") for w in re.split(r"(?<!\\) ", deps.replace("\\\n", " ")) if w.strip()]
-    assert [Path(w.strip()) for w in words] == cmake_support.depfile_inputs(load_config(root))
+    assert [Path(w.strip()) for w in words] == emit_cmake.depfile_inputs(load_config(root))
     assert str(root / "glsl" / "include" / "common.glsl").replace(" ", "\\ ") in text

@@ -9,7 +9,11 @@
 # 3. genspirv bench kernel (mul_mat_vec against the measured peak bandwidth), and
 #    tools/decode_positions.py (recorded decode steps at new positions against the same again);
 # 4. genspirv bench demo --roofline at three model sizes (f32) and the largest with f16
-#    weights.
+#    weights;
+# 5. examples/c-backend, the worked C backend on genspirv/vulkan.h: built with cmake from its
+#    committed table (GENSPIRV_COMPILE_SHADERS=OFF: no shader compiler here), its CTest runs
+#    under sync validation, each barrier policy's values on the GPU, and genspirv bench
+#    c-backend (host time per recorded dispatch, C beside the Python runtime).
 # Each step has its own time limit; logs and JSON go to $OUT (default /tmp/genspirv-gpu).
 # On a bare image it first sources .gl/enter.sh (Vulkan loader, validation layers and
 # wheels carried in .gl/ and .whl/).
@@ -52,4 +56,16 @@ demo 60 7 1024 "--layers 8 --dim 1024 --heads 16 --kv-heads 4 --ffn 2816 --vocab
 demo 80 7 2048 "--layers 8 --dim 2048 --heads 16 --kv-heads 4 --ffn 5632 --vocab 32000 --tokens 16"
 demo 90 3 4096 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8"
 demo 130 3 4096_f16 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8 --f16"
+cgen=Ninja; command -v ninja >/dev/null || cgen="Unix Makefiles"
+cbuild="$OUT/c-backend-build"
+step 180 c_backend_build.log sh -c "cmake -S examples/c-backend -B '$cbuild' -G '$cgen' -DCMAKE_BUILD_TYPE=Release \
+  -Dgenspirv_DIR=\"\$(python3 -m genspirv cmake-dir)\" -DPython3_EXECUTABLE=\"\$(command -v python3)\" \
+  -DGENSPIRV_COMPILE_SHADERS=OFF && cmake --build '$cbuild'"
+step 120 c_backend_ctest.log ctest --test-dir "$cbuild" --output-on-failure
+for policy in smart always; do   # values on the GPU: exact under both
+  step 60 "c_backend_$policy.log" "$cbuild/c_backend" --policy "$policy" --layers 16 --n 2048
+done
+# No barriers: wrong values are what it shows on a GPU, so its exit status is not a failure.
+step 60 c_backend_none.log sh -c "'$cbuild/c_backend' --policy none --layers 16 --n 2048 || true"
+step 120 c_backend_bench.log python3 -m genspirv bench c-backend --json "$OUT/c_backend_h200.json"
 exit $status

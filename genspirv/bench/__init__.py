@@ -24,6 +24,9 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``compilers`` — ``compiler_suite``: feature-gated variants (coopmat2, integer dot,
   bfloat16, fp8, fp4) that glslang 13.1.1 and slang-glslang each build, and the
   time per variant of each (needs the ``slang-glslang`` extra and a checkout).
+- ``c-backend`` — ``c_backend_suite``: host time per recorded dispatch of the worked C
+  backend (``examples/c-backend``, ``genspirv/vulkan.h``) beside the Python runtime on the
+  same graph and device.
 
 ``--quick`` gives the smallest honest run of each suite.
 
@@ -49,6 +52,7 @@ SUITES = {
     "kernel": ("kernel_suite", "bench_kernel"),
     "push": ("runtime_suite", "bench_push"),
     "compilers": ("compiler_suite", "bench_compilers"),
+    "c-backend": ("c_backend_suite", "bench_c_backend"),
 }
 
 

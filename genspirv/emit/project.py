@@ -1,4 +1,4 @@
-"""A project's own templates: a manifest and its blobs in, one rendered file out.
+"""A project's own template: a manifest and its blobs in, one rendered file out.
 
 ``render_template(manifest, template, output, blobs) -> bytes`` renders the
 jinja2 file ``template`` (a posix path relative to the manifest's root) in a
@@ -17,44 +17,21 @@ Variables (the GUIDE's "Project templates" documents them):
 - ``unavailable``: the manifest's ``unavailable`` list, or ``[]``;
 - ``toolchain``, ``banner``, ``output`` and ``template``.
 
-Filters: ``c_string``/``c_escape`` (codegen's escaping), ``c_ident``,
-``hex_bytes(per_line=16)`` and ``hex_words(per_line=8)`` (C initialiser lines).
+Filters: ``c_string``/``c_escape``, ``c_ident``, ``hex_bytes(per_line=16)``
+and ``hex_words(per_line=8)`` (``ctext``'s, the C table's own escaping).
 """
 
 from __future__ import annotations
 
-import re
 import traceback
-from typing import Iterable, Mapping
+from typing import Mapping
 
 import jinja2
 import jinja2.sandbox
 
-from .codegen import BANNER, blob_words, c_escape, c_string
-from .errors import CodegenError
-from .manifest import Manifest, manifest_to_dict
-
-
-def c_ident(text: str) -> str:
-    """``text`` as a C identifier: other characters become '_', a leading digit gets one too."""
-    ident = re.sub(r"[^A-Za-z0-9_]", "_", text)
-    return "_" + ident if not ident or ident[0].isdigit() else ident
-
-
-def _hex_lines(values: Iterable[int], digits: int, per_line: int) -> list[str]:
-    values = list(values)
-    return [", ".join(f"0x{v:0{digits}x}" for v in values[i:i + per_line])
-            for i in range(0, len(values), per_line)]
-
-
-def hex_bytes(data: bytes, per_line: int = 16) -> list[str]:
-    """``data`` as C initialiser lines of ``0xNN`` bytes (join them with ",\\n")."""
-    return _hex_lines(data, 2, per_line)
-
-
-def hex_words(words: Iterable[int], per_line: int = 8) -> list[str]:
-    """32-bit words as C initialiser lines of ``0xNNNNNNNN``."""
-    return _hex_lines(words, 8, per_line)
+from ..errors import CodegenError
+from ..manifest import Manifest, manifest_to_dict
+from .ctext import BANNER, blob_words, c_escape, c_ident, c_string, hex_bytes, hex_words
 
 
 class _OneFileLoader(jinja2.BaseLoader):

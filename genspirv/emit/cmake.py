@@ -1,7 +1,8 @@
 """What genspirv's CMake package (genspirv/cmake/) asks of genspirv.
 
 - ``cmake_dir()``: the package's folder (``genspirv cmake-dir`` prints it);
-  ``include_dir()``: the folder holding ``genspirv/hazards.h``.
+  ``include_dir()``: the folder holding ``genspirv/hazards.h`` and
+  ``genspirv/vulkan.h``.
 - ``depfile_inputs(config)`` / ``write_depfile(config, path, target)``: every
   file a build read, in Make syntax, for CMake's ``DEPFILE`` (and Ninja's):
   the union of the manifest entries' ``depends`` (the sources and their
@@ -9,7 +10,7 @@
   the folders under ``glsl_dir`` (so a new source counts), ``pyproject.toml``,
   the generator file and the project's templates. ``genspirv build --depfile
   FILE`` writes it after a successful build.
-- ``python -m genspirv.cmake_support table --root DIR``: the C table's header
+- ``python -m genspirv.emit.cmake table --root DIR``: the C table's header
   and source (absolute, one a line), or an error naming what is missing; the
   package runs it at configure time, which also proves genspirv importable.
 """
@@ -18,15 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from .config import Config
-from .errors import ConfigError, GenspirvError, OutputError
+from ..config import Config
+from ..errors import ConfigError, GenspirvError, OutputError
+from ..fsutil import atomic_write
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parent.parent
 
 
 def cmake_dir() -> Path:
@@ -89,11 +90,8 @@ def write_depfile(config: Config, path: Path, target: Optional[str] = None) -> N
         target = str(path.with_suffix("")) if path.suffix == ".d" else str(path) + ".stamp"
     text = depfile_text(str(Path(target).absolute()), depfile_inputs(config))
     # Whole or not at all: a half-written depfile would drop dependencies.
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, text.encode("utf-8"))
     except OSError as exc:
         raise OutputError(f"{path}: cannot write the depfile: {exc.strerror}") from None
 
@@ -125,7 +123,7 @@ def c_table(config: Config) -> tuple[Path, Path]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from .config import load_config
+    from ..config import load_config
     parser = argparse.ArgumentParser(prog="python -m genspirv.cmake_support")
     parser.add_argument("query", choices=["table"])
     parser.add_argument("--root", required=True)

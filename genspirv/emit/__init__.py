@@ -1,0 +1,77 @@
+"""The emitters: a manifest in, the files other build systems and languages read out.
+
+``render(target, manifest, output, blobs=None, template=None) -> {relative
+posix path: bytes}`` gives the files of one ``generate`` entry of
+``[tool.genspirv]``; build writes them atomically and check compares them byte
+for byte. Modules (each imports only the ones listed before it):
+
+- ``ctext``: C source text (escaping, identifiers, initialiser lines, a
+  blob's words), pure;
+- ``ctable``: target ``"c"``, the C/C++ table of blobs and reflection
+  (``genspirv/templates/c/``) that ``genspirv/vulkan.h`` builds pipelines from;
+- ``project``: a project's own jinja2 template (``template = "tools/x.j2"``),
+  sandboxed, into one file;
+- ``cmake``: what genspirv's CMake package (``genspirv/cmake/``) asks of
+  genspirv: its folder, the depfile of a build, the C table's paths.
+
+This module imports the renderers only when one is asked for, so the CLI's
+start-up (which needs ``cmake``'s options) does not load jinja2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path, PurePosixPath
+from typing import Mapping, Optional
+
+from ..config import GENERATE_TARGETS as TARGETS   # generate entries with `target = ...`
+from ..errors import CodegenError
+
+TEMPLATE_TARGET = "template"   # a generate entry with `template = "...j2"`
+
+Blobs = Optional[Mapping[str, bytes]]
+
+
+def check_output(output: str) -> str:
+    """``output`` must be a relative posix path prefix inside the project."""
+    p = PurePosixPath(output)
+    if (not output or output.endswith("/") or "\\" in output or p.is_absolute()
+            or ".." in p.parts or p.as_posix() != output or p.name in ("", ".")):
+        raise CodegenError(f"generate output {output!r} must be a relative posix path such as "
+                           "'manifests/shaders' (no '..', no trailing '/')")
+    return output
+
+
+def renderer_key(target: str) -> str:
+    """sha256 of what a built-in target's output is a function of besides the manifest:
+    the emitter modules and the target's templates. A build whose key changed re-renders
+    (a genspirv upgrade with a new table shape rewrites the table; check would see it)."""
+    here = Path(__file__).resolve().parent
+    files = sorted(here.glob("*.py")) + sorted((here.parent / "templates" / target).glob("*.j2"))
+    digest = hashlib.sha256(target.encode())
+    for f in files:
+        digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
+
+
+def render(target: str, manifest, output: str, blobs: Blobs = None,
+           template: Optional[str] = None) -> dict[str, bytes]:
+    """The files of one ``generate`` entry: {relative posix path: bytes}.
+
+    ``blobs`` ({variant name: bytes}) are the fresh blobs of a build not yet
+    written; a variant without one is read from the committed files. Either way
+    each is verified against its entry's size and sha256. ``template`` (a posix
+    path relative to the manifest's root) renders a project's own jinja2
+    template into the one file ``output``.
+    """
+    from .ctable import blob_of, render_c, sorted_entries
+    if template is not None or target == TEMPLATE_TARGET:
+        if template is None:
+            raise CodegenError("generate target 'template' needs a template path")
+        from .project import render_template
+        output = check_output(output)
+        every = {e.name: blob_of(manifest, e, blobs) for e in sorted_entries(manifest)}
+        return {output: render_template(manifest, template, output, every)}
+    if target not in TARGETS:
+        raise CodegenError(f"unknown generate target {target!r} (known: {', '.join(sorted(TARGETS))})")
+    return render_c(manifest, check_output(output), blobs)
