@@ -18,7 +18,7 @@ import atexit
 import vulkan as vk
 
 from ..errors import AllocationError, VulkanError
-from .hazards import Barrier
+from .hazards import Barrier, Stage
 
 ffi = vk.ffi
 NO_TIMEOUT = 0xFFFFFFFFFFFFFFFF
@@ -93,19 +93,19 @@ def fence_signalled(device, fence) -> bool:
 
 
 _STAGE_BITS = {
-    "compute": vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-    "transfer": vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-    "host": vk.VK_PIPELINE_STAGE_HOST_BIT,
+    Stage.COMPUTE: vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    Stage.TRANSFER: vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+    Stage.HOST: vk.VK_PIPELINE_STAGE_HOST_BIT,
 }
 _READ_BITS = {
-    "compute": vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_UNIFORM_READ_BIT,
-    "transfer": vk.VK_ACCESS_TRANSFER_READ_BIT,
-    "host": vk.VK_ACCESS_HOST_READ_BIT,
+    Stage.COMPUTE: vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_UNIFORM_READ_BIT,
+    Stage.TRANSFER: vk.VK_ACCESS_TRANSFER_READ_BIT,
+    Stage.HOST: vk.VK_ACCESS_HOST_READ_BIT,
 }
 _WRITE_BITS = {
-    "compute": vk.VK_ACCESS_SHADER_WRITE_BIT,
-    "transfer": vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-    "host": vk.VK_ACCESS_HOST_WRITE_BIT,
+    Stage.COMPUTE: vk.VK_ACCESS_SHADER_WRITE_BIT,
+    Stage.TRANSFER: vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+    Stage.HOST: vk.VK_ACCESS_HOST_WRITE_BIT,
 }
 
 

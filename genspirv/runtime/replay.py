@@ -24,7 +24,7 @@ from typing import Optional
 
 from ..errors import GenspirvError
 from ._vk import call, vk
-from .hazards import Access, Barrier, HazardTracker, merge_accesses
+from .hazards import Access, Barrier, BarrierPolicy, HazardTracker, merge_accesses
 from .submit import DescriptorPools
 
 
@@ -130,8 +130,8 @@ def entry_barrier(tracker: HazardTracker, graph: Graph) -> tuple[Optional[Barrie
     """The barrier to record before a run of ``graph`` (and whether one was skipped)."""
     if not tracker.pending:
         return None, False
-    if tracker.policy == "always" or (
-            tracker.policy == "smart" and any(tracker.hazards(a) for a in graph.footprint)):
+    if tracker.policy is BarrierPolicy.ALWAYS or (
+            tracker.policy is BarrierPolicy.SMART and any(tracker.hazards(a) for a in graph.footprint)):
         return tracker.barrier_all(), False
     return None, True
 
