@@ -169,14 +169,16 @@ class BufferView:
             raise ArgumentTypeError(f"a view needs a Buffer from dev.buffer(...), not "
                                     f"{describe_value(self.buffer)}")
         for what, v in (("offset", self.offset), ("size", self.size)):
-            n = whole_number(v)
-            if n is None:
-                raise ArgumentTypeError(f"{self.buffer.name}: view {what} must be a non-negative "
-                                        f"integer, not {describe_value(v)}")
-            if n < 0:
+            if v.__class__ is not int:          # a numpy integer becomes an int; else refused
+                n = whole_number(v)
+                if n is None:
+                    raise ArgumentTypeError(f"{self.buffer.name}: view {what} must be a non-negative "
+                                            f"integer, not {describe_value(v)}")
+                object.__setattr__(self, what, n)
+                v = n
+            if v < 0:
                 raise BufferRangeError(f"{self.buffer.name}: view {what} must be a non-negative "
-                                       f"integer, not {n}")
-            object.__setattr__(self, what, n)
+                                       f"integer, not {v}")
         if self.size == 0:
             raise BufferRangeError(f"{self.buffer.name}: a view of 0 bytes at offset {self.offset}")
         if self.offset + self.size > self.buffer.nbytes:
