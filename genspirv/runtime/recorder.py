@@ -41,8 +41,8 @@ class Recorder:
         self.descriptors = descriptors            # slots.DescriptorPools, or None (copies only)
         self.set_cache = descriptors.cache if descriptors is not None else None
         self.on_new_pool = on_new_pool            # told of each pool a new set came from
-        # A replay graph's: every buffer its commands touch, by uid (None for a slot,
-        # whose buffers carry the batch serial instead).
+        # A replay graph's: every buffer its copies touch, by uid (None for a slot, whose
+        # buffers carry the batch serial instead); the graph adds its dispatches' itself.
         self.touched = touched
         self.reset(serial)
 
@@ -126,10 +126,6 @@ class Recorder:
         serial = self.serial
         for b in plan_buffers:
             b.last_batch = serial
-        touched = self.touched
-        if touched is not None:
-            for b in plan_buffers:
-                touched[b.uid] = b
         if t0:
             self.profile.stop("record", t0)
         n = self.dispatches = self.dispatches + 1

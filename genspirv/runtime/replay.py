@@ -71,6 +71,13 @@ class Graph(Recorder):
         self.tail.append(access)
         return barrier, skipped
 
+    def dispatch(self, bound, plan, push: bytes, x: int, y: int, z: int, t0: int = 0) -> int:
+        """Record a dispatch (Recorder.dispatch), keeping its buffers alive with the graph."""
+        n = super().dispatch(bound, plan, push, x, y, z, t0)
+        for b in plan.buffers:
+            self.buffers[b.uid] = b
+        return n
+
     def finish(self) -> None:
         call(vk.vkEndCommandBuffer, self.command_buffer)
         # What every run checks against and leaves pending, merged once: a few
