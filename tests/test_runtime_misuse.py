@@ -181,6 +181,10 @@ def test_buffer_sizes_and_view_ranges(dev):
             call=lambda: buf.view(0, 32).view(-4, 8))
     refused(dev, ArgumentTypeError, "sub-view offset and size must be integers",
             call=lambda: buf.view(0, 32).view("0", 8))
+    for name, shown in ((None, "buffer#"), ("", "buffer#"), (3, "3")):
+        other = dev.buffer(16, name=name)
+        assert other.name.startswith(shown)
+        other.destroy()
     v = buf.view(np.int64(16), np.uint32(16))                # negative control
     assert (v.offset, v.size) == (16, 16) and type(v.offset) is int
     assert v.view(4, 8).offset == 20

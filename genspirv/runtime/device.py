@@ -252,7 +252,7 @@ class Device:
         """A device-local buffer of ``nbytes`` bytes (contents undefined until written)."""
         self._check_open()
         ctx = self._ctx
-        buf = Buffer(self.handle, ctx.mem_props, nbytes, ctx.max_allocation, str(name), ctx.families,
+        buf = Buffer(self.handle, ctx.mem_props, nbytes, ctx.max_allocation, name, ctx.families,
                      owner=self)
         buf._release = self._free_buffer
         self._buffers[buf.uid] = buf

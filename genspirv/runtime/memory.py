@@ -111,7 +111,7 @@ class Buffer:
         nbytes = size
         self.uid = next(_uids)
         self.nbytes = nbytes
-        self.name = name or f"buffer#{self.uid}"
+        self.name = str(name) if name else f"buffer#{self.uid}"
         self._device = device
         self.device = owner      # the genspirv Device it belongs to (device is the VkDevice)
         self.handle, self.memory, self.memory_type = _allocate(
