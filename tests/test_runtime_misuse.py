@@ -68,7 +68,8 @@ def abc(dev):
 def test_an_array_where_a_binding_goes_names_the_binding(dev, abc):
     a, b, c = abc
     x = np.zeros(N, np.float32)
-    msg = refused(dev, ArgumentTypeError, "kernel rt_add, binding 2 (CBuf)", "numpy array (float32, shape (100,))",
+    msg = refused(dev, ArgumentTypeError, "kernel rt_add, binding 2 (CBuf)",
+                  "numpy array (float32, shape (100,))",
                   "pass a Buffer from dev.buffer(...) or a view", "dev.upload",
                   call=lambda: dev.dispatch("rt_add", [a, b, x], groups=1, push=ADD_PUSH))
     assert "AttributeError" not in msg
@@ -110,7 +111,8 @@ def test_a_download_shape_that_does_not_fit_names_both_byte_sizes(dev, abc):
     refused(dev, BufferRangeError, "negative size", call=lambda: dev.download(c, shape=(-2, -50)))
     refused(dev, ArgumentTypeError, "shape must be an int or a tuple of ints, not 'x'",
             call=lambda: dev.download(c, shape="x"))
-    refused(dev, ArgumentTypeError, "object has no fixed-size items", call=lambda: dev.download(c, dtype=object))
+    refused(dev, ArgumentTypeError, "object has no fixed-size items",
+            call=lambda: dev.download(c, dtype=object))
     refused(dev, ArgumentTypeError, "'nope' is not a numpy dtype", call=lambda: dev.download(c, dtype="nope"))
     # Negative controls: shapes that fit, with -1 and numpy integers.
     assert dev.download(c, dtype="float64", shape=(50,)).shape == (50,)
@@ -151,8 +153,10 @@ def test_kernel_push_and_spec_of_the_wrong_type(dev, abc):
     a, b, c = abc
     refused(dev, ArgumentTypeError, "dispatch: kernel must be a kernel's name or dev.kernel(...), not int 3",
             call=lambda: dev.dispatch(3, [a, b, c], groups=1, push=ADD_PUSH))
-    refused(dev, ArgumentTypeError, "not None", call=lambda: dev.dispatch(None, [a, b, c], groups=1, push=ADD_PUSH))
-    refused(dev, ArgumentTypeError, "dev.kernel: the kernel's name must be a str", call=lambda: dev.kernel(b"rt_add"))
+    refused(dev, ArgumentTypeError, "not None",
+            call=lambda: dev.dispatch(None, [a, b, c], groups=1, push=ADD_PUSH))
+    refused(dev, ArgumentTypeError, "dev.kernel: the kernel's name must be a str",
+            call=lambda: dev.kernel(b"rt_add"))
     refused(dev, ArgumentTypeError, "kernel rt_add: push data must be bytes or a numpy array, not str",
             call=lambda: dev.dispatch("rt_add", [a, b, c], groups=1, push="1"))
     refused(dev, ArgumentTypeError, "kernel rt_add: buffers must be a list in binding order",
@@ -170,7 +174,8 @@ def test_buffer_sizes_and_view_ranges(dev):
     refused(dev, ArgumentTypeError, "buffer size must be a positive integer, not str '4'",
             call=lambda: dev.buffer("4"))
     refused(dev, ArgumentTypeError, "not float 4.0", call=lambda: dev.buffer(4.0))
-    refused(dev, BufferRangeError, "buffer size must be a positive integer, not -4", call=lambda: dev.buffer(-4))
+    refused(dev, BufferRangeError, "buffer size must be a positive integer, not -4",
+            call=lambda: dev.buffer(-4))
     buf = dev.buffer(np.int64(64), name="w")                 # a numpy integer is an integer
     assert buf.nbytes == 64 and type(buf.nbytes) is int
     refused(dev, ArgumentTypeError, "w: view offset must be a non-negative integer, not float 0.5",
@@ -216,8 +221,10 @@ def test_device_options_that_are_right(dev):
     with Device(manifest=str(rt.MANIFEST), inflight=np.int64(1), batch=3, device=0, upload="blocking",
                 barriers="always", transfer_queue="off") as d:
         assert (d.inflight, d.batch_size, d.upload_mode, d.barrier_policy) == (1, 3, "blocking", "always")
-    refused(dev, ArgumentTypeError, "batch size must be an integer", call=lambda: setattr(dev, "batch_size", "x"))
-    refused(dev, GenspirvError, "batch size must be at least 1, not 0", call=lambda: setattr(dev, "batch_size", 0))
+    refused(dev, ArgumentTypeError, "batch size must be an integer",
+            call=lambda: setattr(dev, "batch_size", "x"))
+    refused(dev, GenspirvError, "batch size must be at least 1, not 0",
+            call=lambda: setattr(dev, "batch_size", 0))
     saved = dev.batch_size
     dev.batch_size = 7
     assert dev.batch_size == 7

@@ -31,10 +31,11 @@ from .. import settings
 from ..errors import ArgumentTypeError, GenspirvError
 from ..manifest import Manifest, load_manifest
 from . import transfers
+from .args import count_option, describe_value
 from .context import Context, ValidationMessage, choose_physical_device
 from .hazards import HazardTracker, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
-from .memory import Buffer, describe_value, view_arg, whole_number
+from .memory import Buffer, view_arg
 from .observe import DeviceDebug, GpuTimer, SlotDebug, snapshot
 from .plan import DispatchPlan, bound_views, check_groups, make_plan, push_bytes
 from .profile import HostProfile
@@ -67,17 +68,6 @@ def default_manifest_path() -> Path:
     return package.parent / "manifests" / "shaders.json"
 
 
-def _count(value, what: str, lo: int, hi: Optional[int] = None) -> int:
-    """A whole-number option within [lo, hi], or one line naming it."""
-    span = f"{lo}..{hi}" if hi is not None else f"at least {lo}"
-    n = whole_number(value)
-    if n is None:
-        raise ArgumentTypeError(f"{what} must be an integer, {span}, not {describe_value(value)}")
-    if n < lo or (hi is not None and n > hi):
-        raise GenspirvError(f"{what} must be {span}, not {n}")
-    return n
-
-
 class Device:
     """One Vulkan device with a compute queue; see the module docstring and docs/GUIDE.md."""
 
@@ -95,8 +85,8 @@ class Device:
         self._manifest: Optional[Manifest] = None
         self.validation = validation
         self.validation_messages: list[ValidationMessage] = []
-        self.inflight = _count(inflight if inflight is not None else settings.get("GENSPIRV_INFLIGHT"),
-                               "inflight", 1, 4)
+        self.inflight = count_option(inflight if inflight is not None
+                                     else settings.get("GENSPIRV_INFLIGHT"), "inflight", 1, 4)
         self.batch_size = batch if batch is not None else settings.get("GENSPIRV_BATCH")
         self.upload_mode = upload or settings.get("GENSPIRV_UPLOAD")
         if self.upload_mode not in UPLOAD_MODES:
@@ -155,7 +145,7 @@ class Device:
 
     @batch_size.setter
     def batch_size(self, value: int) -> None:
-        self._batch_size = _count(value, "batch size", 1)
+        self._batch_size = count_option(value, "batch size", 1)
 
     @property
     def barrier_policy(self) -> str:

@@ -13,12 +13,12 @@ two views overlap only if they share a buffer and their ranges intersect.
 from __future__ import annotations
 
 import itertools
-import operator
 from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import AllocationError, ArgumentTypeError, BufferRangeError
 from ._vk import call, ffi, vk
+from .args import describe_value, whole_number
 from .hazards import Range
 from .sharing import check_owner
 
@@ -27,16 +27,6 @@ _uids = itertools.count(1)
 BUFFER_USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
                 | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
 STAGING_USAGE = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-
-
-def whole_number(value):
-    """``value`` as an int if it is an integer (a numpy one too; not a bool), else None."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)
-    except TypeError:
-        return None
 
 
 def pick_memory_type(mem_props, type_bits: int, want: int, prefer: int = 0) -> Optional[int]:
@@ -219,17 +209,6 @@ class BufferView:
             raise BufferRangeError(f"{self.buffer.name}: sub-view [{start}, {start + n}) "
                                    f"is outside the view of {self.size} bytes")
         return BufferView(self.buffer, self.offset + start, n)
-
-
-def describe_value(obj) -> str:
-    """What a caller passed, for a message: ``a numpy array (float32, shape (4,))``, ``str 'c'``."""
-    if obj is None:
-        return "None"
-    shape, dtype = getattr(obj, "shape", None), getattr(obj, "dtype", None)
-    if shape is not None and dtype is not None:
-        return f"a {type(obj).__module__.split('.')[0]} array ({dtype}, shape {tuple(shape)})"
-    text = repr(obj)
-    return f"{type(obj).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
 def view_arg(obj, device, what: str) -> BufferView:

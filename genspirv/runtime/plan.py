@@ -22,7 +22,8 @@ import numpy as np
 
 from ..errors import ArgumentTypeError, BufferRangeError, DispatchError
 from .hazards import Access, access_of
-from .memory import Buffer, BufferView, view_arg, whole_number
+from .args import whole_number
+from .memory import Buffer, BufferView, view_arg
 
 
 @dataclass(frozen=True)

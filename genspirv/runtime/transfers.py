@@ -26,7 +26,8 @@ from ..errors import ArgumentTypeError, BufferRangeError
 from . import _vk
 from ._vk import call, vk
 from .hazards import Access, Barrier, HazardKind, Range, Stage
-from .memory import Buffer, BufferView, StagingChunk, describe_value, whole_number
+from .args import describe_value, whole_number
+from .memory import Buffer, BufferView, StagingChunk
 from .recorder import Recorder
 from .slots import SlotState, TransferLane
 from .submission import Submission, queue_submit
