@@ -169,6 +169,12 @@ class ForeignObjectError(RuntimeCheckError):
     """A buffer, view or kernel used with a Device it does not belong to, or of a closed one."""
 
 
+class ArgumentTypeError(RuntimeCheckError, TypeError):
+    """A runtime call given the wrong kind of argument (a numpy array where a buffer
+    goes, a float group count); also a ``TypeError``. The message names the argument
+    and what to pass."""
+
+
 class WorkgroupLimitError(RuntimeCheckError):
     """A kernel's specialised workgroup size or shared memory is 0 or past the device's limits."""
 

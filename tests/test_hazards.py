@@ -309,3 +309,26 @@ def test_answers_from_memory_survive_added_pending_policy_changes_and_queries(po
             out.append(tracker.hazards(a))
         results.append(out)
     assert results[0] == results[1]
+
+
+def test_closed_sets_are_enums_that_read_as_their_names():
+    """Stages, hazard kinds and policies are enums; a member equals, hashes and prints
+    as the name people write, and an Access made with a name holds the member."""
+    from genspirv.runtime.hazards import BarrierPolicy, HazardKind, Stage
+    assert Stage("compute") is Stage.COMPUTE and Stage.HOST == "host" and f"{Stage.TRANSFER}" == "transfer"
+    assert {Stage.COMPUTE: 1}["compute"] == 1 and str(HazardKind.WAR) == "WAR"
+    write, read = Access("compute", writes=(Range(1, 0, 4),)), Access("transfer", reads=(Range(1, 0, 4),))
+    assert write.stage is Stage.COMPUTE and read.stage is Stage.TRANSFER
+    t = HazardTracker("smart")
+    assert t.policy is BarrierPolicy.SMART and t.policy == "smart"
+    t.access(write)
+    barrier, _ = t.access(read)
+    assert barrier.kinds == {"RAW"} == {HazardKind.RAW}
+    assert all(type(s) is Stage for s in barrier.src_stages | barrier.dst_stages | barrier.dst_reads)
+    t.policy = "always"
+    assert t.policy is BarrierPolicy.ALWAYS
+    # Negative controls: names outside the sets are refused in one line.
+    with pytest.raises(GenspirvError, match="unknown barrier policy 'sometimes' .known: smart, always, none"):
+        HazardTracker("sometimes")
+    with pytest.raises(GenspirvError, match="unknown access stage 'vertex'"):
+        Access("vertex")

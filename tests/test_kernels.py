@@ -17,35 +17,17 @@ from genspirv.llm import model as ref
 from genspirv.errors import DeviceFeatureError
 
 runtime = pytest.importorskip("genspirv.runtime")
+from helpers import empty_buffer, filled_buffer, read_back, seeded_normal  # noqa: E402
 
 
 # `dev`: the library device, from tests/conftest.py
-
-
-def _buf(dev, array):
-    array = np.ascontiguousarray(array)
-    b = dev.buffer(max(array.nbytes, 4))
-    dev.upload(b, array)
-    return b
-
-
-def _out(dev, n, dtype=np.float32):
-    return dev.buffer(max(n * np.dtype(dtype).itemsize, 4))
-
-
-def _get(dev, buf, n, dtype="float32"):
-    return dev.download(buf, dtype=dtype)[:n]
 
 
 def _ceil(a, b):
     return -(-a // b)
 
 
-rng = np.random.default_rng(1234)
-
-
-def _rand(*shape, dtype=np.float32):
-    return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+_rand = seeded_normal(1234)
 
 
 # -- get_rows ---------------------------------------------------------------------
@@ -57,10 +39,10 @@ def test_get_rows(dev, wt, dtype, n_cols, block):
     table = _rand(37, n_cols, dtype=dtype)
     ids = np.array([0, 36, 5, 5, 99], dtype=np.uint32)     # 99: outside, a zero row
     k = dev.kernel(f"get_rows_{wt}", spec={"BLOCK_SIZE": block})
-    dst = _out(dev, len(ids) * n_cols)
-    dev.dispatch(k, [_buf(dev, ids), _buf(dev, table), dst], groups=(_ceil(n_cols, block), len(ids), 1),
+    dst = empty_buffer(dev, len(ids) * n_cols)
+    dev.dispatch(k, [filled_buffer(dev, ids), filled_buffer(dev, table), dst], groups=(_ceil(n_cols, block), len(ids), 1),
                  push=struct.pack("<III", n_cols, len(ids), 37))
-    got = _get(dev, dst, len(ids) * n_cols).reshape(len(ids), n_cols)
+    got = read_back(dev, dst, len(ids) * n_cols).reshape(len(ids), n_cols)
     np.testing.assert_array_equal(got, ref.get_rows(table, ids))
     assert not got[4].any()
 
@@ -77,10 +59,10 @@ def test_rms_norm(dev, n, rows, block):
     x = _rand(rows, n) * 3
     w = _rand(n)
     k = dev.kernel("rms_norm", spec={"BLOCK_SIZE": block})
-    y = _out(dev, rows * n)
-    dev.dispatch(k, [_buf(dev, x), _buf(dev, w), y], groups=(rows, 1, 1),
+    y = empty_buffer(dev, rows * n)
+    dev.dispatch(k, [filled_buffer(dev, x), filled_buffer(dev, w), y], groups=(rows, 1, 1),
                  push=struct.pack("<IIf", n, rows, 1e-5))
-    np.testing.assert_allclose(_get(dev, y, rows * n).reshape(rows, n), ref.rms_norm(x, w, 1e-5),
+    np.testing.assert_allclose(read_back(dev, y, rows * n).reshape(rows, n), ref.rms_norm(x, w, 1e-5),
                                rtol=1e-5, atol=1e-5)
 
 
@@ -94,11 +76,11 @@ def test_rms_norm(dev, n, rows, block):
 def test_add_rms_norm(dev, n, rows, block):
     x, r, w = _rand(rows, n) * 3, _rand(rows, n), _rand(n)
     k = dev.kernel("add_rms_norm", spec={"BLOCK_SIZE": block})
-    h = _buf(dev, np.full(rows * n + 4, 7.0, dtype=np.float32))     # sentinels past the end
-    y = _buf(dev, np.full(rows * n + 4, 7.0, dtype=np.float32))
-    dev.dispatch(k, [_buf(dev, x), _buf(dev, r), _buf(dev, w), h, y], groups=(rows, 1, 1),
+    h = filled_buffer(dev, np.full(rows * n + 4, 7.0, dtype=np.float32))     # sentinels past the end
+    y = filled_buffer(dev, np.full(rows * n + 4, 7.0, dtype=np.float32))
+    dev.dispatch(k, [filled_buffer(dev, x), filled_buffer(dev, r), filled_buffer(dev, w), h, y], groups=(rows, 1, 1),
                  push=struct.pack("<IIf", n, rows, 1e-5))
-    got_h, got_y = _get(dev, h, rows * n + 4), _get(dev, y, rows * n + 4)
+    got_h, got_y = read_back(dev, h, rows * n + 4), read_back(dev, y, rows * n + 4)
     # The sum is one float addition per element: exactly numpy's.
     np.testing.assert_array_equal(got_h[:rows * n].reshape(rows, n), x + r)
     np.testing.assert_allclose(got_y[:rows * n].reshape(rows, n), ref.rms_norm(x + r, w, 1e-5),
@@ -128,10 +110,10 @@ def test_mul_mat_vec(dev, variant, wt, dtype, rows, cols, block, rows_per_group)
     w = _rand(rows, cols, dtype=dtype)
     x = _rand(cols)
     k = dev.kernel(f"mul_mat_vec_{wt}{variant}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": rows_per_group})
-    y = _buf(dev, np.full(rows + 8, 7.0, dtype=np.float32))   # sentinels past the last row
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=mul_mat_vec_groups(rows, rows_per_group),
+    y = filled_buffer(dev, np.full(rows + 8, 7.0, dtype=np.float32))   # sentinels past the last row
+    dev.dispatch(k, [filled_buffer(dev, w), filled_buffer(dev, x), y], groups=mul_mat_vec_groups(rows, rows_per_group),
                  push=struct.pack("<II", cols, rows))
-    got = _get(dev, y, rows + 8)
+    got = read_back(dev, y, rows + 8)
     np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-4 * np.sqrt(cols))
     assert (got[rows:] == 7.0).all(), "a row past n_rows was written"
 
@@ -150,10 +132,10 @@ def test_mul_mat_vec_silu_input(dev, variant, wt, dtype, rows, cols, block, rows
     gate[0] = -200.0        # exp(-g) overflows to +inf: silu's limit -0, not NaN
     k = dev.kernel(f"mul_mat_vec_silu_{wt}{variant}",
                    spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": rows_per_group})
-    y = _buf(dev, np.full(rows + 8, 7.0, dtype=np.float32))
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, gate), y, _buf(dev, up)],
+    y = filled_buffer(dev, np.full(rows + 8, 7.0, dtype=np.float32))
+    dev.dispatch(k, [filled_buffer(dev, w), filled_buffer(dev, gate), y, filled_buffer(dev, up)],
                  groups=mul_mat_vec_groups(rows, rows_per_group), push=struct.pack("<II", cols, rows))
-    got = _get(dev, y, rows + 8)
+    got = read_back(dev, y, rows + 8)
     want = ref.mul_mat_vec(w, ref.silu_mul(gate, up))
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got[:rows], want, rtol=1e-4, atol=1e-4 * np.sqrt(cols))
@@ -175,10 +157,10 @@ def test_mul_mat_vec_rope_output(dev, variant, wt, dtype, n_heads, head_dim, col
     rows = n_heads * head_dim
     w, x = _rand(rows, cols, dtype=dtype), _rand(cols)
     k = dev.kernel(f"mul_mat_vec_rope_{wt}{variant}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": pairs})
-    y = _buf(dev, np.full(rows + 8, 7.0, dtype=np.float32))
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=mul_mat_vec_groups(rows, 2 * pairs),
+    y = filled_buffer(dev, np.full(rows + 8, 7.0, dtype=np.float32))
+    dev.dispatch(k, [filled_buffer(dev, w), filled_buffer(dev, x), y], groups=mul_mat_vec_groups(rows, 2 * pairs),
                  push=struct.pack("<IIIIf", cols, rows, head_dim, pos, 10000.0))
-    got = _get(dev, y, rows + 8)
+    got = read_back(dev, y, rows + 8)
     plain = ref.mul_mat_vec(w, x)
     want = ref.rope(plain.reshape(n_heads, head_dim), pos, 10000.0).reshape(rows)
     # The dot products' rounding plus rope's (a few ulps of angles up to `pos` radians).
@@ -199,9 +181,9 @@ def test_mul_mat_vec_2d_grid(dev, variant):
     rows, cols = 50, 33
     w, x = _rand(rows, cols), _rand(cols)
     k = dev.kernel(f"mul_mat_vec_f32{variant}", spec={"BLOCK_SIZE": 32, "ROWS_PER_GROUP": 1})
-    y = _buf(dev, np.full(rows + 1, 7.0, dtype=np.float32))    # sentinel past the end
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=(16, 4, 1), push=struct.pack("<II", cols, rows))
-    got = _get(dev, y, rows + 1)
+    y = filled_buffer(dev, np.full(rows + 1, 7.0, dtype=np.float32))    # sentinel past the end
+    dev.dispatch(k, [filled_buffer(dev, w), filled_buffer(dev, x), y], groups=(16, 4, 1), push=struct.pack("<II", cols, rows))
+    got = read_back(dev, y, rows + 1)
     np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-4)
     assert got[rows] == 7.0
 
@@ -216,11 +198,11 @@ def test_mul_mat_vec_fewer_groups_than_blocks(dev, variant, wt, dtype, cols):
     rows, per_group = 203, 3
     w, x = _rand(rows, cols, dtype=dtype), _rand(cols)
     k = dev.kernel(f"mul_mat_vec_{wt}{variant}", spec={"BLOCK_SIZE": 64, "ROWS_PER_GROUP": per_group})
-    y = _buf(dev, np.full(rows + 1, 7.0, dtype=np.float32))
+    y = filled_buffer(dev, np.full(rows + 1, 7.0, dtype=np.float32))
     groups = mul_mat_vec_groups(rows, per_group, max_groups=5)
     assert groups == (5, 1, 1)
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=groups, push=struct.pack("<II", cols, rows))
-    got = _get(dev, y, rows + 1)
+    dev.dispatch(k, [filled_buffer(dev, w), filled_buffer(dev, x), y], groups=groups, push=struct.pack("<II", cols, rows))
+    got = read_back(dev, y, rows + 1)
     np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-3)
     assert got[rows] == 7.0
 
@@ -234,9 +216,9 @@ def test_mul_mat_vec_past_65535_groups(dev):
     assert groups == (65535, 2, 1)
     w, x = _rand(rows, cols, dtype=np.float16), _rand(cols)
     k = dev.kernel("mul_mat_vec_f16", spec={"BLOCK_SIZE": 8, "ROWS_PER_GROUP": per_group})
-    y = _buf(dev, np.full(rows + 1, 7.0, dtype=np.float32))
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y], groups=groups, push=struct.pack("<II", cols, rows))
-    got = _get(dev, y, rows + 1)
+    y = filled_buffer(dev, np.full(rows + 1, 7.0, dtype=np.float32))
+    dev.dispatch(k, [filled_buffer(dev, w), filled_buffer(dev, x), y], groups=groups, push=struct.pack("<II", cols, rows))
+    got = read_back(dev, y, rows + 1)
     np.testing.assert_allclose(got[:rows], ref.mul_mat_vec(w, x), rtol=1e-4, atol=1e-3)
     assert got[rows] == 7.0
 
@@ -296,11 +278,11 @@ def test_matmul(dev, wt, dtype, m, n, kk, tile):
     tn, tm, tk = tile or (16, 16, 16)
     spec = {"TILE_N": tn, "TILE_M": tm, "TILE_K": tk} if tile else None
     k = dev.kernel(f"matmul_{wt}", spec=spec)
-    c = _out(dev, m * n)
+    c = empty_buffer(dev, m * n)
     rows_per_thread = 4
-    dev.dispatch(k, [_buf(dev, a), _buf(dev, b), c], groups=(_ceil(n, tn), _ceil(m, tm * rows_per_thread), 1),
+    dev.dispatch(k, [filled_buffer(dev, a), filled_buffer(dev, b), c], groups=(_ceil(n, tn), _ceil(m, tm * rows_per_thread), 1),
                  push=struct.pack("<III", m, n, kk))
-    np.testing.assert_allclose(_get(dev, c, m * n).reshape(m, n), ref.matmul(a, b), rtol=1e-4,
+    np.testing.assert_allclose(read_back(dev, c, m * n).reshape(m, n), ref.matmul(a, b), rtol=1e-4,
                                atol=1e-4 * np.sqrt(kk))
 
 
@@ -312,12 +294,12 @@ def test_matmul(dev, wt, dtype, m, n, kk, tile):
 def test_rope(dev, mode, n_heads, head_dim, pos, block):
     x = _rand(n_heads, head_dim)
     k = dev.kernel(f"rope_{mode}", spec={"BLOCK_SIZE": block})
-    dst = _out(dev, x.size)
+    dst = empty_buffer(dev, x.size)
     pairs = n_heads * head_dim // 2
-    dev.dispatch(k, [_buf(dev, x), dst], groups=(_ceil(pairs, block), 1, 1),
+    dev.dispatch(k, [filled_buffer(dev, x), dst], groups=(_ceil(pairs, block), 1, 1),
                  push=struct.pack("<IIIf", n_heads, head_dim, pos, 10000.0))
     want = ref.rope(x, pos, 10000.0, neox=(mode == "neox"))
-    got = _get(dev, dst, x.size).reshape(x.shape)
+    got = read_back(dev, dst, x.size).reshape(x.shape)
     # Device sin/cos of angles up to `pos` radians: a few ulps of the angle.
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-6 * max(pos, 1) + 1e-5)
 
@@ -356,11 +338,11 @@ def test_attention(dev, n_head, n_kv_head, head_dim, n_kv, pad, block):
 
     scale = head_dim ** -0.5
     k = dev.kernel("attention", spec={"BLOCK_SIZE": block, "MAX_CTX": 512})
-    out = _out(dev, q.size)
-    dev.dispatch(k, [_buf(dev, q), _buf(dev, padded(kc)), _buf(dev, padded(vc)), out],
+    out = empty_buffer(dev, q.size)
+    dev.dispatch(k, [filled_buffer(dev, q), filled_buffer(dev, padded(kc)), filled_buffer(dev, padded(vc)), out],
                  groups=(n_head, 1, 1),
                  push=struct.pack("<IIIIIf", n_head, n_kv_head, head_dim, n_kv, stride, scale))
-    np.testing.assert_allclose(_get(dev, out, q.size).reshape(q.shape), ref.attention(q, kc, vc, scale),
+    np.testing.assert_allclose(read_back(dev, out, q.size).reshape(q.shape), ref.attention(q, kc, vc, scale),
                                rtol=1e-4, atol=1e-5)
 
 
@@ -373,10 +355,10 @@ def test_silu_mul(dev, n, block):
     g[0] = -200.0                     # exp(200) overflows: the product must be -0, not NaN
     u = _rand(n)
     k = dev.kernel("silu_mul", spec={"BLOCK_SIZE": block})
-    out = _out(dev, n)
-    dev.dispatch(k, [_buf(dev, g), _buf(dev, u), out], groups=(_ceil(n, block), 1, 1),
+    out = empty_buffer(dev, n)
+    dev.dispatch(k, [filled_buffer(dev, g), filled_buffer(dev, u), out], groups=(_ceil(n, block), 1, 1),
                  push=struct.pack("<I", n))
-    got = _get(dev, out, n)
+    got = read_back(dev, out, n)
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, ref.silu_mul(g, u), rtol=1e-5, atol=1e-6)
 
@@ -384,10 +366,10 @@ def test_silu_mul(dev, n, block):
 @pytest.mark.parametrize("n", [1, 257, 1001])
 def test_add(dev, n):
     a, b = _rand(n), _rand(n)
-    out = _out(dev, n)
-    dev.dispatch(dev.kernel("add_f32"), [_buf(dev, a), _buf(dev, b), out], groups=(_ceil(n, 256), 1, 1),
+    out = empty_buffer(dev, n)
+    dev.dispatch(dev.kernel("add_f32"), [filled_buffer(dev, a), filled_buffer(dev, b), out], groups=(_ceil(n, 256), 1, 1),
                  push=struct.pack("<I", n))
-    np.testing.assert_array_equal(_get(dev, out, n), ref.add(a, b))
+    np.testing.assert_array_equal(read_back(dev, out, n), ref.add(a, b))
 
 
 @pytest.mark.parametrize("n,block,where", [(1, 32, 0), (1000, 128, 999), (1000, 128, 3),
@@ -398,9 +380,9 @@ def test_argmax(dev, n, block, where):
     x = _rand(n)
     x[where] = 10.0
     k = dev.kernel("argmax", spec={"BLOCK_SIZE": block})
-    out = _out(dev, 1, np.uint32)
-    dev.dispatch(k, [_buf(dev, x), out], groups=(1, 1, 1), push=struct.pack("<I", n))
-    assert int(_get(dev, out, 1, "uint32")[0]) == ref.argmax(x) == where
+    out = empty_buffer(dev, 1, np.uint32)
+    dev.dispatch(k, [filled_buffer(dev, x), out], groups=(1, 1, 1), push=struct.pack("<I", n))
+    assert int(read_back(dev, out, 1, "uint32")[0]) == ref.argmax(x) == where
 
 
 def test_argmax_ties_take_the_smallest_index(dev):
@@ -408,9 +390,9 @@ def test_argmax_ties_take_the_smallest_index(dev):
     x[[5, 133, 650]] = 2.0            # in different invocations' strides
     x[[6, 7]] = 2.0                   # and in one invocation's 16-byte load
     k = dev.kernel("argmax", spec={"BLOCK_SIZE": 64})
-    out = _out(dev, 1, np.uint32)
-    dev.dispatch(k, [_buf(dev, x), out], groups=(1, 1, 1), push=struct.pack("<I", 700))
-    assert int(_get(dev, out, 1, "uint32")[0]) == ref.argmax(x) == 5
+    out = empty_buffer(dev, 1, np.uint32)
+    dev.dispatch(k, [filled_buffer(dev, x), out], groups=(1, 1, 1), push=struct.pack("<I", 700))
+    assert int(read_back(dev, out, 1, "uint32")[0]) == ref.argmax(x) == 5
 
 
 # -- 16-bit storage ------------------------------------------------------------------

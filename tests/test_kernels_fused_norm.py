@@ -21,6 +21,7 @@ from genspirv.kernel_groups import mul_mat_vec_groups
 from genspirv.llm import model as ref
 
 runtime = pytest.importorskip("genspirv.runtime")
+from helpers import filled_buffer, seeded_normal  # noqa: E402
 
 # `dev`: the library device, from tests/conftest.py
 
@@ -29,23 +30,12 @@ WEIGHTS = [("f32", np.float32), ("f16", np.float16)]
 EPS = 1e-5
 SENTINEL = 7.0
 
-rng = np.random.default_rng(4321)
-
-
-def _rand(*shape, dtype=np.float32):
-    return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
-
-
-def _buf(dev, array):
-    array = np.ascontiguousarray(array)
-    b = dev.buffer(max(array.nbytes, 4))
-    dev.upload(b, array)
-    return b
+_rand = seeded_normal(4321)
 
 
 def _y(dev, rows):
     """The output buffer, with sentinels past the last row."""
-    return _buf(dev, np.full(rows + 8, SENTINEL, dtype=np.float32))
+    return filled_buffer(dev, np.full(rows + 8, SENTINEL, dtype=np.float32))
 
 
 def _read(dev, y, rows):
@@ -81,7 +71,7 @@ def test_mul_mat_vec_norm_input(dev, variant, wt, dtype, rows, cols, block, rows
     k = dev.kernel(f"mul_mat_vec_norm_{wt}{variant}",
                    spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": rows_per_group})
     y = _y(dev, rows)
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)],
+    dev.dispatch(k, [filled_buffer(dev, w), filled_buffer(dev, x), y, filled_buffer(dev, g)],
                  groups=mul_mat_vec_groups(rows, rows_per_group), push=struct.pack("<IIfI", cols, rows, EPS, 0))
     got = _read(dev, y, rows)
     _close(got, ref.mul_mat_vec(w, ref.rms_norm(x, g, EPS)), cols)
@@ -102,7 +92,7 @@ def test_mul_mat_vec_norm_reads_eps(dev, variant, cols):
     results = {}
     for eps in (1e-6, 1e-5):
         y = _y(dev, rows)
-        dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)],
+        dev.dispatch(k, [filled_buffer(dev, w), filled_buffer(dev, x), y, filled_buffer(dev, g)],
                      groups=mul_mat_vec_groups(rows, 2), push=struct.pack("<IIfI", cols, rows, eps, 0))
         results[eps] = got = _read(dev, y, rows)
         _close(got, ref.mul_mat_vec(w, ref.rms_norm(x, g, eps)), cols)
@@ -123,7 +113,7 @@ def test_mul_mat_vec_rope_norm(dev, variant, wt, dtype, n_heads, head_dim, cols,
     w, x, g = _rand(rows, cols, dtype=dtype), _rand(cols) * 3, _norm_weight(cols)
     k = dev.kernel(f"mul_mat_vec_rope_norm_{wt}{variant}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": pairs})
     y = _y(dev, rows)
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)], groups=mul_mat_vec_groups(rows, 2 * pairs),
+    dev.dispatch(k, [filled_buffer(dev, w), filled_buffer(dev, x), y, filled_buffer(dev, g)], groups=mul_mat_vec_groups(rows, 2 * pairs),
                  push=struct.pack("<IIIIffI", cols, rows, head_dim, pos, 10000.0, EPS, 0))
     got = _read(dev, y, rows)
     product = ref.mul_mat_vec(w, ref.rms_norm(x, g, EPS))
@@ -146,7 +136,7 @@ def test_mul_mat_vec_add_output(dev, variant, wt, dtype, rows, cols, block, rows
     k = dev.kernel(f"mul_mat_vec_add_{wt}{variant}",
                    spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": rows_per_group})
     y = _y(dev, rows)
-    dev.dispatch(k, [_buf(dev, w), _buf(dev, x), y, _buf(dev, resid)],
+    dev.dispatch(k, [filled_buffer(dev, w), filled_buffer(dev, x), y, filled_buffer(dev, resid)],
                  groups=mul_mat_vec_groups(rows, rows_per_group), push=struct.pack("<II", cols, rows))
     got = _read(dev, y, rows)
     product = ref.mul_mat_vec(w, x)
@@ -167,10 +157,10 @@ def test_fused_fewer_groups_than_blocks(dev, variant, name, wt, dtype, cols):
     assert groups == (5, 1, 1)
     y = _y(dev, rows)
     if name == "norm":
-        args, push = [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)], struct.pack("<IIfI", cols, rows, EPS, 0)
+        args, push = [filled_buffer(dev, w), filled_buffer(dev, x), y, filled_buffer(dev, g)], struct.pack("<IIfI", cols, rows, EPS, 0)
         want = ref.mul_mat_vec(w, ref.rms_norm(x, g, EPS))
     else:
-        args, push = [_buf(dev, w), _buf(dev, x), y, _buf(dev, resid)], struct.pack("<II", cols, rows)
+        args, push = [filled_buffer(dev, w), filled_buffer(dev, x), y, filled_buffer(dev, resid)], struct.pack("<II", cols, rows)
         want = ref.add(resid, ref.mul_mat_vec(w, x))
     dev.dispatch(k, args, groups=groups, push=push)
     np.testing.assert_allclose(_read(dev, y, rows), want, rtol=1e-4, atol=1e-3)
@@ -188,8 +178,8 @@ def test_norm_variants_write_from_y_offset(dev, name):
     rope = "rope" in name
     results = {}
     for y_offset in (offset, 0):
-        y = _buf(dev, np.full(offset + rows + 8, SENTINEL, dtype=np.float32))
-        args = [_buf(dev, w), _buf(dev, x), y, _buf(dev, g)] + ([_buf(dev, w_up)] if "glu" in name else [])
+        y = filled_buffer(dev, np.full(offset + rows + 8, SENTINEL, dtype=np.float32))
+        args = [filled_buffer(dev, w), filled_buffer(dev, x), y, filled_buffer(dev, g)] + ([filled_buffer(dev, w_up)] if "glu" in name else [])
         push = (struct.pack("<IIIIffI", cols, rows, 4, 3, 10000.0, EPS, y_offset) if rope
                 else struct.pack("<IIfI", cols, rows, EPS, y_offset))
         dev.dispatch(k, args, groups=mul_mat_vec_groups(rows, 2 if rope else 1), push=push)
@@ -223,7 +213,7 @@ def test_fused_variants_interface(dev, name, bindings, push):
 def _run_glu(dev, name, w_gate, w_up, x, g, rows, cols, block, pairs, max_groups=None):
     k = dev.kernel(name, spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": pairs})
     y = _y(dev, rows)
-    dev.dispatch(k, [_buf(dev, w_gate), _buf(dev, x), y, _buf(dev, g), _buf(dev, w_up)],
+    dev.dispatch(k, [filled_buffer(dev, w_gate), filled_buffer(dev, x), y, filled_buffer(dev, g), filled_buffer(dev, w_up)],
                  groups=mul_mat_vec_groups(rows, pairs, max_groups=max_groups),
                  push=struct.pack("<IIfI", cols, rows, EPS, 0))
     return _read(dev, y, rows)

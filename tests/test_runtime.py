@@ -21,6 +21,7 @@ import rt  # noqa: E402
 
 from genspirv.errors import (  # noqa: E402
     AllocationError,
+    ArgumentTypeError,
     BindingCountError,
     BlobIntegrityError,
     BufferRangeError,
@@ -294,7 +295,7 @@ def test_groups_checked(dev):
     limit = dev.properties["limits"]["max_compute_work_group_count"][1]
     with pytest.raises(DispatchError, match=f"{limit + 1} groups along y, the device allows at most {limit}"):
         dev.dispatch("rt_fill", [a], groups=(1, limit + 1, 1), push=push)
-    with pytest.raises(DispatchError, match="groups must be"):
+    with pytest.raises(ArgumentTypeError, match="groups must be"):
         dev.dispatch("rt_fill", [a], groups=(1.5, 1, 1), push=push)
     assert dev.stats["dispatches"] == 0
 
@@ -451,13 +452,13 @@ def test_destroying_a_buffer_in_use_waits_for_its_work(dev):
 
 def test_bad_arguments_are_clear_errors(dev, monkeypatch):
     a = dev.buffer(64, name="x")
-    with pytest.raises(DispatchError, match="kernel rt_fill: buffers must be a list in binding order"):
+    with pytest.raises(ArgumentTypeError, match="kernel rt_fill: buffers must be a list in binding order"):
         dev.dispatch("rt_fill", a, groups=1, push=struct.pack("<If", 1, 0.0))
-    with pytest.raises(DispatchError, match="push data must be bytes or a numpy array"):
+    with pytest.raises(ArgumentTypeError, match="push data must be a dict of named members, bytes or a numpy array"):
         dev.dispatch("rt_fill", [a], groups=1, push=[1, 2])
-    with pytest.raises(BufferRangeError, match="'nope' is not a numpy dtype"):
+    with pytest.raises(ArgumentTypeError, match="'nope' is not a numpy dtype"):
         dev.download(a, dtype="nope")
-    with pytest.raises(BufferRangeError, match="upload takes a numpy array or bytes"):
+    with pytest.raises(ArgumentTypeError, match="upload takes a numpy array or bytes"):
         dev.upload(a, [1.0, 2.0])
     monkeypatch.setenv("GENSPIRV_BATCH", "lots")
     with pytest.raises(GenspirvError, match="GENSPIRV_BATCH must be a whole number of dispatches, not 'lots'"):

@@ -33,6 +33,7 @@ import rt  # noqa: E402
 
 from genspirv.errors import ForeignObjectError, GenspirvError  # noqa: E402
 from genspirv.runtime import Device  # noqa: E402
+from genspirv.runtime.recorder import Recorder  # noqa: E402
 from faults import REPO_ROOT, cli_env  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not rt.device_present(), reason="no Vulkan device")
@@ -123,25 +124,27 @@ def test_kernel_and_buffer_of_a_closed_device_are_refused():
 
 
 def _count_occupancy(monkeypatch):
-    """Instrument the critical section: every command passes Device._track while the
-    Device's lock is held; count how many threads are inside at once (sleep(0) lets
-    another thread run there if nothing stops it)."""
+    """Instrument the critical section: every dispatch and copy is recorded by a
+    Recorder while the Device's lock is held; count how many threads are inside at
+    once (sleep(0) lets another thread run there if nothing stops it)."""
     inside, peak = [0], [0]
     guard = threading.Lock()
-    original = Device._track
 
-    def track(self, rec, access):
-        with guard:
-            inside[0] += 1
-            peak[0] = max(peak[0], inside[0])
-        try:
-            time.sleep(0)
-            return original(self, rec, access)
-        finally:
+    def occupied(original):
+        def method(*args, **kwargs):
             with guard:
-                inside[0] -= 1
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            try:
+                time.sleep(0)
+                return original(*args, **kwargs)
+            finally:
+                with guard:
+                    inside[0] -= 1
+        return method
 
-    monkeypatch.setattr(Device, "_track", track)
+    for name in ("dispatch", "copy"):
+        monkeypatch.setattr(Recorder, name, occupied(getattr(Recorder, name)))
     return peak
 
 
@@ -172,6 +175,8 @@ NO_LOCK = textwrap.dedent("""\
     class NoLock:                      # the lock, removed
         def __enter__(self): return self
         def __exit__(self, *exc): return False
+        def acquire(self): return True
+        def release(self): pass
 
     t0, attempts, failures = time.monotonic(), 0, []
     dev = Device(manifest=rt.MANIFEST)

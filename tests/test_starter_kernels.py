@@ -18,27 +18,13 @@ from genspirv import spirv
 from genspirv.manifest import load_manifest
 
 runtime = pytest.importorskip("genspirv.runtime")
+from helpers import empty_buffer, filled_buffer, read_back  # noqa: E402
 
 TYPES = {"f32": np.float32, "f16": np.float16}
 rng = np.random.default_rng(20261202)
 
 
 # `dev`: the library device, from tests/conftest.py
-
-
-def upload(dev, array):
-    array = np.ascontiguousarray(array)
-    buf = dev.buffer(max(array.nbytes, 4))
-    dev.upload(buf, array)
-    return buf
-
-
-def output(dev, n, dtype):
-    return dev.buffer(max(n * np.dtype(dtype).itemsize, 4))
-
-
-def fetch(dev, buf, n, dtype):
-    return dev.download(buf, dtype=np.dtype(dtype).name)[:n]
 
 
 def groups_for(n, capped):
@@ -55,13 +41,13 @@ SIZES = [(1, False), (257, False), (70001, True)]
 def test_binary(dev, op, ty, n, capped):
     dtype = TYPES[ty]
     a, b = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
-    c = output(dev, n, dtype)
-    dev.dispatch(dev.kernel(f"{op}_{ty}"), [upload(dev, a), upload(dev, b), c],
+    c = empty_buffer(dev, n, dtype)
+    dev.dispatch(dev.kernel(f"{op}_{ty}"), [filled_buffer(dev, a), filled_buffer(dev, b), c],
                  groups=groups_for(n, capped), push=struct.pack("<I", n))
     # Computed in float32, rounded once on store.
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
     want = (a32 + b32 if op == "add" else a32 * b32).astype(dtype)
-    np.testing.assert_array_equal(fetch(dev, c, n, dtype), want)
+    np.testing.assert_array_equal(read_back(dev, c, n, dtype), want)
 
 
 @pytest.mark.parametrize("ty", TYPES)
@@ -69,11 +55,11 @@ def test_binary(dev, op, ty, n, capped):
 def test_scale(dev, ty, n, capped):
     dtype = TYPES[ty]
     x = rng.standard_normal(n).astype(dtype)
-    y = output(dev, n, dtype)
+    y = empty_buffer(dev, n, dtype)
     alpha = np.float32(-1.75)
-    dev.dispatch(dev.kernel(f"scale_{ty}"), [upload(dev, x), y], groups=groups_for(n, capped),
+    dev.dispatch(dev.kernel(f"scale_{ty}"), [filled_buffer(dev, x), y], groups=groups_for(n, capped),
                  push=struct.pack("<If", n, alpha))
-    np.testing.assert_array_equal(fetch(dev, y, n, dtype), (alpha * x.astype(np.float32)).astype(dtype))
+    np.testing.assert_array_equal(read_back(dev, y, n, dtype), (alpha * x.astype(np.float32)).astype(dtype))
 
 
 @pytest.mark.parametrize("ty", TYPES)
@@ -81,9 +67,9 @@ def test_scale(dev, ty, n, capped):
 def test_fill_writes_exactly_n(dev, ty, n, capped):
     dtype = TYPES[ty]
     sentinel = np.full(n + 5, 9.0, dtype=dtype)
-    y = upload(dev, sentinel)
+    y = filled_buffer(dev, sentinel)
     dev.dispatch(dev.kernel(f"fill_{ty}"), [y], groups=groups_for(n, capped), push=struct.pack("<If", n, 0.1))
-    got = fetch(dev, y, n + 5, dtype)
+    got = read_back(dev, y, n + 5, dtype)
     np.testing.assert_array_equal(got[:n], np.full(n, np.float32(0.1).astype(dtype)))
     np.testing.assert_array_equal(got[n:], sentinel[n:])      # the bounds check held
 
@@ -93,10 +79,10 @@ def test_fill_writes_exactly_n(dev, ty, n, capped):
 def test_copy(dev, ty, n, capped):
     dtype = TYPES[ty]
     x = rng.standard_normal(n).astype(dtype)
-    y = output(dev, n, dtype)
-    dev.dispatch(dev.kernel(f"copy_{ty}"), [upload(dev, x), y], groups=groups_for(n, capped),
+    y = empty_buffer(dev, n, dtype)
+    dev.dispatch(dev.kernel(f"copy_{ty}"), [filled_buffer(dev, x), y], groups=groups_for(n, capped),
                  push=struct.pack("<I", n))
-    np.testing.assert_array_equal(fetch(dev, y, n, dtype), x)
+    np.testing.assert_array_equal(read_back(dev, y, n, dtype), x)
 
 
 @pytest.mark.parametrize("rows,cols,block,groups", [
@@ -104,12 +90,12 @@ def test_copy(dev, ty, n, capped):
 def test_matvec(dev, rows, cols, block, groups):
     a = rng.standard_normal((rows, cols)).astype(np.float32)
     x = rng.standard_normal(cols).astype(np.float32)
-    y = output(dev, rows, np.float32)
+    y = empty_buffer(dev, rows, np.float32)
     k = dev.kernel("matvec_f32", spec={"BLOCK_SIZE": block})
-    dev.dispatch(k, [upload(dev, a), upload(dev, x), y], groups=(groups, 1, 1),
+    dev.dispatch(k, [filled_buffer(dev, a), filled_buffer(dev, x), y], groups=(groups, 1, 1),
                  push=struct.pack("<II", rows, cols))
     want = a.astype(np.float64) @ x.astype(np.float64)
-    np.testing.assert_allclose(fetch(dev, y, rows, np.float32), want, rtol=1e-4, atol=1e-4 * np.sqrt(cols))
+    np.testing.assert_allclose(read_back(dev, y, rows, np.float32), want, rtol=1e-4, atol=1e-4 * np.sqrt(cols))
 
 
 def test_f16_variants_need_only_16bit_storage():

@@ -19,7 +19,7 @@ import rt  # noqa: E402
 from genspirv.errors import GenspirvError, InFlightError  # noqa: E402
 
 from genspirv.runtime import Device  # noqa: E402
-from genspirv.runtime.submit import InFlightGuard  # noqa: E402
+from genspirv.runtime.slots import InFlightGuard, SlotState  # noqa: E402
 from genspirv.settings import get as setting  # noqa: E402
 
 
@@ -54,7 +54,7 @@ def test_slot_rotation_and_in_flight_depth():
         fills(dev, y, 256, 1)                    # the next batch retires slot 0 first
         assert dev.in_flight() == 1
         slots = dev.debug.slots
-        assert slots[0].state == "recording" and slots[1].state == "submitted"
+        assert slots[0].state is SlotState.RECORDING and slots[1].state is SlotState.SUBMITTED
         dev.synchronize()
         assert dev.stats["submits"] == 3
         clean(dev)
@@ -266,7 +266,7 @@ def test_download_drains_only_what_it_must():
         s = dev.stats
         assert s["drains"] == before["drains"]        # the open batch stayed open...
         assert s["submits"] == before["submits"] + 1  # ...and only the copy went out
-        assert dev.debug.slots[dev.debug.open_slot].state == "recording"
+        assert dev.debug.slots[dev.debug.open_slot].state is SlotState.RECORDING
         np.testing.assert_array_equal(dev.download(b), np.full(n, 6.0, np.float32))
         assert dev.stats["drains"] == before["drains"] + 1   # b was in the open batch
         # A write after the side download must still wait for its read (WAR).
@@ -391,7 +391,7 @@ def test_host_profile_from_environment(monkeypatch):
 
 
 def test_transfer_queue_decision():
-    from genspirv.runtime.submit import crossover_bytes, use_transfer_queue
+    from genspirv.runtime.transfers import crossover_bytes, use_transfer_queue
     assert crossover_bytes(20e-6, 25e9) == pytest.approx(500_000)
     assert use_transfer_queue(1 << 20, 500_000, True, True)
     assert not use_transfer_queue(400_000, 500_000, True, True)      # too small to pay
@@ -457,43 +457,49 @@ def test_every_batch_carries_its_gpu_timestamps():
 
 def test_batch_timestamps_are_read_a_run_of_pairs_per_call(monkeypatch):
     """Past a wrap of the pair ring, adjacent pairs are read in one call each run, and
-    add up to what reading pair by pair gives (the fallback when a call says not ready)."""
+    add up to what reading pair by pair gives; so does the fallback when a call says
+    not ready (each pair then read alone, waiting). The pairs are read a second time,
+    one by one, inside the binding's call."""
     from genspirv.runtime import submission
+    from genspirv.runtime._vk import ffi
 
-    calls = []
     real = submission.query_results
+    calls, singles = [], []
+
+    def pair_ticks(device, pool, first, count):
+        one = ffi.new("uint64_t[2]")
+        for k in range(0, count, 2):
+            assert real(device, pool, first + k, 2, one)       # retired: every pair is ready
+            singles.append(int(one[1]) - int(one[0]))
 
     def counting(device, pool, first, count, data):
         calls.append(count)
+        pair_ticks(device, pool, first, count)
         return real(device, pool, first, count, data)
+
+    def not_ready(device, pool, first, count, data):
+        if count == 2:          # a run's call is followed by one call per pair
+            pair_ticks(device, pool, first, count)
+        return False
 
     monkeypatch.setattr(submission, "query_results", counting)
     with device(inflight=2, batch=1) as dev:
+        ms_per_tick = dev.properties["limits"]["timestamp_period_ns"] / 1e6
         y = dev.buffer(4096)
-        sub = dev._submission
-        pairs = sub.timer_base // 2
+        pairs = max(submission.BATCH_QUERY_PAIRS, dev.inflight)
         fills(dev, y, 1024, pairs + 5)               # one batch each: the ring wraps
         dev.synchronize()
-        assert calls and max(calls) > 2 and len(calls) <= 3
-        assert dev.gpu_busy()["batches"] == pairs + 5
-        # The same retired pairs read one at a time (the not-ready fallback) sum alike.
+        assert calls and max(calls) > 2 and len(calls) <= 3     # read as the ring came round
+        busy = dev.gpu_busy()
+        assert busy["batches"] == pairs + 5
+        assert busy["ms"] == pytest.approx(sum(singles) * ms_per_tick) and busy["ms"] > 0
+        monkeypatch.setattr(submission, "query_results", not_ready)
+        singles.clear()
         fills(dev, y, 1024, 6)
         dev.synchronize()
-        unread = list(sub._unread)
-        assert len(unread) >= 4
-        one_by_one = sum(sub.query_ns(q, wait=False) for q in unread)
-        monkeypatch.setattr(submission, "query_results", lambda *a: False)
-        before = sub._gpu_busy_ns
-        sub.read_timestamps()
-        assert sub._gpu_busy_ns - before == pytest.approx(one_by_one)
-        monkeypatch.setattr(submission, "query_results", real)
-        fills(dev, y, 1024, 6)
-        dev.synchronize()
-        unread = list(sub._unread)
-        one_by_one = sum(sub.query_ns(q, wait=False) for q in unread)
-        before = sub._gpu_busy_ns
-        sub.read_timestamps()
-        assert sub._gpu_busy_ns - before == pytest.approx(one_by_one) and one_by_one > 0
+        later = dev.gpu_busy()
+        assert later["batches"] == busy["batches"] + 6 and len(singles) == 6
+        assert later["ms"] - busy["ms"] == pytest.approx(sum(singles) * ms_per_tick)
         clean(dev)
 
 
@@ -517,7 +523,7 @@ def test_a_full_descriptor_pool_grows_another(monkeypatch):
     """Drivers answer a full pool with -1000069000 (VK_ERROR_OUT_OF_POOL_MEMORY; the
     binding's constant has the wrong sign); lavapipe never runs out, so fake the answer."""
     from genspirv.runtime import _vk
-    from genspirv.runtime.submit import DescriptorPools
+    from genspirv.runtime.slots import DescriptorPools
 
     class FullFirstPool:
         def __init__(self, real):
@@ -574,22 +580,22 @@ def test_descriptor_sets_are_written_once_per_slot_then_reused():
 def test_a_cached_descriptor_set_is_never_rewritten_while_its_batch_is_in_flight(monkeypatch):
     """Every write goes to a set allocated just before it, by the slot recording; a
     slot resets its pools (when its cache is full) only after its fence signalled."""
-    from genspirv.runtime import _vk, submit
-    from genspirv.runtime.submit import DescriptorPools
+    from genspirv.runtime import _vk, slots
+    from genspirv.runtime.slots import DescriptorPools
 
-    monkeypatch.setattr(submit, "CACHED_DESCRIPTOR_SETS", 5)   # resets within the test
+    monkeypatch.setattr(slots, "CACHED_DESCRIPTOR_SETS", 5)   # resets within the test
     writes, resets = [], []
     real_write, real_reset = _vk.write_buffer_descriptors, DescriptorPools.reset
 
     with device(inflight=2, batch=3) as dev:
         def in_flight_sets():
-            return {h for s in dev.debug.slots if s.state == "submitted" and not s.signalled
+            return {h for s in dev.debug.slots if s.state is SlotState.SUBMITTED and not s.signalled
                     for sets in s.descriptor_sets for h in _set_handles(sets)}
 
         def write(device_, sets, bindings, types, views):
             handles = _set_handles(sets)
             owner = next(s for s in dev.debug.slots if any(v is sets for v in s.descriptor_sets)
-                         or s.state == "recording")
+                         or s.state is SlotState.RECORDING)
             writes.append((handles, owner.state, bool(set(handles) & in_flight_sets())))
             real_write(device_, sets, bindings, types, views)
 
@@ -610,7 +616,7 @@ def test_a_cached_descriptor_set_is_never_rewritten_while_its_batch_is_in_flight
         np.testing.assert_array_equal(dev.download(big),
                                       np.repeat(np.arange(11, 18, dtype=np.float32), n))
         assert writes and resets                   # both paths ran
-        assert all(state == "recording" and not hit for _, state, hit in writes)
+        assert all(state is SlotState.RECORDING and not hit for _, state, hit in writes)
         assert all(resets)                         # every reset came after the fence
         # (and the layer reports a pool reset or a set update while in use: clean() below)
         assert dev.stats["descriptor_updates"] == len(writes) < dev.stats["dispatches"]
@@ -644,15 +650,15 @@ def test_push_constants_are_recorded_again_unless_the_same_bytes_went_through_th
     through it is not pushed again; other bytes (even equal ones), another layout or
     a new batch push again. A skipped push would leave the previous values: the
     results below tell them apart, and the pushes are counted at the binding."""
-    from genspirv.runtime import device as device_module
+    from genspirv.runtime import recorder
     pushed = []
-    real = device_module.cmd_push_constants
+    real = recorder.cmd_push_constants
 
     def counting(cb, layout, stages, offset, size, data):
         pushed.append((layout, bytes(data)))
         real(cb, layout, stages, offset, size, data)
 
-    monkeypatch.setattr(device_module, "cmd_push_constants", counting)
+    monkeypatch.setattr(recorder, "cmd_push_constants", counting)
     with device(batch=1 << 20) as dev:
         n = 256
         x, y, z, w = (dev.buffer(4 * n) for _ in range(4))

@@ -43,7 +43,7 @@ PY
 step 150 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests/test_runtime.py \
   tests/test_submit.py tests/test_starter_kernels.py tests/test_kernels.py tests/test_demo.py \
   tests/test_reliability_runtime.py tests/test_runtime_trust.py tests/test_runtime_sharing.py \
-  tests/test_spec_ids.py tests/test_hazards.py
+  tests/test_spec_ids.py tests/test_hazards.py tests/test_runtime_misuse.py
 step 70 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
 step 60 kernel.log python3 -m genspirv bench kernel --json "$OUT/kernel_h200.json"
 step 90 positions.log python3 tools/decode_positions.py --host-profile --json "$OUT/decode_positions_h200.json"

@@ -53,23 +53,21 @@ MUTATIONS = {
          "return tuple(((r.memory, r.offset, r.size), r.offset, r.offset + r.size)"),
     ]),
     "flush": ("clear the pending sets at each flush or submit", [
-        ("genspirv/runtime/device.py",
-         '            self._submission.submit(slot)\n',
-         '            self._submission.submit(slot)\n            self._tracker.clear()\n'),
+        ("genspirv/runtime/submission.py",
+         '            self.submit(slot)\n',
+         '            self.submit(slot)\n            self.tracker.clear()\n'),
     ]),
     "slots": ("collapse every slot onto one descriptor pool and one staging allocation", [
-        ("genspirv/runtime/submit.py",
+        ("genspirv/runtime/slots.py",
          "        self.descriptors = DescriptorPools(device)\n"
-         "        self.set_cache = self.descriptors.cache     # the dispatch path's one lookup\n"
          "        self.staging = StagingArena(device, mem_props, max_allocation, families)\n",
          "        shared = _SHARED.setdefault(str(device), (DescriptorPools(device),\n"
          "                                    StagingArena(device, mem_props, max_allocation, families)))\n"
-         "        self.descriptors, self.staging = shared\n"
-         "        self.set_cache = self.descriptors.cache\n"),
-        ("genspirv/runtime/submit.py",
+         "        self.descriptors, self.staging = shared\n"),
+        ("genspirv/runtime/slots.py",
          "STAGING_CHUNK = 4 << 20\n", "STAGING_CHUNK = 4 << 20\n_SHARED = {}\n"),
         # Shared objects must be destroyed once only.
-        ("genspirv/runtime/submit.py",
+        ("genspirv/runtime/slots.py",
          "        self.descriptors.destroy()\n        self.staging.destroy()\n        vk.vkDestroyFence",
          "        if _SHARED.pop(str(self._device), None) is not None:\n"
          "            self.descriptors.destroy()\n            self.staging.destroy()\n"

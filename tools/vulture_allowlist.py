@@ -27,6 +27,7 @@ _.interface          # reflect.EntryPoint: the entry point's interface ids, as S
 _.warnings           # toolchain.CompileOutput: glslang's other output, kept for the caller
 _.memory_type        # runtime.memory.Buffer: the memory type index it was allocated from
 _._whole             # runtime.memory: the cached whole-buffer view (set through obj.__dict__)
+_.NONE               # runtime.hazards.BarrierPolicy: chosen by its value, "none" (tests, GENSPIRV_BARRIERS)
 
 # Public API the docs name (docs/GUIDE.md, docs/RULES.md#stable-names): users call it, no code here has to.
 _.generator_tool     # spirv.Module

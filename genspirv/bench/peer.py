@@ -57,7 +57,7 @@ import numpy as np
 
 from .harness import BenchError, paired_order
 
-# The entry points Device.dispatch records with (genspirv.runtime._vk, bound once).
+# The entry points Recorder.dispatch records with (genspirv.runtime._vk, bound once).
 DISPATCH_CALLS = ("cmd_bind_pipeline", "cmd_bind_descriptor_sets", "cmd_push_constants", "cmd_dispatch",
                   "cmd_pipeline_barrier")
 
@@ -219,22 +219,22 @@ class GenspirvArm:
 
 @contextmanager
 def vulkan_calls_left_out():
-    """Within: ``Device.dispatch`` does everything but its Vulkan calls.
+    """Within: ``Device.dispatch`` does everything but its Vulkan calls (the recorder's).
 
     The commands it would have recorded are missing from the open batch, so the
     caller submits that batch (``dev.synchronize()``) before anything real is
     recorded again or read back.
     """
-    from ..runtime import device
+    from ..runtime import recorder
 
-    saved = {name: getattr(device, name) for name in DISPATCH_CALLS}
+    saved = {name: getattr(recorder, name) for name in DISPATCH_CALLS}
     try:
         for name in DISPATCH_CALLS:
-            setattr(device, name, _no_call)
+            setattr(recorder, name, _no_call)
         yield
     finally:
         for name, fn in saved.items():
-            setattr(device, name, fn)
+            setattr(recorder, name, fn)
 
 
 def _no_call(*args) -> None:

@@ -3,9 +3,10 @@
 ``Device`` (device.py) is the entry point; the Vulkan instance and device come
 from context.py, kernels from manifest entries (kernel.py), buffers and
 staging from memory.py, barriers from the pure ``HazardTracker``
-(hazards.py), every queue submission from submission.py (slots in
-submit.py), uploads and downloads from transfers.py, capture and replay from
-replay.py, host timing from profile.py.
+(hazards.py), every recorded command from recorder.py, every queue submission
+from submission.py (the in-flight slots in slots.py), uploads and downloads
+from transfers.py, capture and replay from replay.py, host timing from
+profile.py. docs/ARCHITECTURE.md lists the layers.
 
 The public names load on first use, so ``import genspirv.runtime.hazards``
 (pure Python) loads neither Vulkan nor numpy.

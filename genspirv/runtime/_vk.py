@@ -18,7 +18,7 @@ import atexit
 import vulkan as vk
 
 from ..errors import AllocationError, VulkanError
-from .hazards import Barrier
+from .hazards import Barrier, Stage
 
 ffi = vk.ffi
 NO_TIMEOUT = 0xFFFFFFFFFFFFFFFF
@@ -93,19 +93,19 @@ def fence_signalled(device, fence) -> bool:
 
 
 _STAGE_BITS = {
-    "compute": vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-    "transfer": vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-    "host": vk.VK_PIPELINE_STAGE_HOST_BIT,
+    Stage.COMPUTE: vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    Stage.TRANSFER: vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+    Stage.HOST: vk.VK_PIPELINE_STAGE_HOST_BIT,
 }
 _READ_BITS = {
-    "compute": vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_UNIFORM_READ_BIT,
-    "transfer": vk.VK_ACCESS_TRANSFER_READ_BIT,
-    "host": vk.VK_ACCESS_HOST_READ_BIT,
+    Stage.COMPUTE: vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_UNIFORM_READ_BIT,
+    Stage.TRANSFER: vk.VK_ACCESS_TRANSFER_READ_BIT,
+    Stage.HOST: vk.VK_ACCESS_HOST_READ_BIT,
 }
 _WRITE_BITS = {
-    "compute": vk.VK_ACCESS_SHADER_WRITE_BIT,
-    "transfer": vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-    "host": vk.VK_ACCESS_HOST_WRITE_BIT,
+    Stage.COMPUTE: vk.VK_ACCESS_SHADER_WRITE_BIT,
+    Stage.TRANSFER: vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+    Stage.HOST: vk.VK_ACCESS_HOST_WRITE_BIT,
 }
 
 
@@ -160,7 +160,7 @@ def _raise(result: int, name: str) -> None:
 # hash of six frozensets; the entry holds the Barrier, so its id is never reused.
 _BARRIER_STRUCTS: dict[int, tuple] = {}
 _cmd_pipeline_barrier = _lib.vkCmdPipelineBarrier
-# For Device.dispatch, which records a barrier without a call of its own:
+# For the recorder, which records a barrier with the loader's entry point itself:
 # ``made = BARRIER_STRUCTS.get(id(b)) or barrier_struct(b)``, then
 # ``cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, NULL, 0, NULL)``.
 BARRIER_STRUCTS = _BARRIER_STRUCTS
@@ -178,17 +178,12 @@ def barrier_struct(b: Barrier) -> tuple:
     return made
 
 
-def cmd_barrier(cb, b: Barrier) -> None:
-    made = _BARRIER_STRUCTS.get(id(b)) or barrier_struct(b)
-    _cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, _NULL, 0, _NULL)
-
-
 def cmd_copy(cb, src, dst, src_offset: int, dst_offset: int, size: int) -> None:
     region = ffi.new("VkBufferCopy*", {"srcOffset": src_offset, "dstOffset": dst_offset, "size": size})
     _lib.vkCmdCopyBuffer(cb, src, dst, 1, region)
 
 
-# Recording a dispatch (Device.dispatch): the loader's entry points themselves,
+# Recording a dispatch (Recorder.dispatch): the loader's entry points themselves,
 # called with the pipeline, set array and push bytes the caller keeps: a Python
 # function around the four calls cost as much as one of them.
 cmd_bind_pipeline = _lib.vkCmdBindPipeline
@@ -230,6 +225,14 @@ def end(cb, query_pool=None, last_query: int = 0) -> None:
     if query_pool is not None:
         _cmd_write_timestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, last_query)
     _check(_lib.vkEndCommandBuffer(cb), "vkEndCommandBuffer")
+
+
+def cmd_timestamp(cb, query_pool, query: int, reset: bool = False) -> None:
+    """Write a timestamp into ``query`` when everything before it has finished
+    (first resetting it and the query after it, when ``reset``)."""
+    if reset:
+        _cmd_reset_query_pool(cb, query_pool, query, 2)
+    _cmd_write_timestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, query)
 
 
 def queue_submit(queue, command_buffers, fence, wait=(), signal=()) -> None:

@@ -11,12 +11,17 @@ device and the instance. No batches, buffers or kernels live here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Literal, Optional, Sequence, Union, get_args
 
-from ..errors import DeviceFeatureError, GenspirvError
+from ..errors import ArgumentTypeError, DeviceFeatureError, GenspirvError
 from . import _vk
 from ._vk import call, ffi, vk
 
+# Device(transfer_queue=...): a transfer-only queue family when there is one, none,
+# or (tests only) the compute queue standing in for one, so the semaphore path runs
+# on a device without a transfer-only family.
+TransferQueueMode = Literal["auto", "off", "same"]
+TRANSFER_QUEUE_MODES: tuple[str, ...] = get_args(TransferQueueMode)
 _SYNC_VALIDATION = vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
 _DEVICE_TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
                      vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
@@ -64,8 +69,15 @@ def choose_physical_device(candidates: Sequence[tuple[str, int]], wanted: Option
 class Context:
     """Instance, physical device and logical device of one ``Device``."""
 
-    def __init__(self, *, validation: bool, wanted: Optional[str], transfer_mode: str,
+    def __init__(self, *, validation: bool, wanted: Union[str, int, None], transfer_mode: TransferQueueMode,
                  on_message: Callable[[ValidationMessage], None], robust: bool = False):
+        if transfer_mode not in TRANSFER_QUEUE_MODES:
+            raise GenspirvError(f"transfer_queue must be auto, off or same, not {transfer_mode!r}")
+        if wanted is not None:
+            if isinstance(wanted, bool) or not isinstance(wanted, (str, int)):
+                raise ArgumentTypeError(f"device must be an index or a name substring, not "
+                                        f"{type(wanted).__name__} {wanted!r}")
+            wanted = str(wanted)
         self.validation = validation
         self.robust = robust
         self._on_message = on_message

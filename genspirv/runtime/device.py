@@ -6,17 +6,21 @@ buffers, transfers and dispatches recorded into in-flight slots, with a
 barrier recorded only where the hazard tracker proves one is needed, and
 counters (``dev.stats``) that say what the mechanism did.
 
-The work is done elsewhere: context.py opens the Vulkan device, submission.py
-owns the slots and every queue submission, transfers.py the uploads, copies
-and downloads, plan.py the checks of a dispatch's arguments, hazards.py the
-barrier decisions. ``dev.debug`` is a read-only snapshot of the mechanism for
-tests and diagnostics.
+The work is done elsewhere: context.py opens the Vulkan device, plan.py and
+memory.py check what a call is given, recorder.py records every command (into
+the open batch's slot, or into a replay graph while ``dev.record()`` is
+open), submission.py owns the slots (slots.py) and every queue submission,
+transfers.py the uploads, copies and downloads, hazards.py the barrier
+decisions. A method here checks its arguments, takes the lock, picks the
+recorder and calls it. ``dev.debug`` is a read-only snapshot of the mechanism
+for tests and diagnostics.
 """
 
 from __future__ import annotations
 
 import atexit
 import itertools
+import os
 import sys
 import threading
 from contextlib import contextmanager
@@ -24,22 +28,22 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .. import settings
-from ..errors import DispatchError, GenspirvError
+from ..errors import ArgumentTypeError, GenspirvError
 from ..manifest import Manifest, load_manifest
-from ._vk import (BARRIER_STRUCTS, BIND_POINT_COMPUTE, NULL, STAGE_COMPUTE, barrier_struct, cmd_barrier,
-                  cmd_bind_descriptor_sets, cmd_bind_pipeline, cmd_dispatch, cmd_pipeline_barrier,
-                  cmd_push_constants, vk)
+from . import transfers
+from .args import count_option, describe_value
 from .context import Context, ValidationMessage, choose_physical_device
-from .hazards import Access, Barrier, HazardTracker, check_policy
+from .hazards import HazardTracker, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
-from .memory import Buffer, BufferView
+from .memory import Buffer, view_arg
 from .observe import DeviceDebug, GpuTimer, SlotDebug, snapshot
-from .plan import DispatchPlan, check_groups, make_plan, push_bytes
+from .plan import DispatchPlan, bound_views, check_groups, make_plan, push_bytes
 from .profile import HostProfile
 from .replay import Graph, submit_run
-from .sharing import check_dispatch_owners, serialised, serialised_context
+from .sharing import check_owner, serialised, serialised_context
+from .slots import SlotState
 from .submission import Submission
-from .transfers import Transfers
+from .transfers import UPLOAD_MODES, UploadMode
 
 COUNTERS = ("dispatches", "barriers", "barriers_skipped", "submits", "fence_waits",
             "staged_uploads", "blocking_uploads", "flushes", "drains", "replays",
@@ -47,6 +51,7 @@ COUNTERS = ("dispatches", "barriers", "barriers_skipped", "submits", "fence_wait
 
 # Dispatch plans kept (kernel x bound buffers); past this the cache starts afresh.
 MAX_PLANS = 4096
+_RECORDING = SlotState.RECORDING
 
 _device_numbers = itertools.count(1)
 
@@ -63,28 +68,28 @@ def default_manifest_path() -> Path:
     return package.parent / "manifests" / "shaders.json"
 
 
-class Device(Transfers):
-    """One Vulkan device with a compute queue; see the module docstring and docs/RULES.md."""
+class Device:
+    """One Vulkan device with a compute queue; see the module docstring and docs/GUIDE.md."""
 
     def __init__(self, manifest=None, *, validation: bool = False, device: Optional[str] = None,
                  inflight: Optional[int] = None, batch: Optional[int] = None,
-                 barriers: Optional[str] = None, upload: Optional[str] = None,
+                 barriers: Optional[str] = None, upload: Optional[UploadMode] = None,
                  host_profile: Optional[bool] = None, transfer_queue: str = "auto",
                  robust: bool = False):
         self._closed = True   # until construction completes, close() has nothing to do
         self._lock = threading.RLock()   # every public method holds it: see sharing.py
+        if manifest is not None and not isinstance(manifest, (str, os.PathLike, Manifest)):
+            raise ArgumentTypeError(f"manifest must be a path to shaders.json or a Manifest, "
+                                    f"not {describe_value(manifest)}")
         self._manifest_arg = manifest
         self._manifest: Optional[Manifest] = None
         self.validation = validation
         self.validation_messages: list[ValidationMessage] = []
-        self.inflight = inflight if inflight is not None else settings.get("GENSPIRV_INFLIGHT")
-        if not 1 <= self.inflight <= 4:
-            raise GenspirvError(f"inflight must be 1..4, not {self.inflight}")
+        self.inflight = count_option(inflight if inflight is not None
+                                     else settings.get("GENSPIRV_INFLIGHT"), "inflight", 1, 4)
         self.batch_size = batch if batch is not None else settings.get("GENSPIRV_BATCH")
-        if self.batch_size < 1:
-            raise GenspirvError(f"batch size must be at least 1, not {self.batch_size}")
         self.upload_mode = upload or settings.get("GENSPIRV_UPLOAD")
-        if self.upload_mode not in ("staged", "blocking"):
+        if self.upload_mode not in UPLOAD_MODES:
             raise GenspirvError(f"upload must be staged or blocking, not {self.upload_mode!r}")
         self._tracker = HazardTracker(check_policy(barriers or settings.get("GENSPIRV_BARRIERS")))
         if host_profile is None:
@@ -92,10 +97,6 @@ class Device(Transfers):
         self._profile = HostProfile(host_profile)
         self._profiling = self._profile.enabled      # read at every dispatch
         self._stats = {k: 0 for k in COUNTERS}
-        if transfer_queue not in ("auto", "off", "same"):
-            raise GenspirvError(f"transfer_queue must be auto, off or same, not {transfer_queue!r}")
-        # "same" (tests only) lets the compute queue stand in for a transfer queue, so the
-        # semaphore path runs on a device without a transfer-only family.
         self._ctx = ctx = Context(validation=validation,
                                   wanted=device if device is not None else settings.get("GENSPIRV_DEVICE"),
                                   transfer_mode=transfer_queue, on_message=self.validation_messages.append,
@@ -107,7 +108,7 @@ class Device(Transfers):
         self._groups_x = range(1, ctx.limits["max_compute_work_group_count"][0] + 1)
         self.label = f"Device#{next(_device_numbers)} ({ctx.properties['name']})"
         try:
-            self._submission = Submission(ctx, self.inflight, self._stats, self._profile)
+            self._submission = Submission(ctx, self.inflight, self._stats, self._profile, self._tracker)
         except BaseException:
             ctx.destroy()
             raise
@@ -117,8 +118,10 @@ class Device(Transfers):
         self._by_name: dict[str, BoundKernel] = {}     # dev.kernel(name) without spec values
         self._plans: dict[tuple, DispatchPlan] = {}
         self._buffers: dict[int, Buffer] = {}
-        self._graphs: list = []
-        self._recording = None        # the replay Graph being captured, if any
+        self._graphs: list[Graph] = []
+        self._recording: Optional[Graph] = None        # the replay Graph being captured, if any
+        self._crossover: Optional[float] = None
+        self.copy_crossover_info: Optional[dict] = None
         if self._profile.enabled:
             atexit.register(self._print_profile)
 
@@ -127,13 +130,22 @@ class Device(Transfers):
     @property
     @serialised
     def stats(self) -> dict[str, int]:
-        """A snapshot of the mechanism counters (docs/RULES.md#stable-names)."""
+        """A snapshot of the mechanism counters (their names are stable: docs/RULES.md#stable-names)."""
         return dict(self._stats)
 
     @serialised
     def reset_stats(self) -> None:
         for k in self._stats:
             self._stats[k] = 0
+
+    @property
+    def batch_size(self) -> int:
+        """Dispatches recorded into one batch before it is submitted (``GENSPIRV_BATCH``)."""
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        self._batch_size = count_option(value, "batch size", 1)
 
     @property
     def barrier_policy(self) -> str:
@@ -171,6 +183,7 @@ class Device(Transfers):
     @serialised
     def debug(self) -> DeviceDebug:
         """A read-only snapshot of the slots, the plan cache and the physical device."""
+        self._check_open()
         return snapshot(self._submission, plans=len(self._plans), max_plans=MAX_PLANS,
                         host_profile=self._profile.enabled, ctx=self._ctx, limits=self._limits)
 
@@ -178,6 +191,7 @@ class Device(Transfers):
     def gpu_busy(self) -> dict[str, float]:
         """GPU time of the batches finished so far (each batch's first to last timestamp):
         ``{"batches": n, "ms": total}``. Waits for nothing: batches still in flight count later."""
+        self._check_open()
         sub = self._submission
         sub.retire_finished()
         return {"batches": sub.gpu_batches, "ms": sub.gpu_busy_ns / 1e6}
@@ -202,6 +216,8 @@ class Device(Transfers):
     @serialised
     def kernel(self, name: str, spec: Optional[dict] = None) -> BoundKernel:
         self._check_open()
+        if not isinstance(name, str):
+            raise ArgumentTypeError(f"dev.kernel: the kernel's name must be a str, not {describe_value(name)}")
         if not spec:
             bound = self._by_name.get(name)
             if bound is not None:
@@ -252,14 +268,12 @@ class Device(Transfers):
     def dispatch(self, kernel, buffers: Sequence, groups, push=None) -> None:
         """Record one dispatch of ``kernel`` over ``buffers`` (in binding order)."""
         # The runtime's hot path: not @serialised, nor a with-statement (the plain calls
-        # cost half as much), every attribute read once into a local, and the Vulkan
-        # calls made here through the pre-bound entry points of _vk.
+        # cost half as much), every attribute read once into a local; the recorder
+        # makes the Vulkan calls.
         lock = self._lock
         lock.acquire()
         try:
-            profiling = self._profiling
-            if profiling:
-                t0 = self._profile.start()
+            t0 = self._profile.start() if self._profiling else 0
             if self._closed:
                 self._check_open()
             bound = kernel if kernel.__class__ is BoundKernel else self._bound_kernel(kernel)
@@ -276,94 +290,43 @@ class Device(Transfers):
                 push = push_bytes(push, bound.entry)
             if plan is None:
                 plan = self._make_plan(bound, key, buffers, push)
-            access, descriptor_key, layout, plan_buffers, push_size = plan.hot
-            if len(push) != push_size:
+            if len(push) != plan.push_size:
                 check_dispatch_args(bound.entry, len(buffers), len(push))
             if groups.__class__ is int and groups in self._groups_x:
                 x = groups
                 y = z = 1
             else:
                 x, y, z = check_groups(bound.name, groups, self._limits["max_compute_work_group_count"])
-            graph = self._recording
-            if graph is None:
-                rec = self._submission.open
-                if rec.state != "recording":
-                    rec = self._submission.batch()
-                if profiling:
-                    t0 = self._profile.stop("bookkeeping", t0)
-                barrier, skipped = self._tracker.access(access)
+            rec = self._recording
+            if rec is not None:
+                rec.dispatch(bound, plan, push, x, y, z, t0)
             else:
-                rec = graph
-                if profiling:
-                    t0 = self._profile.stop("bookkeeping", t0)
-                barrier, skipped = graph.track(access)
-            stats = self._stats
-            cb = rec.command_buffer
-            if barrier is not None:
-                # _record_barrier, inlined: this is the step's per-dependency cost.
-                made = BARRIER_STRUCTS.get(id(barrier)) or barrier_struct(barrier)
-                cmd_pipeline_barrier(cb, made[0], made[1], 0, 1, made[2], 0, NULL, 0, NULL)
-                rec.commands += 1
-                stats["barriers"] += 1
-            elif skipped:
-                stats["barriers_skipped"] += 1
-            if profiling:
-                t0 = self._profile.stop("record", t0)
-            pipeline = bound.pipeline
-            if pipeline is not rec.bound_pipeline:
-                cmd_bind_pipeline(cb, BIND_POINT_COMPUTE, pipeline)
-                rec.bound_pipeline = pipeline
-            if descriptor_key is not None:
-                sets = rec.set_cache.get(descriptor_key)
-                if sets is None:
-                    sets = self._descriptor_sets(rec, bound.kernel, plan)
-                if profiling:
-                    t0 = self._profile.stop("descriptors", t0)
-                # The same sets bound last stay bound (they belong to this kernel's
-                # layout, so nothing recorded since can have disturbed them).
-                if sets is not rec.bound_sets:
-                    cmd_bind_descriptor_sets(cb, BIND_POINT_COMPUTE, layout, 0, len(sets), sets, 0, NULL)
-                    rec.bound_sets = sets
-            if push_size and (push is not rec.bound_push or layout is not rec.push_layout):
-                # The same bytes object pushed last through the same layout is still in
-                # place (binding a pipeline of that layout keeps push constants).
-                # cffi passes a bytes object's own buffer as the const void*: no copy.
-                cmd_push_constants(cb, layout, STAGE_COMPUTE, 0, push_size, push)
-                rec.bound_push = push
-                rec.push_layout = layout
-            cmd_dispatch(cb, x, y, z)
-            rec.commands += 1
-            stats["dispatches"] += 1
-            serial = rec.serial
-            for b in plan_buffers:
-                b.last_batch = serial
-            if graph is not None:
-                rec.dispatches += 1
-                for b in plan_buffers:
-                    graph.buffers[b.uid] = b
-            else:
-                n = rec.dispatches = rec.dispatches + 1
-                if n >= self.batch_size:
+                slot = self._submission.open
+                if slot.state is not _RECORDING:
+                    slot = self._submission.batch()
+                if slot.recorder.dispatch(bound, plan, push, x, y, z, t0) >= self._batch_size:
                     self.flush()
-            if profiling:
-                self._profile.stop("record", t0)
         finally:
             lock.release()
 
     def _bound_kernel(self, kernel) -> BoundKernel:
         if isinstance(kernel, BoundKernel):
             return kernel
+        if not isinstance(kernel, str):
+            raise ArgumentTypeError(f"dispatch: kernel must be a kernel's name or dev.kernel(...), "
+                                    f"not {describe_value(kernel)}")
         return self.kernel(kernel)
 
     def _make_plan(self, bound: BoundKernel, key, buffers, push: bytes) -> DispatchPlan:
         """Check a kernel and buffers met for the first time; cache the plan (when hashable)."""
         k = bound.kernel
-        if isinstance(buffers, (Buffer, BufferView)) or not isinstance(buffers, (list, tuple)):
-            raise DispatchError(f"kernel {k.name}: buffers must be a list in binding order, "
-                                f"not {type(buffers).__name__}")
-        check_dispatch_owners(bound, buffers, self)
-        check_dispatch_args(k.entry, len(buffers), len(push))
-        plan = make_plan(k, buffers, self._limits)
+        if not isinstance(buffers, (list, tuple)):
+            raise ArgumentTypeError(f"kernel {k.name}: buffers must be a list in binding order, "
+                                    f"not {describe_value(buffers)}")
+        check_owner(bound, self, f"dispatch on {self.label}")
+        views = bound_views(k, buffers, self)
+        check_dispatch_args(k.entry, len(views), len(push))
+        plan = make_plan(k, views, self._limits)
         if key is not None:
             if len(self._plans) >= MAX_PLANS:
                 self._plans.clear()
@@ -371,17 +334,56 @@ class Device(Transfers):
         return plan
 
     @serialised
+    def upload(self, dst, array) -> None:
+        """Copy ``array`` into ``dst`` (buffer or view); ``array`` may be reused at once."""
+        self._check_open()
+        if self._recording is not None:
+            raise GenspirvError("upload inside dev.record(): captured work replays fixed data; "
+                                "upload before g.run() instead")
+        view = view_arg(dst, self, "upload destination")
+        data = transfers.host_bytes(array, view)
+        if data.nbytes:
+            transfers.upload(self._submission, view, data, self.upload_mode, self.copy_crossover)
+
+    @serialised
+    def copy(self, src, dst) -> None:
+        """Device-side copy of all of ``src`` to the start of ``dst``."""
+        self._check_open()
+        s = view_arg(src, self, "copy source")
+        d = view_arg(dst, self, "copy destination")
+        transfers.copy(s, d, self._recorder)
+
+    @serialised
+    def download(self, src, dtype="float32", shape=None):
+        """The contents of ``src`` (buffer or view) as a new numpy array of ``dtype``
+        (and ``shape``, if given). Waits only for what it must (see transfers.download)."""
+        self._check_open()
+        if self._recording is not None:
+            raise GenspirvError("download inside dev.record(): nothing captured has run yet")
+        view = view_arg(src, self, "download source")
+        dtype, shape = transfers.download_layout(view, dtype, shape)
+        return transfers.as_array(transfers.download(self._submission, view), dtype, shape)
+
+    @serialised
+    def copy_crossover(self) -> float:
+        """Bytes above which an upload pays for the transfer queue; measured on first use."""
+        self._check_open()
+        if self._crossover is None:
+            self.copy_crossover_info = transfers.crossover(self._submission)
+            self._crossover = self.copy_crossover_info["crossover_bytes"]
+        return self._crossover
+
+    @serialised
     def flush(self) -> None:
         """Submit the open batch (if it holds any command) and return without waiting."""
-        slot = self._submission.open_slot()
-        if slot.state == "recording" and slot.commands:
-            self._submission.submit(slot)
+        self._check_open()
+        self._submission.flush()
 
     @serialised
     def synchronize(self) -> None:
         """Submit what is open and wait until the device has finished all of it."""
         self._check_open()
-        self.flush()
+        self._submission.flush()
         last = self._submission.last_submitted
         if last is not None:
             self._submission.wait_for(last)
@@ -393,7 +395,8 @@ class Device(Transfers):
         self._check_open()
         if self._recording is not None:
             raise GenspirvError("dev.record() is already capturing")
-        graph = Graph(self)
+        graph = Graph(self.handle, self.queue_family, self._tracker.policy, self._stats, self._profile,
+                      run=self._run_graph, wait=self._wait_for_graph)
         self._recording = graph
         try:
             yield graph
@@ -414,17 +417,15 @@ class Device(Transfers):
             raise GenspirvError("gpu_timer inside dev.record() is not supported")
         sub = self._submission
         q = sub.timer_queries()
-        slot = sub.batch()
-        vk.vkCmdResetQueryPool(slot.command_buffer, sub.query_pool, q, 2)
-        vk.vkCmdWriteTimestamp(slot.command_buffer, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-                               sub.query_pool, q)
-        slot.commands += 1
-        timer = GpuTimer(self, q)
-        yield timer
-        slot = sub.batch()
-        vk.vkCmdWriteTimestamp(slot.command_buffer, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-                               sub.query_pool, q + 1)
-        slot.commands += 1
+        sub.batch().recorder.timestamp(sub.query_pool, q, reset=True)
+        yield GpuTimer(lambda: self._timer_ns(q))
+        sub.batch().recorder.timestamp(sub.query_pool, q + 1)
+
+    @serialised
+    def _timer_ns(self, first_query: int) -> float:
+        """A timer's GPU time, once everything recorded so far has finished."""
+        self.synchronize()
+        return self._submission.query_ns(first_query)
 
     # -- closing -----------------------------------------------------------------------
 
@@ -462,53 +463,26 @@ class Device(Transfers):
         print(f"genspirv host profile ({self.properties['name']}):\n{self._profile.report()}",
               file=sys.stderr)
 
-    # -- internals: recording ----------------------------------------------------------
+    def _recorder(self):
+        """Where the next command goes: the capture's graph, or the open batch's slot."""
+        return self._recording if self._recording is not None else self._submission.batch().recorder
 
     def _check_open(self) -> None:
         if self._closed:
-            raise GenspirvError("the device is closed")
+            raise GenspirvError(f"the device is closed ({self.label}); open a new Device")
 
-    def _recorder(self):
-        return self._recording if self._recording is not None else self._submission.batch()
-
-    def _track(self, rec, access: Access) -> None:
-        if rec is self._recording:
-            barrier, skipped = rec.track(access)
-        else:
-            barrier, skipped = self._tracker.access(access)
-        if barrier is not None:
-            self._record_barrier(rec, barrier)
-        elif skipped:
-            self._stats["barriers_skipped"] += 1
-
-    def _record_barrier(self, rec, barrier: Barrier) -> None:
-        cmd_barrier(rec.command_buffer, barrier)
-        rec.commands += 1
-        self._stats["barriers"] += 1
-
-    def _descriptor_sets(self, rec, k: Kernel, plan: DispatchPlan):
-        """Descriptor sets for this dispatch, or None without bindings (submit.DescriptorPools)."""
-        if not plan.views:
-            return None
-        guard = None if rec is self._recording else (
-            lambda pid: self._submission.guard.use_pool(pid, rec.index))
-        sets, written = rec.descriptors.sets_for(k, plan, guard)
-        if written:
-            self._stats["descriptor_updates"] += 1
-        return sets
-
-    # -- internals: replay -------------------------------------------------------------
+    # -- internals: replay (the graph's run and wait) ------------------------------------
 
     @serialised
-    def _run_graph(self, graph) -> None:
-        if self._closed:
-            self._check_open()
+    def _run_graph(self, graph: Graph) -> None:
+        self._check_open()
         if self._recording is not None:
             raise GenspirvError("g.run() inside dev.record(): replays cannot nest")
-        submit_run(self, graph)
+        submit_run(self._submission, graph)
 
     @serialised
-    def _wait_for_graph(self, graph) -> None:
+    def _wait_for_graph(self, graph: Graph) -> None:
         """Block until ``graph``'s latest run has finished (for its destroy)."""
-        if graph.last_seq is not None and graph.last_seq > self._submission.completed:
-            self._submission.wait_for(graph._last_slot)
+        if (not self._closed and graph.last_seq is not None
+                and graph.last_seq > self._submission.completed):
+            self._submission.wait_for(graph.last_slot)

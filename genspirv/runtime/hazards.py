@@ -23,9 +23,43 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Optional
 
-POLICIES = ("smart", "always", "none")
+
+class _Name(str, Enum):
+    """A closed set of names that are also the strings people write ("smart",
+    "RAW"): a member equals, hashes and prints as its string."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class Stage(_Name):
+    """Where an access happens: the tracker's and the barriers' stages."""
+
+    COMPUTE = "compute"
+    TRANSFER = "transfer"
+    HOST = "host"
+
+
+class HazardKind(_Name):
+    """Read after write, write after write, write after read."""
+
+    RAW = "RAW"
+    WAW = "WAW"
+    WAR = "WAR"
+
+
+class BarrierPolicy(_Name):
+    """When the tracker asks for a barrier (``GENSPIRV_BARRIERS``)."""
+
+    SMART = "smart"       # exactly on a hazard
+    ALWAYS = "always"     # before every access while anything is pending
+    NONE = "none"         # never (tests only: proves a missing barrier is seen)
+
+
+POLICIES = tuple(p.value for p in BarrierPolicy)
 
 
 @dataclass(frozen=True)
@@ -49,7 +83,7 @@ class Range:
 class Access:
     """One command's memory use: the ranges it reads and writes, in one stage."""
 
-    stage: str
+    stage: Stage                    # a Stage, or its name ("compute"), made a Stage here
     reads: tuple[Range, ...] = ()
     writes: tuple[Range, ...] = ()
     # The non-empty ranges as (memory, lo, hi), made once: the tracker meets the
@@ -63,13 +97,15 @@ class Access:
         if bit is None:
             from ..errors import GenspirvError
             raise GenspirvError(f"unknown access stage {self.stage!r} (known: {', '.join(_STAGE_BITS)})")
+        if self.stage.__class__ is not Stage:
+            object.__setattr__(self, "stage", Stage(self.stage))
         object.__setattr__(self, "read_spans", _spans(self.reads))
         object.__setattr__(self, "write_spans", _spans(self.writes))
         object.__setattr__(self, "stage_bit", bit)
 
 
 # The tracker keeps the stages with pending reads or writes as bit masks.
-_STAGE_BITS = {"compute": 1, "transfer": 2, "host": 4}
+_STAGE_BITS = {Stage.COMPUTE: 1, Stage.TRANSFER: 2, Stage.HOST: 4}
 _STAGE_SETS = tuple(frozenset(s for s, bit in _STAGE_BITS.items() if mask & bit) for mask in range(8))
 
 
@@ -87,15 +123,15 @@ class Barrier:
     finds nothing pending and gets no barrier of its own.
     """
 
-    src_stages: frozenset[str]
-    src_writes: frozenset[str]      # stages whose writes must be made available
-    dst_stages: frozenset[str]
-    dst_reads: frozenset[str]       # stages whose reads must see them
-    dst_writes: frozenset[str]
-    kinds: frozenset[str]           # subset of {"RAW", "WAW", "WAR"}; empty for policy "always"
+    src_stages: frozenset[Stage]
+    src_writes: frozenset[Stage]    # stages whose writes must be made available
+    dst_stages: frozenset[Stage]
+    dst_reads: frozenset[Stage]     # stages whose reads must see them
+    dst_writes: frozenset[Stage]
+    kinds: frozenset[HazardKind]    # empty for policy "always"
 
 
-def access_of(entry, ranges, stage: str = "compute") -> Access:
+def access_of(entry, ranges, stage: Stage = Stage.COMPUTE) -> Access:
     """The access a dispatch makes: binding *i* reads ``ranges[i]`` if bit *i* of
     ``entry.readable_mask`` is set, writes it if bit *i* of ``writable_mask`` is.
 
@@ -117,7 +153,7 @@ def merge_accesses(accesses) -> tuple[Access, ...]:
     """The bytes ``accesses`` read and write, as one ``Access`` per stage with each
     memory object's ranges merged: the same hazards against any pending state
     (each check is a union over ranges) and the same pending state once recorded."""
-    by_stage: dict[str, tuple[dict, dict]] = {}
+    by_stage: dict[Stage, tuple[dict, dict]] = {}
     for a in accesses:
         reads, writes = by_stage.setdefault(a.stage, ({}, {}))
         for sets, spans in ((reads, a.read_spans), (writes, a.write_spans)):
@@ -135,10 +171,11 @@ def _ranges(sets: dict) -> tuple[Range, ...]:
                  for lo, hi in zip(s.starts, s.ends))
 
 
-DEVICE_STAGES = frozenset({"compute", "transfer"})
-_NO_KINDS: frozenset[str] = frozenset()
+DEVICE_STAGES = frozenset({Stage.COMPUTE, Stage.TRANSFER})
+_NO_KINDS: frozenset[HazardKind] = frozenset()
 # hazards() answers with one of these eight, indexed by the bits RAW 4, WAW 2, WAR 1.
-_KINDS = tuple(frozenset(k for k, bit in (("RAW", 4), ("WAW", 2), ("WAR", 1)) if i & bit)
+_KINDS = tuple(frozenset(k for k, bit in ((HazardKind.RAW, 4), (HazardKind.WAW, 2), (HazardKind.WAR, 1))
+                         if i & bit)
                for i in range(8))
 _BARRIERS: dict[tuple, Barrier] = {}
 _HOST = 4
@@ -196,7 +233,7 @@ class _RangeSet:
 class HazardTracker:
     """Pending reads and writes since the last barrier, per memory object."""
 
-    def __init__(self, policy: str = "smart") -> None:
+    def __init__(self, policy: str = BarrierPolicy.SMART) -> None:
         self._policy = check_policy(policy)
         self._reads: dict[object, _RangeSet] = {}
         self._writes: dict[object, _RangeSet] = {}
@@ -213,14 +250,14 @@ class HazardTracker:
         self._node: Optional[int] = 0
         self._memo: dict[tuple[int, int], tuple] = {}
         self._first: dict[int, tuple[int, Access]] = {}
-        self._by_policy: dict[str, tuple[dict, dict]] = {}   # the other policies' _memo, _first
+        self._by_policy: dict[BarrierPolicy, tuple[dict, dict]] = {}   # the other policies' _memo, _first
         self._nodes = 0
         # Accesses answered from _memo and not yet added to _reads / _writes: added
         # (in order) before anything else reads the pending state.
         self._unapplied: list[Access] = []
 
     @property
-    def policy(self) -> str:
+    def policy(self) -> BarrierPolicy:
         return self._policy
 
     @policy.setter
@@ -322,9 +359,9 @@ class HazardTracker:
             result = _NOTHING_PENDING
         else:
             result = _SKIPPED
-            if self._policy == "always":
+            if self._policy is BarrierPolicy.ALWAYS:
                 kinds = _NO_KINDS
-            elif self._policy == "smart" or access.stage_bit == _HOST:
+            elif self._policy is BarrierPolicy.SMART or access.stage_bit == _HOST:
                 # Host reads of mapped memory are never left unsynchronised,
                 # even under "none": that policy exists to test device hazards.
                 kinds = self.hazards(access) or None
@@ -447,8 +484,10 @@ def _widen(sets: dict, memory, pending: tuple[int, int], lo: int, hi: int) -> No
     s.add(lo, hi)
 
 
-def check_policy(policy: str) -> str:
-    if policy not in POLICIES:
+def check_policy(policy: str) -> BarrierPolicy:
+    """``policy`` (a BarrierPolicy or its name) as a BarrierPolicy; refused if unknown."""
+    try:
+        return BarrierPolicy(policy)
+    except ValueError:
         from ..errors import GenspirvError
-        raise GenspirvError(f"unknown barrier policy {policy!r} (known: {', '.join(POLICIES)})")
-    return policy
+        raise GenspirvError(f"unknown barrier policy {policy!r} (known: {', '.join(POLICIES)})") from None

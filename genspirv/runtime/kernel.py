@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import (
+    ArgumentTypeError,
     BindingCountError,
     DeviceFeatureError,
     GenspirvError,
@@ -74,6 +75,9 @@ def pack_spec(entry: ManifestEntry, spec: Mapping[str, object] | None) -> SpecDa
     default 1, beside ``constant_id = 0 ... BLOCK_SIZE = 64``) that default is
     packed, so an unspecialised dispatch runs as the named constant says.
     """
+    if spec is not None and not isinstance(spec, Mapping):
+        raise ArgumentTypeError(f"kernel {entry.name}: spec must be a dict of spec constant name to "
+                                f"value, not {type(spec).__name__} {spec!r:.40}")
     spec = dict(spec or {})
     consts = entry.info.spec_constants
     by_name = {}

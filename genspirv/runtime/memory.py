@@ -16,9 +16,11 @@ import itertools
 from dataclasses import dataclass
 from typing import Optional
 
-from ..errors import AllocationError, BufferRangeError
+from ..errors import AllocationError, ArgumentTypeError, BufferRangeError
 from ._vk import call, ffi, vk
+from .args import describe_value, whole_number
 from .hazards import Range
+from .sharing import check_owner
 
 _uids = itertools.count(1)
 
@@ -91,11 +93,15 @@ class Buffer:
 
     def __init__(self, device, mem_props, nbytes: int, max_allocation: int, name: str = "",
                  families: tuple[int, ...] = (), owner=None):
-        if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
-            raise BufferRangeError(f"buffer size must be a positive integer, not {nbytes!r}")
+        size = whole_number(nbytes)
+        if size is None:
+            raise ArgumentTypeError(f"buffer size must be a positive integer, not {describe_value(nbytes)}")
+        if size <= 0:
+            raise BufferRangeError(f"buffer size must be a positive integer, not {size}")
+        nbytes = size
         self.uid = next(_uids)
         self.nbytes = nbytes
-        self.name = name or f"buffer#{self.uid}"
+        self.name = str(name) if name else f"buffer#{self.uid}"
         self._device = device
         self.device = owner      # the genspirv Device it belongs to (device is the VkDevice)
         self.handle, self.memory, self.memory_type = _allocate(
@@ -149,10 +155,20 @@ class BufferView:
     size: int
 
     def __post_init__(self):
+        if not isinstance(self.buffer, Buffer):
+            raise ArgumentTypeError(f"a view needs a Buffer from dev.buffer(...), not "
+                                    f"{describe_value(self.buffer)}")
         for what, v in (("offset", self.offset), ("size", self.size)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            if v.__class__ is not int:          # a numpy integer becomes an int; else refused
+                n = whole_number(v)
+                if n is None:
+                    raise ArgumentTypeError(f"{self.buffer.name}: view {what} must be a non-negative "
+                                            f"integer, not {describe_value(v)}")
+                object.__setattr__(self, what, n)
+                v = n
+            if v < 0:
                 raise BufferRangeError(f"{self.buffer.name}: view {what} must be a non-negative "
-                                       f"integer, not {v!r}")
+                                       f"integer, not {v}")
         if self.size == 0:
             raise BufferRangeError(f"{self.buffer.name}: a view of 0 bytes at offset {self.offset}")
         if self.offset + self.size > self.buffer.nbytes:
@@ -182,10 +198,30 @@ class BufferView:
 
     def view(self, offset: int, size: int) -> "BufferView":
         """A view of this view (offset relative to it)."""
-        if offset + size > self.size:
-            raise BufferRangeError(f"{self.buffer.name}: sub-view [{offset}, {offset + size}) "
+        start, n = whole_number(offset), whole_number(size)
+        if start is None or n is None:
+            raise ArgumentTypeError(f"{self.buffer.name}: sub-view offset and size must be integers, "
+                                    f"not {describe_value(offset)} and {describe_value(size)}")
+        if start < 0:
+            raise BufferRangeError(f"{self.buffer.name}: sub-view offset must be a non-negative "
+                                   f"integer, not {start}")
+        if start + n > self.size:
+            raise BufferRangeError(f"{self.buffer.name}: sub-view [{start}, {start + n}) "
                                    f"is outside the view of {self.size} bytes")
-        return BufferView(self.buffer, self.offset + offset, size)
+        return BufferView(self.buffer, self.offset + start, n)
+
+
+def view_arg(obj, device, what: str) -> BufferView:
+    """``obj`` as a view, refused unless it is a live Buffer or BufferView of ``device``.
+
+    ``what`` names the argument (``upload destination``, ``kernel k, binding 2 (C)``)."""
+    if not isinstance(obj, (Buffer, BufferView)):
+        hint = (" (upload the array into one with dev.upload first)"
+                if getattr(obj, "shape", None) is not None else "")
+        raise ArgumentTypeError(f"{what}: {describe_value(obj)} is not a buffer; pass a Buffer from "
+                                f"dev.buffer(...) or a view of one{hint}")
+    check_owner(obj, device, what)
+    return as_view(obj, what)
 
 
 def as_view(obj, what: str) -> BufferView:
@@ -200,7 +236,7 @@ def as_view(obj, what: str) -> BufferView:
         if whole is None:
             whole = obj._whole = BufferView(obj, 0, obj.nbytes)
         return whole
-    raise BufferRangeError(f"{what}: expected a Buffer or BufferView, got {type(obj).__name__}")
+    raise ArgumentTypeError(f"{what}: expected a Buffer or BufferView, got {describe_value(obj)}")
 
 
 class StagingChunk:

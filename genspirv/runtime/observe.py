@@ -3,16 +3,16 @@
 Takes the device's submission state (slots, sequence numbers), its plan cache
 size and its context; gives ``DeviceDebug`` (``dev.debug``), a frozen record
 for tests and diagnostics that changes nothing it looks at, and ``GpuTimer``
-(``dev.gpu_timer()``), the GPU time of a region read from timestamps.
+(``dev.gpu_timer()``), the GPU time of a region, read through a function the
+device hands it (this module knows nothing of the device).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Callable, Optional
 
-if TYPE_CHECKING:
-    from .device import Device
+from .slots import SlotState
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class SlotDebug:
     """One in-flight slot at the moment of the snapshot."""
 
     index: int
-    state: str                          # idle, recording or submitted
+    state: SlotState
     serial: int                         # its batch's serial (recording order)
     seq: int                            # its submission number (queue order)
     signalled: Optional[bool]           # its fence, when submitted
@@ -48,29 +48,26 @@ class DeviceDebug:
 class GpuTimer:
     """GPU time of a region; ``ns`` waits for the region's work the first time it is read."""
 
-    def __init__(self, device: "Device", first_query: int):
-        self._device = device
-        self._query = first_query
+    def __init__(self, read_ns: Callable[[], float]):
+        self._read_ns = read_ns      # waits for the region's work, then reads its timestamps
         self._ns: Optional[float] = None
 
     @property
     def ns(self) -> float:
         if self._ns is None:
-            with self._device._lock:
-                self._device.synchronize()
-                self._ns = self._device._submission.query_ns(self._query)
+            self._ns = self._read_ns()
         return self._ns
 
 
 def snapshot(sub, *, plans: int, max_plans: int, host_profile: bool, ctx, limits) -> DeviceDebug:
     """The snapshot of one device: ``sub`` its Submission, ``ctx`` its Context."""
     slots = tuple(SlotDebug(index=s.index, state=s.state, serial=s.serial, seq=s.seq,
-                            signalled=s.signalled() if s.state == "submitted" else None,
+                            signalled=s.signalled() if s.state is SlotState.SUBMITTED else None,
                             staging_chunks=frozenset(c.uid for c in s.staging.chunks),
                             descriptor_pools=frozenset(id(p) for p in s.descriptors.pools),
                             descriptor_sets=tuple(s.descriptors.cache.values()))
                   for s in sub.slots)
-    return DeviceDebug(slots=slots, open_slot=sub.current, completed=sub.completed, plans=plans,
+    return DeviceDebug(slots=slots, open_slot=sub.open.index, completed=sub.completed, plans=plans,
                        max_plans=max_plans, host_profile=host_profile,
                        physical_device=ctx.properties["name"], memory_heap_bytes=ctx.memory_heap_bytes,
                        limits=dict(limits), robust_buffer_access=ctx.robust)

@@ -1,11 +1,13 @@
 """Dispatch plans: the checks of a dispatch's arguments against the device's limits.
 
-Takes a kernel, the buffers or views bound to it, a group count and the
-device's limits (``Context.limits``); gives a frozen ``DispatchPlan`` (the
-checked views, the dispatch's ``Access`` from ``access_of``, the descriptor
-cache key, the distinct buffers, and what recording needs from the kernel) or
-a ``DispatchError`` / ``BufferRangeError`` naming the kernel, the binding and
-the numbers. No Vulkan calls of its own.
+Takes a kernel, the buffers or views bound to it, a group count, the push
+data and the device's limits (``Context.limits``); gives a frozen
+``DispatchPlan`` (the checked views, the dispatch's ``Access`` from
+``access_of``, the descriptor cache key, the distinct buffers, and what
+recording needs from the kernel), the group counts as (x, y, z), the push
+data as bytes (``push_bytes``: the one place ``push=`` becomes bytes), or an
+``ArgumentTypeError`` / ``DispatchError`` / ``BufferRangeError`` naming the
+kernel, the binding and the numbers. No Vulkan calls of its own.
 
 A plan is made once per kernel and bound buffers and looked up at every later
 dispatch over them, so everything a dispatch can learn from those alone is
@@ -19,9 +21,10 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import BufferRangeError, DispatchError
+from ..errors import ArgumentTypeError, BufferRangeError, DispatchError
 from .hazards import Access, access_of
-from .memory import Buffer, BufferView, as_view
+from .args import whole_number
+from .memory import Buffer, BufferView, view_arg
 from .push import pack_push
 
 
@@ -47,7 +50,9 @@ class DispatchPlan:
 
 
 def push_bytes(push, entry) -> bytes:
-    """``push`` as bytes; a dict of named members is packed by ``entry``'s push_constants."""
+    """A dispatch's ``push=`` as the bytes recorded: the one place it is normalised
+    (``entry``: the kernel's manifest entry; its size is checked by the caller). A dict of
+    named members is packed by ``entry``'s push_constants (genspirv/runtime/push.py)."""
     if type(push) is bytes:
         return push
     if push.__class__ is dict:
@@ -60,13 +65,20 @@ def push_bytes(push, entry) -> bytes:
         return bytes(push)
     if isinstance(push, np.ndarray):
         return np.ascontiguousarray(push).tobytes()
-    raise DispatchError(f"push data must be bytes or a numpy array, not {type(push).__name__}")
+    raise ArgumentTypeError(f"kernel {entry.name}: push data must be a dict of named members, bytes or a numpy array, "
+                            f"not {type(push).__name__}")
 
 
-def make_plan(k, buffers, limits: dict) -> DispatchPlan:
-    """Check ``buffers`` against ``k``'s bindings and the device's limits."""
-    views = tuple(as_view(b, f"kernel {k.name}, binding {k.bindings[i].name}")
-                  for i, b in enumerate(buffers))
+def bound_views(k, buffers, device) -> tuple[BufferView, ...]:
+    """``buffers`` (in binding order) as views, each a live Buffer or BufferView of ``device``."""
+    names = [b.name for b in k.bindings]
+    return tuple(view_arg(b, device, f"kernel {k.name}, binding {i}"
+                                     + (f" ({names[i]})" if i < len(names) else ""))
+                 for i, b in enumerate(buffers))
+
+
+def make_plan(k, views: tuple[BufferView, ...], limits: dict) -> DispatchPlan:
+    """Check ``views`` (from ``bound_views``) against ``k``'s bindings and the device's limits."""
     for i, v in enumerate(views):
         check_binding_range(k, i, v, limits)
     distinct = tuple({v.buffer.uid: v.buffer for v in views}.values())
@@ -85,15 +97,15 @@ def check_groups(name: str, groups, limit: tuple[int, int, int]) -> tuple[int, i
         if (type(x) is int and type(y) is int and type(z) is int
                 and 0 < x <= limit[0] and 0 < y <= limit[1] and 0 < z <= limit[2]):
             return groups     # the common case, checked in one pass
-    if isinstance(groups, int) and not isinstance(groups, bool):
-        groups = (groups, 1, 1)
+    single = whole_number(groups)
     try:
-        g = tuple(groups)
+        g = (single,) if single is not None else tuple(whole_number(x) for x in groups)
     except TypeError:
-        raise DispatchError(f"kernel {name}: groups must be an int or (x, y, z), not {groups!r}") from None
+        raise ArgumentTypeError(f"kernel {name}: groups must be an int or (x, y, z), "
+                                f"not {groups!r}") from None
+    if not 1 <= len(g) <= 3 or None in g:
+        raise ArgumentTypeError(f"kernel {name}: groups must be up to three integers, not {groups!r}")
     g = g + (1,) * (3 - len(g))
-    if len(g) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in g):
-        raise DispatchError(f"kernel {name}: groups must be up to three integers, not {groups!r}")
     for axis, (x, m) in enumerate(zip(g, limit)):
         if x < 1:
             raise DispatchError(f"kernel {name}: {x} groups along {'xyz'[axis]}; a dispatch "

@@ -1,9 +1,10 @@
 """Replay: dispatches and copies captured once, resubmitted without recording again.
 
 ``with dev.record() as g: ...`` routes the device's dispatch and copy calls
-into a ``Graph``: a command buffer of its own (reusable, not one-time), its
-own descriptor pool and its own hazard tracker, so barriers inside the graph
-are decided once at capture. ``g.run()`` submits that command buffer again; it is simultaneous-use, so
+into a ``Graph``: a ``Recorder`` (recorder.py) over a command buffer of its
+own (reusable, not one-time), with its own descriptor pool and its own hazard
+tracker, so barriers inside the graph are decided once at capture.
+``g.run()`` submits that command buffer again; it is simultaneous-use, so
 runs may follow each other without waiting for one another.
 
 Fixed at capture: the buffers and views bound, push data, group counts,
@@ -20,54 +21,62 @@ device's tracker, so the next command orders itself after the graph.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from ..errors import GenspirvError
 from ._vk import call, vk
-from .hazards import Access, Barrier, HazardTracker, merge_accesses
-from .submit import DescriptorPools
+from .hazards import Access, Barrier, BarrierPolicy, HazardTracker, merge_accesses
+from .recorder import Recorder
+from .slots import DescriptorPools
 
 
-class Graph:
-    def __init__(self, device):
-        self._device = device
-        self._handle = device.handle
-        info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=device.queue_family)
-        self._pool = call(vk.vkCreateCommandPool, self._handle, info, None)
+class Graph(Recorder):
+    """A captured command buffer: a recorder of its own while ``dev.record()`` is open,
+    then ``run()`` as often as wanted."""
+
+    def __init__(self, handle, queue_family: int, policy: BarrierPolicy, stats: dict, profile, *,
+                 run: Callable[["Graph"], None], wait: Callable[["Graph"], None]):
+        self._handle = handle
+        self._run, self._wait = run, wait       # the device's: submit a run, wait for the last
+        info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=queue_family)
+        self._pool = call(vk.vkCreateCommandPool, handle, info, None)
         alloc = vk.VkCommandBufferAllocateInfo(commandPool=self._pool,
                                                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                                commandBufferCount=1)
-        self.command_buffer = call(vk.vkAllocateCommandBuffers, self._handle, alloc)[0]
+        command_buffer = call(vk.vkAllocateCommandBuffers, handle, alloc)[0]
         # Simultaneous-use: a run may be submitted while the previous one is still on
         # the GPU (runs back to back keep the queue fed); nothing in the buffer changes
         # after capture, and the entry barrier of each run orders it after the last.
-        call(vk.vkBeginCommandBuffer, self.command_buffer,
+        call(vk.vkBeginCommandBuffer, command_buffer,
              vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT))
-        self.descriptors = DescriptorPools(self._handle)
-        self.set_cache = self.descriptors.cache
-        self.tracker = HazardTracker(device.barrier_policy)
+        self.tracker = HazardTracker(policy)
         self.accesses: list[Access] = []
         self.tail: list[Access] = []      # accesses after the last internal barrier
         self.buffers: dict[int, object] = {}
-        self.bound_pipeline = None
-        self.bound_sets = None
-        self.bound_push = self.push_layout = None
-        self.dispatches = 0
-        self.commands = 0
-        self.serial = -1                  # never equal to a slot's batch serial
+        # serial -1: never a slot's batch serial, so a buffer a graph binds is never idle.
+        super().__init__(command_buffer, self._track, stats, profile, DescriptorPools(handle),
+                         serial=-1, touched=self.buffers)
         self.finished = False
         self.last_seq: Optional[int] = None   # submission number of the latest run
-        self._last_slot = None
+        self.last_slot = None
 
-    # -- capture (called by the device) ---------------------------------------
+    # -- capture --------------------------------------------------------------
 
-    def track(self, access: Access) -> tuple[Optional[Barrier], bool]:
+    def _track(self, access: Access) -> tuple[Optional[Barrier], bool]:
+        """The graph's own tracker decides; every access is kept for the runs' ends."""
         barrier, skipped = self.tracker.access(access)
         if barrier is not None:
             self.tail = []
         self.accesses.append(access)
         self.tail.append(access)
         return barrier, skipped
+
+    def dispatch(self, bound, plan, push: bytes, x: int, y: int, z: int, t0: int = 0) -> int:
+        """Record a dispatch (Recorder.dispatch), keeping its buffers alive with the graph."""
+        n = super().dispatch(bound, plan, push, x, y, z, t0)
+        for b in plan.buffers:
+            self.buffers[b.uid] = b
+        return n
 
     def finish(self) -> None:
         call(vk.vkEndCommandBuffer, self.command_buffer)
@@ -87,42 +96,35 @@ class Graph:
             raise GenspirvError("g.run() inside its own dev.record() block")
         if self.command_buffer is None:
             raise GenspirvError("this replay graph was destroyed")
-        self._device._run_graph(self)
+        self._run(self)
 
     def destroy(self) -> None:
         """Free the graph (waiting for a run still in flight)."""
-        if self._pool is not None and not self._device._closed:
-            self._device._wait_for_graph(self)
         if self._pool is not None:
+            self._wait(self)
             self.descriptors.destroy()
             vk.vkDestroyCommandPool(self._handle, self._pool, None)
             self._pool = None
             self.command_buffer = None
 
 
-def submit_run(device, graph: Graph) -> None:
-    """One run of ``graph`` on ``device`` (holding its lock): the entry barrier into the
-    open batch, the graph's tail left pending, then the batch and the graph submitted.
+def submit_run(sub, graph: Graph) -> None:
+    """One run of ``graph`` through ``sub`` (the device's Submission; its lock held):
+    the entry barrier into the open batch, the graph's tail left pending, then the
+    batch and the graph submitted.
 
     No wait for the graph's previous run: its command buffer is simultaneous-use, and
     the entry barrier orders this run after that one."""
-    sub = device._submission
     slot = sub.batch()
-    tracker = device._tracker
-    barrier, skipped = entry_barrier(tracker, graph)
-    if barrier is not None:
-        device._record_barrier(slot, barrier)
-    elif skipped:
-        device._stats["barriers_skipped"] += 1
+    tracker = sub.tracker
+    slot.recorder.order(*entry_barrier(tracker, graph))
     for access in graph.tail_footprint:
         tracker.add_pending(access)
-    serial = slot.serial
-    for buf in graph.buffer_list:
-        buf.last_batch = serial
+    slot.recorder.touch(*graph.buffer_list)
     slot.keep_alive.append(graph)
-    device._stats["replays"] += 1
+    sub.stats["replays"] += 1
     sub.submit(slot, extra_command_buffers=graph.submitted_command_buffers)
-    graph._last_slot = slot
+    graph.last_slot = slot
     graph.last_seq = slot.seq
 
 
@@ -130,8 +132,8 @@ def entry_barrier(tracker: HazardTracker, graph: Graph) -> tuple[Optional[Barrie
     """The barrier to record before a run of ``graph`` (and whether one was skipped)."""
     if not tracker.pending:
         return None, False
-    if tracker.policy == "always" or (
-            tracker.policy == "smart" and any(tracker.hazards(a) for a in graph.footprint)):
+    if tracker.policy is BarrierPolicy.ALWAYS or (
+            tracker.policy is BarrierPolicy.SMART and any(tracker.hazards(a) for a in graph.footprint)):
         return tracker.barrier_all(), False
     return None, True
 

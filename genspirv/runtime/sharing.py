@@ -48,7 +48,8 @@ def describe(device) -> str:
     """``Device#2 (llvmpipe ...)``; ``the closed Device#2 (...)`` once it is closed."""
     if device is None:
         return "no Device"
-    return ("the closed " if getattr(device, "_closed", False) else "") + device.label
+    closed = "the closed " if getattr(device, "_closed", False) else ""
+    return closed + getattr(device, "label", repr(device))
 
 
 def check_owner(obj, device, what: str) -> None:
@@ -69,12 +70,3 @@ def check_owner(obj, device, what: str) -> None:
             else "make it with this device's dev.buffer()")
     raise ForeignObjectError(f"{what}: {kind} {name} {made} {describe(owner)}, not {describe(device)}; "
                              f"objects cannot move between devices ({redo})")
-
-
-def check_dispatch_owners(bound, buffers, device) -> None:
-    """A dispatch's kernel and every bound buffer belong to ``device``."""
-    check_owner(bound, device, f"dispatch on {device.label}")
-    bindings = bound.kernel.bindings
-    for i, b in enumerate(buffers):
-        binding = bindings[i].name if i < len(bindings) else f"#{i}"
-        check_owner(b, device, f"kernel {bound.name}, binding {binding}")

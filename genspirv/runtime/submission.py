@@ -1,14 +1,16 @@
 """The submission path: every queue submission of the runtime goes through here.
 
-Takes a ``Context`` (device and queues), the in-flight slot count, and the
-device's counters and host profile; gives ``queue_submit`` (the one place a
-``VkSubmitInfo`` is built) and ``Submission``: the ring of in-flight slots
-(submit.py), the batch serial (recording order), the submission number
-(queue order) and the highest number known finished, the query pool of the
-batches' GPU timestamps, and the three ways work leaves the host — a batch
-(``submit``), a side batch that leaves the open batch open (``submit_side``),
-and a copy on the transfer queue (``submit_transfer``) — each counted in
-``dev.stats`` in one place.
+Takes a ``Context`` (device and queues), the in-flight slot count, the
+device's counters and host profile, and the device's hazard tracker; gives
+``queue_submit`` (the one place a ``VkSubmitInfo`` is built) and
+``Submission``: the ring of in-flight slots (slots.py), whose recorders all
+decide through that one tracker (its pending accesses outlive any batch: only
+a barrier clears them), the batch serial (recording order), the submission
+number (queue order) and the highest number known finished, the query pool of
+the batches' GPU timestamps, and the three ways work leaves the host — a batch
+(``submit``, or ``flush`` for the open one), a side batch that leaves the open
+batch open (``submit_side``), and a copy on the transfer queue
+(``submit_transfer``) — each counted in ``dev.stats`` in one place.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Optional, Sequence
 
 from . import _vk
 from ._vk import call, ffi, query_results, vk
-from .submit import InFlightGuard, Slot
+from .hazards import HazardTracker
+from .slots import InFlightGuard, Slot, SlotState
 
 TIMER_QUERIES = 256
 # Timestamp pairs the batches take in turn. A retired batch's pair is read only
@@ -39,11 +42,12 @@ def queue_submit(queue, command_buffers: Sequence = (), fence=None, *,
 class Submission:
     """In-flight slots and the order of the work submitted through them."""
 
-    def __init__(self, ctx, inflight: int, stats: dict, profile):
-        self._ctx = ctx
+    def __init__(self, ctx, inflight: int, stats: dict, profile, tracker: HazardTracker):
+        self.ctx = ctx
         self._handle = ctx.handle
-        self._stats = stats
+        self.stats = stats
         self._profile = profile
+        self.tracker = tracker
         self.guard = InFlightGuard()
         # Queries [0, 2 * BATCH_QUERY_PAIRS) are the batches' timestamps; the rest serve timers.
         self.timer_base = 2 * max(BATCH_QUERY_PAIRS, inflight)
@@ -56,7 +60,8 @@ class Submission:
         self._gpu_busy_ns = 0.0
         self._gpu_batches = 0
         self.slots = [Slot(i, ctx.handle, ctx.queue_family, ctx.mem_props, ctx.max_allocation,
-                           ctx.families, self.query_pool) for i in range(inflight)]
+                           ctx.families, self.query_pool, guard=self.guard, decide=tracker.access,
+                           stats=stats, profile=profile) for i in range(inflight)]
         self.open = self.slots[0]     # the slot of the open batch (the dispatch path reads it)
         self.serial = 0               # last batch serial handed out (recording order)
         self.submit_seq = 0           # last submission number (queue order)
@@ -66,21 +71,19 @@ class Submission:
 
     # -- batches ------------------------------------------------------------------
 
-    @property
-    def current(self) -> int:
-        """The open slot's index."""
-        return self.open.index
-
-    def open_slot(self) -> Slot:
-        return self.open
-
     def batch(self) -> Slot:
         """The slot recording the open batch; opens one (retiring the slot) if needed."""
         slot = self.open
-        if slot.state == "recording":
+        if slot.state is SlotState.RECORDING:
             return slot
         self._begin(slot)
         return slot
+
+    def flush(self) -> None:
+        """Submit the open batch, if it holds any command."""
+        slot = self.open
+        if slot.state is SlotState.RECORDING and slot.recorder.commands:
+            self.submit(slot)
 
     def side_batch(self) -> Slot:
         """A batch begun in the slot after the open one, for work that must not wait
@@ -90,7 +93,7 @@ class Submission:
         return slot
 
     def _begin(self, slot: Slot) -> None:
-        if slot.state == "submitted":
+        if slot.state is SlotState.SUBMITTED:
             self.retire(slot)
         self.serial += 1
         slot.query_base = self._take_pair()
@@ -126,9 +129,9 @@ class Submission:
             for k in range(pairs):      # one at a time, waiting for any not available yet
                 self._gpu_busy_ns += self.query_ns(first + 2 * k, wait=False)
             return
-        bits = self._ctx.timestamp_bits
+        bits = self.ctx.timestamp_bits
         mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
-        period = self._ctx.limits["timestamp_period_ns"]
+        period = self.ctx.limits["timestamp_period_ns"]
         for k in range(0, 2 * pairs, 2):
             self._gpu_busy_ns += ((int(data[k + 1]) - int(data[k])) & mask) * period
 
@@ -149,38 +152,38 @@ class Submission:
         # The fence has signalled, so the batch's timestamps are written; they are
         # read later, without the wait flag (see BATCH_QUERY_PAIRS).
         self._unread.append(slot.query_base)
-        slot.retire(self.guard)
+        slot.retire()
 
     def retire_finished(self) -> None:
         """Retire every submitted slot whose fence has signalled; waits for nothing."""
         for s in self.slots:
-            if s.state == "submitted" and (s.seq <= self.completed or s.signalled()):
+            if s.state is SlotState.SUBMITTED and (s.seq <= self.completed or s.signalled()):
                 self.retire(s)
 
     def wait_for(self, slot) -> None:
         """Block until ``slot``'s submission (and so every earlier one) has finished."""
-        if slot.state != "submitted" or slot.seq <= self.completed:
+        if slot.state is not SlotState.SUBMITTED or slot.seq <= self.completed:
             return
         t0 = self._profile.start()
         slot.wait()
-        self._stats["fence_waits"] += 1
+        self.stats["fence_waits"] += 1
         self._profile.stop("wait", t0)
         self.completed = slot.seq
 
     def in_flight(self) -> int:
-        return sum(1 for s in self.slots if s.state == "submitted")
+        return sum(1 for s in self.slots if s.state is SlotState.SUBMITTED)
 
     def buffer_in_use(self, buf) -> bool:
         """Recorded or submitted (not retired) work references ``buf``."""
-        return any(s.state != "idle" and s.serial == buf.last_batch for s in self.slots)
+        return any(s.state is not SlotState.IDLE and s.serial == buf.last_batch for s in self.slots)
 
     def buffer_idle(self, buf) -> bool:
         """No recorded or unfinished submitted work touches ``buf`` (nor a replay graph)."""
         if buf.last_batch < 0:
             return False
         for s in self.slots:
-            if s.serial == buf.last_batch and (
-                    s.state == "recording" or (s.state == "submitted" and s.seq > self.completed)):
+            if s.serial == buf.last_batch and (s.state is SlotState.RECORDING or (
+                    s.state is SlotState.SUBMITTED and s.seq > self.completed)):
                 return False
         return True
 
@@ -194,7 +197,7 @@ class Submission:
         waits = slot.transfer.waits if slot.transfer is not None else ()
         # The slot's own buffer always goes: it holds the batch's timestamps.
         if waits:
-            queue_submit(self._ctx.queue, [slot.command_buffer, *extra_command_buffers], slot.fence,
+            queue_submit(self.ctx.queue, [slot.command_buffer, *extra_command_buffers], slot.fence,
                          wait=waits)
             waits.clear()
         else:
@@ -207,9 +210,9 @@ class Submission:
                     self._submit_infos.clear()
                 made = self._submit_infos[key] = _vk.submit_info((slot.command_buffer,
                                                                   *extra_command_buffers))
-            _vk.queue_submit_info(self._ctx.queue, made, slot.fence)
+            _vk.queue_submit_info(self.ctx.queue, made, slot.fence)
         self._submitted(slot)
-        self._stats["flushes"] += 1
+        self.stats["flushes"] += 1
         self.open = self.slots[(self.open.index + 1) % len(self.slots)]
         self._profile.stop("submit", t0)
 
@@ -217,24 +220,24 @@ class Submission:
         """Submit a side batch; the open batch stays open."""
         t0 = self._profile.start()
         slot.end()
-        queue_submit(self._ctx.queue, [slot.command_buffer], slot.fence)
+        queue_submit(self.ctx.queue, [slot.command_buffer], slot.fence)
         self._submitted(slot)
         self._profile.stop("submit", t0)
 
     def submit_transfer(self, slot: Slot, command_buffer, semaphore) -> None:
         """Submit a copy on the transfer queue; ``slot``'s next submission waits on it."""
         _vk.end(command_buffer)
-        queue_submit(self._ctx.transfer_queue, [command_buffer], signal=[semaphore])
+        queue_submit(self.ctx.transfer_queue, [command_buffer], signal=[semaphore])
         slot.transfer.waits.append(semaphore)
-        slot.commands += 1          # the batch must be submitted to consume the semaphore
-        self._stats["submits"] += 1
+        slot.recorder.commands += 1     # the batch must be submitted to consume the semaphore
+        self.stats["submits"] += 1
 
     def _submitted(self, slot: Slot) -> None:
-        slot.state = "submitted"
+        slot.state = SlotState.SUBMITTED
         self.submit_seq += 1
         slot.seq = self.submit_seq
         self.last_submitted = slot
-        self._stats["submits"] += 1
+        self.stats["submits"] += 1
 
     # -- timestamps -------------------------------------------------------------------
 
@@ -249,9 +252,9 @@ class Submission:
         if wait or not query_results(self._handle, self.query_pool, first_query, 2, data):
             call(vk.vkGetQueryPoolResults, self._handle, self.query_pool, first_query, 2, 16, data, 8,
                  vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
-        bits = self._ctx.timestamp_bits
+        bits = self.ctx.timestamp_bits
         mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
-        return ((int(data[1]) - int(data[0])) & mask) * self._ctx.limits["timestamp_period_ns"]
+        return ((int(data[1]) - int(data[0])) & mask) * self.ctx.limits["timestamp_period_ns"]
 
     def destroy(self) -> None:
         for slot in self.slots:

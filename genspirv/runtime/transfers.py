@@ -1,284 +1,331 @@
-"""Transfers: uploads, device-side copies and downloads, and the transfer-queue choice.
+"""Transfers: uploads, device-side copies and downloads, and when the transfer queue pays.
 
-Takes host arrays and buffer views through the ``Device`` these methods are
-mixed into; gives staged copies recorded into the open batch (each a tracked
-access, so the hazard tracker orders them like dispatches), downloads that
-drain only what they must, uploads moved to the transfer queue when they pay,
-and the crossover probe that decides when they pay
-(``GENSPIRV_COMPUTE_STREAM_COPY_MAX`` overrides it).
+Takes the device's ``Submission`` (its slots, their recorders and the hazard
+tracker) and views already checked against their Device (``memory.view_arg``);
+gives functions: staged uploads and copies recorded through a ``Recorder``
+(each a tracked access, so the tracker orders them like dispatches),
+downloads that drain only what they must, uploads moved to the transfer queue
+when they pay, and the crossover that says when they pay (measured once, or
+``GENSPIRV_COMPUTE_STREAM_COPY_MAX``). Also the checks of what the host hands
+over or asks for: an upload's data, a download's dtype and shape, both made
+before any work is recorded.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import statistics
 import time
-from typing import Optional
+from typing import Callable, Literal, Optional, get_args
 
 import numpy as np
 
 from .. import settings
-from ..errors import BufferRangeError, GenspirvError
+from ..errors import ArgumentTypeError, BufferRangeError
 from . import _vk
-from ._vk import call, cmd_barrier, vk
-from .hazards import Access, Barrier, Range
-from .memory import Buffer, BufferView, StagingChunk, as_view
-from .sharing import check_owner, serialised
-from .submission import queue_submit
-from .submit import TransferLane, crossover_bytes, use_transfer_queue
+from ._vk import call, vk
+from .hazards import Access, Barrier, HazardKind, Range, Stage
+from .args import describe_value, whole_number
+from .memory import Buffer, BufferView, StagingChunk
+from .recorder import Recorder
+from .slots import SlotState, TransferLane
+from .submission import Submission, queue_submit
 
+# How uploads go (GENSPIRV_UPLOAD): recorded into the open batch, or each submitted and waited for.
+UploadMode = Literal["staged", "blocking"]
+UPLOAD_MODES: tuple[str, ...] = get_args(UploadMode)
 # Uploads smaller than this never consider the transfer queue (nor trigger its measurement).
 TRANSFER_CANDIDATE_MIN = 64 << 10
 CROSSOVER_PROBE_BYTES = 16 << 20
 
-_ALL_DEVICE_STAGES = frozenset({"compute", "transfer"})
+_DEVICE = frozenset({Stage.COMPUTE, Stage.TRANSFER})
+_TRANSFER = frozenset({Stage.TRANSFER})
+_HOST = frozenset({Stage.HOST})
+_RAW = frozenset({HazardKind.RAW})
 # A download on a side batch runs before the open batch on the queue, so it orders
 # itself with barriers of its own: after every device write, and before the host read.
-_BEFORE_SIDE_COPY = Barrier(src_stages=_ALL_DEVICE_STAGES, src_writes=_ALL_DEVICE_STAGES,
-                            dst_stages=frozenset({"transfer"}), dst_reads=frozenset({"transfer"}),
-                            dst_writes=frozenset({"transfer"}), kinds=frozenset({"RAW"}))
-_AFTER_SIDE_COPY = Barrier(src_stages=frozenset({"transfer"}), src_writes=frozenset({"transfer"}),
-                           dst_stages=frozenset({"host"}), dst_reads=frozenset({"host"}),
-                           dst_writes=frozenset(), kinds=frozenset({"RAW"}))
+_BEFORE_SIDE_COPY = Barrier(src_stages=_DEVICE, src_writes=_DEVICE, dst_stages=_TRANSFER,
+                            dst_reads=_TRANSFER, dst_writes=_TRANSFER, kinds=_RAW)
+_AFTER_SIDE_COPY = Barrier(src_stages=_TRANSFER, src_writes=_TRANSFER, dst_stages=_HOST,
+                           dst_reads=_HOST, dst_writes=frozenset(), kinds=_RAW)
 
 log = logging.getLogger("genspirv.runtime")
 
 
-def host_bytes(array) -> memoryview:
+def _name(view: BufferView) -> str:
+    """``weights``, or ``weights [256, 512)`` for part of it."""
+    if view.offset == 0 and view.size == view.buffer.nbytes:
+        return view.buffer.name
+    return f"{view.buffer.name} [{view.offset}, {view.offset + view.size})"
+
+
+# -- what the host hands over or asks for ------------------------------------------
+
+
+def host_bytes(array, view: BufferView) -> memoryview:
+    """``array``'s bytes for an upload into ``view``: a numpy array or a bytes-like
+    object, no larger than the view."""
     if isinstance(array, np.ndarray):
-        return memoryview(np.ascontiguousarray(array)).cast("B")
-    if isinstance(array, (bytes, bytearray, memoryview)):
-        return memoryview(array).cast("B")
-    raise BufferRangeError(f"upload takes a numpy array or bytes, not {type(array).__name__}")
+        if array.dtype.hasobject:
+            raise ArgumentTypeError(f"upload into {_name(view)}: an array of Python objects has no "
+                                    f"bytes to copy; pass a numeric numpy array")
+        data = memoryview(np.ascontiguousarray(array)).cast("B")
+    elif isinstance(array, (bytes, bytearray, memoryview)):
+        data = memoryview(array).cast("B")
+    else:
+        raise ArgumentTypeError(f"upload takes a numpy array or bytes, not {describe_value(array)}")
+    if data.nbytes > view.size:
+        raise BufferRangeError(f"upload of {data.nbytes} bytes into {view.buffer.name} "
+                               f"[{view.offset}, {view.offset + view.size}) of {view.size} bytes")
+    return data
 
 
-class Transfers:
-    """The transfer half of ``Device`` (mixed in; see device.py for the state it uses)."""
+def download_layout(view: BufferView, dtype, shape) -> tuple[np.dtype, Optional[tuple[int, ...]]]:
+    """The dtype and shape a download of ``view`` returns, refused unless its bytes fit."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise ArgumentTypeError(f"download of {_name(view)}: {dtype!r} is not a numpy dtype") from None
+    if dt.hasobject or dt.itemsize == 0:
+        raise ArgumentTypeError(f"download of {_name(view)}: {dt} has no fixed-size items; pass a "
+                                f"numeric dtype such as 'float32'")
+    if view.size % dt.itemsize:
+        raise BufferRangeError(f"download of {view.size} bytes from {view.buffer.name} is not a "
+                               f"whole number of {dt} items")
+    if shape is None:
+        return dt, None
+    dims = (shape,) if whole_number(shape) is not None else shape
+    try:
+        dims = tuple(whole_number(d) for d in dims)
+    except TypeError:
+        dims = (None,)
+    if None in dims:
+        raise ArgumentTypeError(f"download of {_name(view)}: shape must be an int or a tuple of ints, "
+                                f"not {shape!r}")
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        raise BufferRangeError(f"download of {_name(view)}: shape {dims} has a negative size "
+                               f"(one -1, for 'the rest', is allowed)")
+    items, known = view.size // dt.itemsize, math.prod(d for d in dims if d != -1)
+    if -1 in dims:
+        if known == 0 or items % known:
+            raise BufferRangeError(f"download of {view.size} bytes from {_name(view)}: shape {dims} "
+                                   f"of {dt} needs a multiple of {known * dt.itemsize} bytes")
+    elif known != items:
+        raise BufferRangeError(f"download of {view.size} bytes from {_name(view)}: shape {dims} of "
+                               f"{dt} is {known * dt.itemsize} bytes; pass a shape of {items} items, "
+                               f"or download a view of {known * dt.itemsize} bytes")
+    return dt, dims
 
-    _crossover: Optional[float] = None
-    copy_crossover_info: Optional[dict] = None
 
-    @serialised
-    def upload(self, dst, array) -> None:
-        """Copy ``array`` into ``dst`` (buffer or view); ``array`` may be reused at once."""
-        self._check_open()
-        if self._recording is not None:
-            raise GenspirvError("upload inside dev.record(): captured work replays fixed data; "
-                                "upload before g.run() instead")
-        check_owner(dst, self, "upload destination")
-        view = as_view(dst, "upload destination")
-        data = host_bytes(array)
-        n = data.nbytes
-        if n > view.size:
-            raise BufferRangeError(f"upload of {n} bytes into {view.buffer.name} "
-                                   f"[{view.offset}, {view.offset + view.size}) of {view.size} bytes")
-        if n == 0:
-            return
-        if (self.transfer_queue is not None and self.upload_mode == "staged"
-                and n >= TRANSFER_CANDIDATE_MIN
-                and use_transfer_queue(n, self.copy_crossover(), True,
-                                       self._submission.buffer_idle(view.buffer))):
-            self._upload_on_transfer_queue(view, data)
-            return
-        slot = self._submission.batch()
-        chunk, off = slot.staging.alloc(n)
-        self._submission.guard.use_staging(chunk.uid, off, off + n, slot.index)
-        chunk.write(off, data)
-        staged = Range(("staging", chunk.uid, slot.staging.generation), off, n)
-        self._track(slot, Access("transfer", reads=(staged,),
-                                 writes=(Range(view.buffer.uid, view.offset, n),)))
-        _vk.cmd_copy(slot.command_buffer, chunk.handle, view.buffer.handle, off, view.offset, n)
-        slot.commands += 1
-        view.buffer.last_batch = slot.serial
-        if self.upload_mode == "blocking":
-            self._stats["blocking_uploads"] += 1
-            self.flush()
-            self._submission.wait_for(slot)
-        else:
-            self._stats["staged_uploads"] += 1
+def as_array(raw: bytes, dtype: np.dtype, shape: Optional[tuple[int, ...]]) -> np.ndarray:
+    """A download's bytes as a new array (checked by ``download_layout``)."""
+    out = np.frombuffer(raw, dtype=dtype).copy()
+    return out.reshape(shape) if shape is not None else out
 
-    @serialised
-    def copy(self, src, dst) -> None:
-        """Device-side copy of all of ``src`` to the start of ``dst``."""
-        self._check_open()
-        check_owner(src, self, "copy source")
-        check_owner(dst, self, "copy destination")
-        s = as_view(src, "copy source")
-        d = as_view(dst, "copy destination")
-        if s.size > d.size:
-            raise BufferRangeError(f"copy of {s.size} bytes from {s.buffer.name} into a "
-                                   f"{d.size}-byte view of {d.buffer.name}")
-        target = Range(d.buffer.uid, d.offset, s.size)
-        if s.range.overlaps(target):
-            raise BufferRangeError(f"copy within {s.buffer.name}: source [{s.offset}, "
-                                   f"{s.offset + s.size}) overlaps destination "
-                                   f"[{d.offset}, {d.offset + s.size})")
-        rec = self._recorder()
-        self._track(rec, Access("transfer", reads=(s.range,), writes=(target,)))
-        _vk.cmd_copy(rec.command_buffer, s.buffer.handle, d.buffer.handle, s.offset, d.offset, s.size)
-        rec.commands += 1
-        s.buffer.last_batch = d.buffer.last_batch = rec.serial
-        if rec is self._recording:
-            rec.buffers.update({s.buffer.uid: s.buffer, d.buffer.uid: d.buffer})
 
-    @serialised
-    def download(self, src, dtype="float32", shape=None) -> np.ndarray:
-        """The contents of ``src`` (buffer or view) as a new numpy array.
+# -- uploads ---------------------------------------------------------------------
 
-        Waits only for what it must: when the open batch has not touched the
-        buffer, the copy goes out in its own small batch on another slot and
-        the open batch stays open (``drains`` counts downloads that had to
-        submit the open batch).
-        """
-        self._check_open()
-        if self._recording is not None:
-            raise GenspirvError("download inside dev.record(): nothing captured has run yet")
-        check_owner(src, self, "download source")
-        view = as_view(src, "download source")
-        try:
-            dtype = np.dtype(dtype)
-        except TypeError:
-            raise BufferRangeError(f"download of {view.buffer.name}: {dtype!r} is not a numpy dtype") from None
-        if view.size % dtype.itemsize:
-            raise BufferRangeError(f"download of {view.size} bytes from {view.buffer.name} is not a "
-                                   f"whole number of {dtype} items")
-        open_slot = self._submission.open_slot()
-        touched_open = open_slot.state == "recording" and view.buffer.last_batch == open_slot.serial
-        if touched_open or self.inflight == 1:
-            raw = self._download_in_batch(view, drain=open_slot.state == "recording"
-                                          and open_slot.commands > 0)
-        else:
-            raw = self._download_on_side(view)
-        out = np.frombuffer(raw, dtype=dtype).copy()
-        return out.reshape(shape) if shape is not None else out
 
-    @serialised
-    def copy_crossover(self) -> float:
-        """Bytes above which an upload pays for the transfer queue; measured on first use."""
-        if self._crossover is None:
-            fixed = settings.get("GENSPIRV_COMPUTE_STREAM_COPY_MAX")
-            if fixed is not None:
-                self._crossover = float(fixed)
-                self.copy_crossover_info = {"crossover_bytes": self._crossover,
-                                            "source": "GENSPIRV_COMPUTE_STREAM_COPY_MAX"}
-            else:
-                self.copy_crossover_info = self._measure_crossover()
-                self._crossover = self.copy_crossover_info["crossover_bytes"]
-            log.info("%s: uploads above %d bytes go to the transfer queue (%s)",
-                     self.properties["name"], self._crossover, self.copy_crossover_info)
-        return self._crossover
+def upload(sub: Submission, view: BufferView, data: memoryview, mode: UploadMode,
+           crossover: Callable[[], float]) -> None:
+    """Copy ``data`` into ``view``: staged into the open batch, on the transfer queue
+    when that pays (``crossover()``: the bytes above which it does), or, ``blocking``,
+    submitted and waited for at once."""
+    n = data.nbytes
+    if (sub.ctx.transfer_queue is not None and mode == "staged" and n >= TRANSFER_CANDIDATE_MIN
+            and use_transfer_queue(n, crossover(), True, sub.buffer_idle(view.buffer))):
+        _upload_on_transfer_queue(sub, view, data)
+        return
+    slot = sub.batch()
+    chunk, off = slot.stage(n)
+    chunk.write(off, data)
+    staged = Range(("staging", chunk.uid, slot.staging.generation), off, n)
+    rec = slot.recorder
+    rec.copy(Access(Stage.TRANSFER, reads=(staged,), writes=(Range(view.buffer.uid, view.offset, n),)),
+             chunk.handle, view.buffer.handle, off, view.offset, n)
+    rec.touch(view.buffer)
+    if mode == "blocking":
+        sub.stats["blocking_uploads"] += 1
+        sub.flush()
+        sub.wait_for(slot)
+    else:
+        sub.stats["staged_uploads"] += 1
 
-    # -- downloads ------------------------------------------------------------------
 
-    def _download_in_batch(self, view: BufferView, drain: bool) -> bytes:
-        slot = self._submission.batch()
-        n = view.size
-        chunk, off = slot.staging.alloc(n)
-        self._submission.guard.use_staging(chunk.uid, off, off + n, slot.index)
-        staged = Range(("staging", chunk.uid, slot.staging.generation), off, n)
-        self._track(slot, Access("transfer", reads=(view.range,), writes=(staged,)))
-        _vk.cmd_copy(slot.command_buffer, view.buffer.handle, chunk.handle, view.offset, off, n)
-        slot.commands += 1
-        self._track(slot, Access("host", reads=(staged,)))
-        view.buffer.last_batch = slot.serial
-        if drain:
-            self._stats["drains"] += 1
-        self.flush()
-        self._submission.wait_for(slot)
-        return chunk.read(off, n)
+def _upload_on_transfer_queue(sub: Submission, view: BufferView, data: memoryview) -> None:
+    """Copy on the transfer queue now; the open batch waits on its semaphore when it
+    is submitted. The semaphore wait orders the copy before every later command, so
+    its write is not left pending in the tracker."""
+    n = data.nbytes
+    slot = sub.batch()
+    if slot.transfer is None:
+        slot.transfer = TransferLane(sub.ctx.handle, sub.ctx.transfer_lane_family)
+    chunk, off = slot.stage(n)
+    chunk.write(off, data)
+    cb, sem = slot.transfer.next()
+    Recorder(cb, None, sub.stats, None).copy(None, chunk.handle, view.buffer.handle, off, view.offset, n)
+    sub.submit_transfer(slot, cb, sem)
+    slot.recorder.touch(view.buffer)
+    sub.stats["staged_uploads"] += 1
+    sub.stats["transfer_queue_copies"] += 1
 
-    def _download_on_side(self, view: BufferView) -> bytes:
-        """Copy out through the next slot, leaving the open batch (which never touched
-        the buffer) open. The copy runs before the open batch on the queue, so it gets
-        barriers of its own instead of the tracker's: the tracker's pending sets
-        describe the open batch too, and a barrier recorded here would not order it."""
-        side = self._submission.side_batch()
-        n = view.size
-        chunk, off = side.staging.alloc(n)
-        self._submission.guard.use_staging(chunk.uid, off, off + n, side.index)
-        cb = side.command_buffer
-        cmd_barrier(cb, _BEFORE_SIDE_COPY)
-        _vk.cmd_copy(cb, view.buffer.handle, chunk.handle, view.offset, off, n)
-        cmd_barrier(cb, _AFTER_SIDE_COPY)
-        side.commands += 3
-        self._stats["barriers"] += 2
-        # Later writes of this range must wait for the copy's read.
-        self._tracker.add_pending(Access("transfer", reads=(view.range,)))
-        self._submission.submit_side(side)
-        self._submission.wait_for(side)
-        return chunk.read(off, n)
 
-    # -- the transfer queue -----------------------------------------------------------
+def use_transfer_queue(nbytes: int, crossover: float, has_transfer_queue: bool,
+                       buffer_idle: bool) -> bool:
+    """Whether a host-to-device copy goes to the transfer queue.
 
-    def _upload_on_transfer_queue(self, view: BufferView, data) -> None:
-        """Copy on the transfer queue now; the open batch waits on its semaphore when it
-        is submitted. The semaphore wait orders the copy before every later command, so
-        its write is not left pending in the tracker."""
-        n = data.nbytes
-        slot = self._submission.batch()
-        if slot.transfer is None:
-            slot.transfer = TransferLane(self.handle, self._ctx.transfer_lane_family)
-        chunk, off = slot.staging.alloc(n)
-        self._submission.guard.use_staging(chunk.uid, off, off + n, slot.index)
-        chunk.write(off, data)
-        cb, sem = slot.transfer.next()
-        _vk.cmd_copy(cb, chunk.handle, view.buffer.handle, off, view.offset, n)
-        self._submission.submit_transfer(slot, cb, sem)
-        view.buffer.last_batch = slot.serial
-        self._stats["staged_uploads"] += 1
-        self._stats["transfer_queue_copies"] += 1
+    Only when it pays: the copy must be larger than the crossover (the bytes
+    the compute stream moves in the time a submit and a semaphore cost), and
+    the destination idle, because the transfer queue is ordered with nothing
+    recorded on the compute queue except through the semaphore."""
+    return has_transfer_queue and buffer_idle and nbytes > crossover
 
-    def _measure_crossover(self) -> dict:
-        """Submit + semaphore overhead on the host clock, H2D bandwidth with GPU timestamps
-        around a staged copy in the compute stream. Uses its own command pool, fence and
-        memory; nothing open is submitted and no counter moves."""
-        ctx, sub = self._ctx, self._submission
-        dev = ctx.handle
-        pool_info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=ctx.queue_family)
-        pool = call(vk.vkCreateCommandPool, dev, pool_info, None)
-        lane = TransferLane(dev, ctx.transfer_lane_family)
-        fence = call(vk.vkCreateFence, dev, vk.VkFenceCreateInfo(), None)
-        chunk = StagingChunk(dev, ctx.mem_props, CROSSOVER_PROBE_BYTES, ctx.max_allocation, ctx.families)
-        target = Buffer(dev, ctx.mem_props, CROSSOVER_PROBE_BYTES, ctx.max_allocation,
-                        "crossover probe", ctx.families)
-        fences = [fence]
-        try:
-            overheads = []
-            for _ in range(5):
-                cb, sem = lane.next()
-                call(vk.vkEndCommandBuffer, cb)
-                t0 = time.perf_counter()
-                queue_submit(ctx.transfer_queue, [cb], signal=[sem])
-                queue_submit(ctx.queue, (), fence, wait=[sem])
-                overheads.append(time.perf_counter() - t0)
-                call(vk.vkWaitForFences, dev, 1, fences, vk.VK_TRUE, _vk.NO_TIMEOUT)
-                call(vk.vkResetFences, dev, 1, fences)
-                lane.reset()
-            alloc = vk.VkCommandBufferAllocateInfo(commandPool=pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                                   commandBufferCount=1)
-            cb = call(vk.vkAllocateCommandBuffers, dev, alloc)[0]
-            q = sub.timer_queries()
-            seconds = []
-            for _ in range(3):
-                call(vk.vkResetCommandPool, dev, pool, 0)
-                call(vk.vkBeginCommandBuffer, cb, vk.VkCommandBufferBeginInfo())
-                vk.vkCmdResetQueryPool(cb, sub.query_pool, q, 2)
-                vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, sub.query_pool, q)
-                _vk.cmd_copy(cb, chunk.handle, target.handle, 0, 0, CROSSOVER_PROBE_BYTES)
-                vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, sub.query_pool, q + 1)
-                call(vk.vkEndCommandBuffer, cb)
-                queue_submit(ctx.queue, [cb], fence)
-                call(vk.vkWaitForFences, dev, 1, fences, vk.VK_TRUE, _vk.NO_TIMEOUT)
-                call(vk.vkResetFences, dev, 1, fences)
-                seconds.append(sub.query_ns(q) / 1e9)
-        finally:
-            call(vk.vkDeviceWaitIdle, dev)
-            target.destroy()
-            chunk.destroy()
-            vk.vkDestroyFence(dev, fence, None)
-            lane.destroy()
-            vk.vkDestroyCommandPool(dev, pool, None)
-        overhead = statistics.median(overheads)
-        bandwidth = CROSSOVER_PROBE_BYTES / max(statistics.median(seconds), 1e-9)
-        return {"overhead_us": overhead * 1e6, "h2d_gb_per_s": bandwidth / 1e9,
-                "crossover_bytes": crossover_bytes(overhead, bandwidth), "source": "measured"}
+
+def crossover_bytes(overhead_s: float, h2d_bytes_per_s: float) -> float:
+    """(submit + semaphore overhead) x host-to-device bandwidth."""
+    return overhead_s * h2d_bytes_per_s
+
+
+# -- device-side copies -------------------------------------------------------------
+
+
+def copy(src: BufferView, dst: BufferView, recorder: Callable[[], Recorder]) -> None:
+    """Copy all of ``src`` to the start of ``dst``, through the recorder ``recorder()``
+    gives once the arguments are checked (the open batch's, or a capture's)."""
+    if src.size > dst.size:
+        raise BufferRangeError(f"copy of {src.size} bytes from {src.buffer.name} into a "
+                               f"{dst.size}-byte view of {dst.buffer.name}")
+    target = Range(dst.buffer.uid, dst.offset, src.size)
+    if src.range.overlaps(target):
+        raise BufferRangeError(f"copy within {src.buffer.name}: source [{src.offset}, "
+                               f"{src.offset + src.size}) overlaps destination "
+                               f"[{dst.offset}, {dst.offset + src.size})")
+    rec = recorder()
+    rec.copy(Access(Stage.TRANSFER, reads=(src.range,), writes=(target,)),
+             src.buffer.handle, dst.buffer.handle, src.offset, dst.offset, src.size)
+    rec.touch(src.buffer, dst.buffer)
+
+
+# -- downloads ----------------------------------------------------------------------
+
+
+def download(sub: Submission, view: BufferView) -> bytes:
+    """The bytes of ``view``, waiting only for what it must.
+
+    When the open batch has not touched the buffer, the copy goes out in its own
+    small batch on another slot and the open batch stays open (``drains`` counts
+    downloads that had to submit the open batch)."""
+    open_slot = sub.open
+    recording = open_slot.state is SlotState.RECORDING
+    if (recording and view.buffer.last_batch == open_slot.serial) or len(sub.slots) == 1:
+        return _download_in_batch(sub, view, drain=recording and open_slot.recorder.commands > 0)
+    return _download_on_side(sub, view)
+
+
+def _download_in_batch(sub: Submission, view: BufferView, drain: bool) -> bytes:
+    slot = sub.batch()
+    n = view.size
+    chunk, off = slot.stage(n)
+    staged = Range(("staging", chunk.uid, slot.staging.generation), off, n)
+    rec = slot.recorder
+    rec.copy(Access(Stage.TRANSFER, reads=(view.range,), writes=(staged,)),
+             view.buffer.handle, chunk.handle, view.offset, off, n)
+    rec.track(Access(Stage.HOST, reads=(staged,)))
+    rec.touch(view.buffer)
+    if drain:
+        sub.stats["drains"] += 1
+    sub.flush()
+    sub.wait_for(slot)
+    return chunk.read(off, n)
+
+
+def _download_on_side(sub: Submission, view: BufferView) -> bytes:
+    """Copy out through the next slot, leaving the open batch (which never touched
+    the buffer) open. The copy runs before the open batch on the queue, so it gets
+    barriers of its own instead of the tracker's: the tracker's pending sets
+    describe the open batch too, and a barrier recorded here would not order it."""
+    side = sub.side_batch()
+    n = view.size
+    chunk, off = side.stage(n)
+    rec = side.recorder
+    rec.barrier(_BEFORE_SIDE_COPY)
+    rec.copy(None, view.buffer.handle, chunk.handle, view.offset, off, n)
+    rec.barrier(_AFTER_SIDE_COPY)
+    # Later writes of this range must wait for the copy's read.
+    sub.tracker.add_pending(Access(Stage.TRANSFER, reads=(view.range,)))
+    sub.submit_side(side)
+    sub.wait_for(side)
+    return chunk.read(off, n)
+
+
+# -- the crossover --------------------------------------------------------------------
+
+
+def crossover(sub: Submission) -> dict:
+    """When an upload pays for the transfer queue: ``{"crossover_bytes": ..., "source": ...}``,
+    from ``GENSPIRV_COMPUTE_STREAM_COPY_MAX`` or measured (``measure_crossover``)."""
+    fixed = settings.get("GENSPIRV_COMPUTE_STREAM_COPY_MAX")
+    if fixed is not None:
+        info = {"crossover_bytes": float(fixed), "source": "GENSPIRV_COMPUTE_STREAM_COPY_MAX"}
+    else:
+        info = measure_crossover(sub)
+    log.info("%s: uploads above %d bytes go to the transfer queue (%s)",
+             sub.ctx.properties["name"], info["crossover_bytes"], info)
+    return info
+
+
+def measure_crossover(sub: Submission) -> dict:
+    """Submit + semaphore overhead on the host clock, H2D bandwidth with GPU timestamps
+    around a staged copy in the compute stream. Uses its own command pool, fence and
+    memory; nothing open is submitted and no counter moves."""
+    ctx = sub.ctx
+    dev = ctx.handle
+    pool_info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=ctx.queue_family)
+    pool = call(vk.vkCreateCommandPool, dev, pool_info, None)
+    lane = TransferLane(dev, ctx.transfer_lane_family)
+    fence = call(vk.vkCreateFence, dev, vk.VkFenceCreateInfo(), None)
+    chunk = StagingChunk(dev, ctx.mem_props, CROSSOVER_PROBE_BYTES, ctx.max_allocation, ctx.families)
+    target = Buffer(dev, ctx.mem_props, CROSSOVER_PROBE_BYTES, ctx.max_allocation,
+                    "crossover probe", ctx.families)
+    fences = [fence]
+    try:
+        overheads = []
+        for _ in range(5):
+            cb, sem = lane.next()
+            call(vk.vkEndCommandBuffer, cb)
+            t0 = time.perf_counter()
+            queue_submit(ctx.transfer_queue, [cb], signal=[sem])
+            queue_submit(ctx.queue, (), fence, wait=[sem])
+            overheads.append(time.perf_counter() - t0)
+            call(vk.vkWaitForFences, dev, 1, fences, vk.VK_TRUE, _vk.NO_TIMEOUT)
+            call(vk.vkResetFences, dev, 1, fences)
+            lane.reset()
+        alloc = vk.VkCommandBufferAllocateInfo(commandPool=pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                               commandBufferCount=1)
+        cb = call(vk.vkAllocateCommandBuffers, dev, alloc)[0]
+        probe = Recorder(cb, None, sub.stats, None)
+        q = sub.timer_queries()
+        seconds = []
+        for _ in range(3):
+            call(vk.vkResetCommandPool, dev, pool, 0)
+            call(vk.vkBeginCommandBuffer, cb, vk.VkCommandBufferBeginInfo())
+            probe.timestamp(sub.query_pool, q, reset=True)
+            probe.copy(None, chunk.handle, target.handle, 0, 0, CROSSOVER_PROBE_BYTES)
+            probe.timestamp(sub.query_pool, q + 1)
+            call(vk.vkEndCommandBuffer, cb)
+            queue_submit(ctx.queue, [cb], fence)
+            call(vk.vkWaitForFences, dev, 1, fences, vk.VK_TRUE, _vk.NO_TIMEOUT)
+            call(vk.vkResetFences, dev, 1, fences)
+            seconds.append(sub.query_ns(q) / 1e9)
+    finally:
+        call(vk.vkDeviceWaitIdle, dev)
+        target.destroy()
+        chunk.destroy()
+        vk.vkDestroyFence(dev, fence, None)
+        lane.destroy()
+        vk.vkDestroyCommandPool(dev, pool, None)
+    overhead = statistics.median(overheads)
+    bandwidth = CROSSOVER_PROBE_BYTES / max(statistics.median(seconds), 1e-9)
+    return {"overhead_us": overhead * 1e6, "h2d_gb_per_s": bandwidth / 1e9,
+            "crossover_bytes": crossover_bytes(overhead, bandwidth), "source": "measured"}

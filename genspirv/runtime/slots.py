@@ -1,11 +1,13 @@
-"""In-flight submission slots.
+"""In-flight slots: what one batch of work owns until its fence signals.
 
 Takes the device handle, the compute queue family and the memory settings;
-gives a ring of ``Slot`` objects. Each slot
-owns what one batch of recorded work references until its fence signals: a
-command pool and command buffer, a fence, descriptor pools, and staging
-memory. A batch is recorded into one slot and submitted with that slot's
-fence; the slot is reused ("retired") only after the fence has signalled.
+gives ``Slot`` (submission.py keeps a ring of them). Each slot owns what one
+batch of recorded work references until its fence signals: a command pool and
+command buffer with its ``Recorder``, a fence, descriptor pools, staging
+memory, and the command buffers of its copies on the transfer queue
+(``TransferLane``). A batch is recorded into one slot and submitted with that
+slot's fence; the slot is reused ("retired") only after the fence has
+signalled. ``SlotState`` names where a slot is in that cycle.
 
 ``InFlightGuard`` keeps that promise checkable: every staging range written
 and every descriptor pool reset is registered against its slot, and touching
@@ -16,12 +18,14 @@ caught here at once, not by a rare wrong value on a fast GPU.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Optional
 
 from ..errors import InFlightError
 from . import _vk
 from ._vk import NO_TIMEOUT, call, descriptor_set_allocator, fence_signalled, vk
 from .memory import StagingChunk
+from .recorder import Decide, Recorder
 
 STAGING_CHUNK = 4 << 20
 DESCRIPTOR_SETS_PER_POOL = 256
@@ -223,29 +227,23 @@ class TransferLane:
         vk.vkDestroyCommandPool(self._device, self.pool, None)
 
 
-def use_transfer_queue(nbytes: int, crossover: float, has_transfer_queue: bool,
-                       buffer_idle: bool) -> bool:
-    """Whether a host-to-device copy goes to the transfer queue.
+class SlotState(Enum):
+    """Where a slot is in its cycle: idle -> recording -> submitted -> idle (retired)."""
 
-    Only when it pays: the copy must be larger than the crossover (the bytes
-    the compute stream moves in the time a submit and a semaphore cost), and
-    the destination idle, because the transfer queue is ordered with nothing
-    recorded on the compute queue except through the semaphore."""
-    return has_transfer_queue and buffer_idle and nbytes > crossover
-
-
-def crossover_bytes(overhead_s: float, h2d_bytes_per_s: float) -> float:
-    """(submit + semaphore overhead) x host-to-device bandwidth."""
-    return overhead_s * h2d_bytes_per_s
+    IDLE = "idle"
+    RECORDING = "recording"
+    SUBMITTED = "submitted"
 
 
 class Slot:
-    """One in-flight batch's resources. States: idle -> recording -> submitted -> idle."""
+    """One in-flight batch's resources, and the recorder its commands go through."""
 
     def __init__(self, index: int, device, family: int, mem_props, max_allocation: int,
-                 families: tuple[int, ...] = (), query_pool=None):
+                 families: tuple[int, ...] = (), query_pool=None, *, guard: InFlightGuard,
+                 decide: Decide, stats: dict, profile):
         self.index = index
         self._device = device
+        self._guard = guard
         pool_info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=family,
                                                flags=vk.VK_COMMAND_POOL_CREATE_TRANSIENT_BIT)
         self.command_pool = call(vk.vkCreateCommandPool, device, pool_info, None)
@@ -256,33 +254,35 @@ class Slot:
         self.fence = call(vk.vkCreateFence, device, vk.VkFenceCreateInfo(), None)
         self._fences = _vk.fence_array(self.fence)
         self.descriptors = DescriptorPools(device)
-        self.set_cache = self.descriptors.cache     # the dispatch path's one lookup
         self.staging = StagingArena(device, mem_props, max_allocation, families)
-        self.state = "idle"
-        self.serial = 0            # serial of the batch recorded into this slot (recording order)
+        # Each new descriptor set's pool is registered against this slot until it retires.
+        self.recorder = Recorder(self.command_buffer, decide, stats, profile, self.descriptors,
+                                 on_new_pool=lambda pool_id: guard.use_pool(pool_id, index))
+        self.state = SlotState.IDLE
         self.seq = 0               # its submission number (queue order)
-        self.dispatches = 0        # dispatch commands in the current batch
-        self.commands = 0          # any commands (dispatch, copy, barrier, timestamp)
-        self.bound_pipeline = None
-        self.bound_sets = None         # the descriptor-set array bound last in this batch
-        self.bound_push = None         # the push bytes recorded last, and through which layout
-        self.push_layout = None
         self.keep_alive: list = []     # objects the batch references (e.g. a replay graph)
         self.transfer: Optional[TransferLane] = None   # created on first use
         # Two timestamps of the device's query pool: the batch's start and end on the GPU.
         self.query_pool = query_pool
         self.query_base = 2 * index
 
+    @property
+    def serial(self) -> int:
+        """The serial of the batch recorded into this slot (recording order)."""
+        return self.recorder.serial
+
     def begin(self, serial: int) -> None:
         _vk.reset_and_begin(self._device, self.command_pool, self.command_buffer,
                             self.query_pool, self.query_base)
-        self.state = "recording"
-        self.serial = serial
-        self.dispatches = 0
-        self.commands = 0
-        self.bound_pipeline = None
-        self.bound_sets = None
-        self.bound_push = self.push_layout = None
+        self.state = SlotState.RECORDING
+        self.recorder.reset(serial)
+
+    def stage(self, nbytes: int) -> tuple[StagingChunk, int]:
+        """``nbytes`` of this batch's staging memory: (chunk, offset), registered with
+        the in-flight guard until the slot retires."""
+        chunk, offset = self.staging.alloc(nbytes)
+        self._guard.use_staging(chunk.uid, offset, offset + nbytes, self.index)
+        return chunk, offset
 
     def end(self) -> None:
         """Close the command buffer (with the batch's end timestamp)."""
@@ -294,9 +294,10 @@ class Slot:
     def signalled(self) -> bool:
         return fence_signalled(self._device, self.fence)
 
-    def retire(self, guard: InFlightGuard) -> None:
+    def retire(self) -> None:
         """After the fence signalled: free everything for the next batch."""
         _vk.reset_fence(self._device, self._fences)
+        guard = self._guard
         guard.retire(self.index)
         if self.descriptors.allocated >= CACHED_DESCRIPTOR_SETS:
             for pid in self.descriptors.used_ids:
@@ -306,7 +307,7 @@ class Slot:
         self.keep_alive.clear()
         if self.transfer is not None:
             self.transfer.reset()
-        self.state = "idle"
+        self.state = SlotState.IDLE
 
     def destroy(self) -> None:
         if self.transfer is not None:
@@ -315,4 +316,3 @@ class Slot:
         self.staging.destroy()
         vk.vkDestroyFence(self._device, self.fence, None)
         vk.vkDestroyCommandPool(self._device, self.command_pool, None)
-
