@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from .config import Config
 from .errors import ConfigError, GenspirvError, OutputError
+from .fsutil import atomic_write
 
 PACKAGE = Path(__file__).resolve().parent
 
@@ -89,11 +89,8 @@ def write_depfile(config: Config, path: Path, target: Optional[str] = None) -> N
         target = str(path.with_suffix("")) if path.suffix == ".d" else str(path) + ".stamp"
     text = depfile_text(str(Path(target).absolute()), depfile_inputs(config))
     # Whole or not at all: a half-written depfile would drop dependencies.
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, text.encode("utf-8"))
     except OSError as exc:
         raise OutputError(f"{path}: cannot write the depfile: {exc.strerror}") from None
 
