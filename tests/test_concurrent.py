@@ -44,6 +44,7 @@ def start(root, *args, fsync_delay=None):
                             text=True)
 
 
+@pytest.mark.slow
 def test_second_build_waits_for_the_first_and_finds_its_work_done(reference, tmp_path):
     root = write_project(tmp_path / "proj", salt="1")
     assert run_cli(["build"], root).returncode == 0
@@ -68,6 +69,7 @@ def test_second_build_waits_for_the_first_and_finds_its_work_done(reference, tmp
     assert stray_files(root) == []
 
 
+@pytest.mark.slow
 def test_three_builds_started_together_equal_one_build(reference, tmp_path):
     root = write_project(tmp_path / "proj", salt="1")
     assert run_cli(["build"], root).returncode == 0
