@@ -222,3 +222,14 @@ def test_a_failed_build_says_how_many_built_failed_and_were_unavailable(built_ti
     (built_tiny / "glsl/neg.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() { }\n")
     fixed = genspirv("build", "--root", built_tiny)
     assert "genspirv build: 1 compiled, 2 from cache, 0 up to date" in fixed.out
+
+
+def test_build_explain_says_why_each_variant_compiles(built_tiny, genspirv):
+    (built_tiny / "glsl/neg.comp").write_text((built_tiny / "glsl/neg.comp").read_text() + "// edited\n")
+    result = genspirv("build", "--root", built_tiny, "-d", "explain", "--quiet")
+    assert result.code == 0 and result.out == "explain: neg: compile: glsl/neg.comp changed\n", result
+    result = genspirv("build", "--root", built_tiny, "--explain", "--force")
+    assert [ln for ln in result.out.splitlines() if ln.startswith("explain:")] == \
+        [f"explain: {v}: compile: --force" for v in ("add_f32", "add_i32", "neg")]
+    assert genspirv("build", "--root", built_tiny, "--explain").out.splitlines() == \
+        ["genspirv build: 0 compiled, 3 up to date, 0 removed, 0 files written"]
