@@ -91,9 +91,6 @@ class Plan:
     def unavailable(self) -> tuple[Step, ...]:
         return self.of(Action.UNAVAILABLE)
 
-    def step(self, name: str) -> Step:
-        return next(s for s in self.steps if s.name == name)
-
     def explanations(self) -> list[str]:
         """One line per variant the build compiles or takes from the cache."""
         return [s.explain() for s in self.steps if s.action in (Action.COMPILE, Action.FROM_CACHE)]
