@@ -31,7 +31,7 @@ from typing import Callable, Iterator, Mapping, Optional
 from . import manifest as manifest_mod
 from . import settings
 from .buildstate import (STATE_DIR, BlobCache, CommittedManifest, FileHashes, Journal, OutputsRecord, Record,
-                         Versions, clear_journal, committed_manifest, include_dirs, journal_path, key_inputs,
+                         RecordedInputs, Versions, clear_journal, committed_manifest, include_dirs, journal_path, key_inputs,
                          load_state, outputs_current, outputs_key, sha256_hex, stage_state)
 from .compile import Compiled, Log, compile_all, make_jobs, raise_failures, reflect_blob, unavailable_deps
 from .compiler import CommandLog, Compiler, find_compiler
@@ -90,8 +90,10 @@ def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -
 # -- planning and running -----------------------------------------------------
 
 
-def lookups(config: Config, versions: Versions, hashes: FileHashes, cache: Optional[BlobCache]) -> Lookups:
-    """The planner's view of the project: its files, its committed blobs, its blob cache."""
+def lookups(config: Config, versions: Versions, hashes: FileHashes, cache: Optional[BlobCache],
+            recorded: Optional[RecordedInputs] = None) -> Lookups:
+    """The planner's view of the project: its files, its committed blobs, its blob cache, and
+    the inputs the last build recorded."""
     dirs = include_dirs(config)
 
     def committed_sha(v: Variant) -> Optional[str]:
@@ -103,7 +105,8 @@ def lookups(config: Config, versions: Versions, hashes: FileHashes, cache: Optio
     return Lookups(inputs=lambda v, deps: key_inputs(config, versions, v, deps, hashes, dirs),
                    committed_sha=committed_sha,
                    cached=(lambda key, sha: cache.get(key, sha)) if cache is not None else (lambda key, sha: None),
-                   blob_path=config.blob_relpath)
+                   blob_path=config.blob_relpath,
+                   recorded=recorded.get if recorded is not None else (lambda name, key: None))
 
 
 @dataclass(frozen=True)
@@ -128,11 +131,11 @@ def run_plan(config: Config, compiler: Compiler, plan: Plan, workdir: Path, hash
     def done(v: Variant, result: Compiled | UnavailableError) -> None:
         if isinstance(result, Compiled):
             inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
-            record = Record(inputs.key, result.deps, sha256_hex(result.blob), inputs=inputs)
+            record = Record.of(inputs, result.deps, sha256_hex(result.blob))
         else:
             deps = tuple(unavailable_deps(config.root, result))
             inputs = key_inputs(config, versions, v, deps, hashes, dirs)
-            record = Record(inputs.key, deps, missing=tuple(result.missing), inputs=inputs)
+            record = Record.of(inputs, deps, missing=result.missing)
         records[v.name] = record
         if keep is not None:
             keep(v.name, record, result.blob if isinstance(result, Compiled) else None)
@@ -211,7 +214,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         records = {**committed.records, **state.records}
         hashes = FileHashes(config.root)
         cache = BlobCache.for_config(config)
-        plan = make_plan(config.variants, records, lookups(config, versions, hashes, cache), force)
+        plan = make_plan(config.variants, records, lookups(config, versions, hashes, cache, state.inputs), force)
         if explain is not None:
             for line in plan.explanations():
                 explain(f"explain: {line}")
@@ -221,7 +224,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         if not plan.to_compile and not plan.from_cache and not orphan_blobs(config) and \
                 outputs_current(config, state.outputs, outputs_key(config, versions, keys)):
             if journal_path(config).exists():
-                _save_state(config, _kept_records(config, records, known), state.outputs)
+                _save_state(config, _kept_records(config, records, known), state.outputs, state.inputs)
             return _report(plan, known)
         journal = Journal(config)
 
@@ -241,7 +244,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         records = _kept_records(config, records, {**known, **ran.records})
         if ran.failures:
             # Keep what compiled (state and cache): the next build compiles only what failed or changed.
-            _save_state(config, records, state.outputs)
+            _save_state(config, records, state.outputs, state.inputs)
             report = _report(plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
             try:
                 raise_failures(ran.failures, f"genspirv build: {report.summary()} "
@@ -257,7 +260,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             # A fresh clone whose committed outputs match their inputs: nothing to render or write.
             manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
             _save_state(config, records, OutputsRecord(outputs_key(config, versions, keys),
-                                                       {config.manifest: manifest_sha}))
+                                                       {config.manifest: manifest_sha}), state.inputs)
             return _report(plan, records)
         compiled = dict(ran.compiled)
         trusted = _manifest_trusted(config, state)
@@ -273,7 +276,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         blobs = {config.blob_relpath(c.variant) for c in ordered}
         rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blobs}
         written, removed = _commit(config, outputs, records,
-                                   OutputsRecord(outputs_key(config, versions, keys), rendered), log)
+                                   OutputsRecord(outputs_key(config, versions, keys), rendered), state.inputs, log)
         if cache.stored:
             cache.trim()
     return _report(plan, records, ran.compiled_now, tuple(removed), tuple(written))
@@ -306,10 +309,11 @@ def _output_error(exc: OSError) -> OutputError:
     return OutputError(f"{where}: cannot write: {exc.strerror or exc}")
 
 
-def _save_state(config: Config, records: Mapping[str, Record], outputs: Optional[OutputsRecord]) -> None:
+def _save_state(config: Config, records: Mapping[str, Record], outputs: Optional[OutputsRecord],
+                recorded: RecordedInputs) -> None:
     with StagedFiles() as staged:
         try:
-            stage_state(config, staged, records, outputs)
+            stage_state(config, staged, records, outputs, recorded)
             staged.commit()
         except OSError as exc:
             raise _output_error(exc) from None
@@ -317,7 +321,7 @@ def _save_state(config: Config, records: Mapping[str, Record], outputs: Optional
 
 
 def _commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, Record],
-            recorded: OutputsRecord, log: Log) -> tuple[list[str], list[str]]:
+            outputs_record: OutputsRecord, recorded: RecordedInputs, log: Log) -> tuple[list[str], list[str]]:
     """Write every output that changed, all or none; then delete the orphan blobs and fold the
     journal into the state. Returns (written, removed), paths relative to the root."""
     written = []
@@ -330,7 +334,7 @@ def _commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, 
                         continue
                 staged.stage(path, data)
                 written.append(rel)
-            stage_state(config, staged, records, recorded)
+            stage_state(config, staged, records, outputs_record, recorded)
         except OSError as exc:
             raise _output_error(exc) from None      # the with-block removes every temp file
         removed = orphan_blobs(config)

@@ -1,4 +1,4 @@
-"""What a build remembers: content keys, typed state records, the journal, the blob caches.
+"""What a build remembers: content keys, state records, the journal, the blob caches.
 
 Takes a ``Config`` and gives the facts the build plans with:
 
@@ -8,13 +8,14 @@ Takes a ``Config`` and gives the facts the build plans with:
   its ``key`` (sha256 of its JSON) is the variant's content key. Two inputs
   compared field by field say *why* a variant is stale (``genspirv.plan``).
 - ``Record``: per variant what the last build knew: key, the files it read,
-  the blob's sha256 (or what the compiler lacked, for an unavailable one), and
-  the ``KeyInputs`` behind the key.
-- the state ``.genspirv/state.json`` (``load_state`` / ``save_state``): the
-  records and the outputs' own key, and the journal
-  ``.genspirv/journal.jsonl``: one record per line, appended as each compile
-  finishes (``Journal``), so an interrupted build keeps its work;
-  ``load_state`` applies it over the state file, ``save_state`` folds it in;
+  and the blob's sha256 (or what the compiler lacked, for an unavailable one).
+- the state ``.genspirv/state.json`` (``load_state``; ``stage_state`` writes
+  it): the records and the outputs' own key; beside it
+  ``.genspirv/inputs.json``, the ``KeyInputs`` behind each record's key,
+  read only to explain (``RecordedInputs``); and the journal
+  ``.genspirv/journal.jsonl``, one record appended as each compile finishes
+  (``Journal``), so an interrupted build keeps its work: ``load_state``
+  applies it over the state file, and the next state written folds it in;
 - ``committed_manifest``: the committed manifest's provenance (``inputs``,
   ``depends``) as records, so a fresh clone with no state builds as a no-op
   when the committed outputs match;
@@ -27,6 +28,7 @@ Takes a ``Config`` and gives the facts the build plans with:
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -42,9 +44,11 @@ from .manifest import read_manifest_json
 
 STATE_DIR = ".genspirv"
 STATE_FILE = "state.json"
+INPUTS_FILE = "inputs.json"
 JOURNAL_FILE = "journal.jsonl"
 CACHE_SUBDIR = "cache"
-STATE_SCHEMA = "genspirv-state/2"
+STATE_SCHEMA = "genspirv-state/1"
+INPUTS_SCHEMA = "genspirv-inputs/1"
 EVICT_TO = 0.8          # eviction stops at this share of the cap, so it does not run on every build
 
 
@@ -97,8 +101,9 @@ class KeyInputs:
     optimize: bool = False
     optimizer: Optional[str] = None                # the optimiser's version, when optimised
 
+    @functools.cached_property
     def doc(self) -> dict[str, Any]:
-        # The exact document the key has always hashed: committed manifests carry these keys.
+        """The exact document the key has always hashed (committed manifests carry these keys)."""
         doc = {"source": self.source, "defines": [list(d) for d in self.defines], "compiler": self.compiler,
                "flags": list(self.flags), "target_env": self.target_env, "include_dirs": list(self.include_dirs),
                "files": [list(f) for f in self.files], "include_directive": self.include_directive,
@@ -107,12 +112,12 @@ class KeyInputs:
             doc["optimizer"] = self.optimizer
         return doc
 
-    @property
+    @functools.cached_property
     def key(self) -> Optional[str]:
         """The content key; None when a file it read is gone (the variant must compile)."""
         if any(digest is None for _, digest in self.files):
             return None
-        return sha256_hex(json.dumps(self.doc(), sort_keys=True).encode())
+        return sha256_hex(json.dumps(self.doc, sort_keys=True).encode())
 
     @classmethod
     def from_doc(cls, d: Any) -> Optional["KeyInputs"]:
@@ -149,20 +154,31 @@ class Record:
     deps: tuple[str, ...]
     sha256: Optional[str] = None
     missing: tuple[str, ...] = ()                  # unavailable: what the compiler lacks
-    inputs: Optional[KeyInputs] = None             # None for a record from the committed manifest
+    # The KeyInputs behind the key, as JSON, when this build made the record (the state file
+    # keeps them apart, in RecordedInputs: a no-op build of 2,000 variants never reads them).
+    inputs_doc: Optional[Mapping[str, Any]] = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, inputs: KeyInputs, deps: Sequence[str], sha256: Optional[str] = None,
+           missing: Sequence[str] = ()) -> "Record":
+        return cls(inputs.key, tuple(deps), sha256, tuple(missing), inputs.doc)
+
+    @functools.cached_property
+    def inputs(self) -> Optional[KeyInputs]:
+        return KeyInputs.from_doc(self.inputs_doc) if self.inputs_doc is not None else None
 
     @property
     def unavailable(self) -> bool:
         return bool(self.missing)
 
-    def to_doc(self) -> dict[str, Any]:
+    def to_doc(self, with_inputs: bool = False) -> dict[str, Any]:
         doc: dict[str, Any] = {"key": self.key, "deps": list(self.deps)}
         if self.sha256 is not None:
             doc["sha256"] = self.sha256
         if self.missing:
             doc["unavailable"] = list(self.missing)
-        if self.inputs is not None:
-            doc["inputs"] = self.inputs.doc()
+        if with_inputs and self.inputs_doc is not None:
+            doc["inputs"] = self.inputs_doc
         return doc
 
     @classmethod
@@ -171,11 +187,11 @@ class Record:
         if not isinstance(d, dict) or not isinstance(d.get("deps"), list) or \
                 not isinstance(d.get("key"), (str, type(None))):
             return None
-        sha, missing = d.get("sha256"), d.get("unavailable", ())
+        sha, missing, inputs = d.get("sha256"), d.get("unavailable", ()), d.get("inputs")
         if not isinstance(sha, (str, type(None))) or not isinstance(missing, (list, tuple)):
             return None
         return cls(key=d["key"], deps=tuple(map(str, d["deps"])), sha256=sha, missing=tuple(map(str, missing)),
-                   inputs=KeyInputs.from_doc(d["inputs"]) if "inputs" in d else None)
+                   inputs_doc=inputs if isinstance(inputs, dict) else None)
 
 
 @dataclass(frozen=True)
@@ -186,15 +202,48 @@ class OutputsRecord:
     files: Mapping[str, str]
 
 
+class RecordedInputs:
+    """The KeyInputs behind each record's key, kept in ``.genspirv/inputs.json``.
+
+    Read at the first ``get``: only a build that explains a stale variant, or keeps the
+    old record of a variant that failed, needs them; a no-op build never does."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._docs: Optional[dict[str, Any]] = None
+
+    def doc(self, name: str, key: Optional[str]) -> Optional[Mapping[str, Any]]:
+        """The inputs document of ``name`` whose key is ``key`` (None when none is kept)."""
+        if self._docs is None:
+            try:
+                data = json.loads(self.path.read_bytes())
+            except (OSError, ValueError):
+                data = None
+            ok = isinstance(data, dict) and data.get("schema") == INPUTS_SCHEMA and isinstance(data.get("variants"), dict)
+            self._docs = data["variants"] if ok else {}
+        doc = self._docs.get(name)
+        inputs = KeyInputs.from_doc(doc) if doc is not None else None
+        return doc if inputs is not None and key is not None and inputs.key == key else None
+
+    def get(self, name: str, key: Optional[str]) -> Optional[KeyInputs]:
+        doc = self.doc(name, key)
+        return KeyInputs.from_doc(doc) if doc is not None else None
+
+
 @dataclass(frozen=True)
 class State:
-    records: Mapping[str, Record] = field(default_factory=dict)
+    records: Mapping[str, Record]
+    inputs: RecordedInputs
     outputs: Optional[OutputsRecord] = None
     found: bool = False             # a state file or journal was there (False: a fresh clone)
 
 
 def state_path(config: Config) -> Path:
     return config.root / STATE_DIR / STATE_FILE
+
+
+def inputs_path(config: Config) -> Path:
+    return config.root / STATE_DIR / INPUTS_FILE
 
 
 def journal_path(config: Config) -> Path:
@@ -232,27 +281,31 @@ def load_state(config: Config) -> State:
         if record is not None and isinstance(entry.get("name"), str):
             records[entry["name"]] = record
             found = True
-    return State(records, outputs, found)
+    return State(records, RecordedInputs(inputs_path(config)), outputs, found)
 
 
-def state_bytes(records: Mapping[str, Record], outputs: Optional[OutputsRecord]) -> bytes:
-    doc: dict[str, Any] = {"schema": STATE_SCHEMA, "variants": {n: r.to_doc() for n, r in records.items()}}
-    if outputs is not None:
-        doc["outputs"] = {"key": outputs.key, "files": dict(outputs.files)}
+def _compact(doc: Any) -> bytes:
     # Compact: json's C encoder (an indent would take the pure-Python one, a tenth of a
     # second per 2,000 variants on every build that writes state).
     return (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 
 def stage_state(config: Config, staged: StagedFiles, records: Mapping[str, Record],
-                outputs: Optional[OutputsRecord]) -> None:
-    """Stage the state file (unless it holds these bytes); commit, then ``clear_journal``."""
-    data = state_bytes(records, outputs)
-    path = state_path(config)
-    with contextlib.suppress(OSError):
-        if path.read_bytes() == data:
-            return
-    staged.stage(path, data)
+                outputs: Optional[OutputsRecord], recorded: RecordedInputs) -> None:
+    """Stage the state file and the inputs file (each unless it holds these bytes); commit,
+    then ``clear_journal``. A record this build did not make keeps its recorded inputs."""
+    doc: dict[str, Any] = {"schema": STATE_SCHEMA, "variants": {n: r.to_doc() for n, r in records.items()}}
+    if outputs is not None:
+        doc["outputs"] = {"key": outputs.key, "files": dict(outputs.files)}
+    inputs = {n: r.inputs_doc if r.inputs_doc is not None else recorded.doc(n, r.key) for n, r in records.items()}
+    # The inputs file only explains: losing it to a crash costs no work, so no fsync.
+    for path, data, durable in ((state_path(config), _compact(doc), True),
+                                (inputs_path(config), _compact({"schema": INPUTS_SCHEMA, "variants": {
+                                    n: d for n, d in inputs.items() if d is not None}}), False)):
+        with contextlib.suppress(OSError):
+            if path.read_bytes() == data:
+                continue
+        staged.stage(path, data, durable=durable)
 
 
 def clear_journal(config: Config) -> None:
@@ -273,7 +326,8 @@ class Journal:
         self.appended = 0
 
     def append(self, name: str, record: Record) -> None:
-        line = json.dumps({"name": name, "record": record.to_doc()}, sort_keys=True, separators=(",", ":"))
+        line = json.dumps({"name": name, "record": record.to_doc(with_inputs=True)}, sort_keys=True,
+                          separators=(",", ":"))
         try:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

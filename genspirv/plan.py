@@ -104,6 +104,8 @@ class Lookups:
     committed_sha: Callable[[Variant], Optional[str]]        # sha256 of the committed blob; None: absent
     cached: Callable[[str, Optional[str]], Optional[bytes]]   # the blob cache: (key, sha256 or None)
     blob_path: Callable[[Variant], str]                      # for messages: spirv/<name>.spv
+    recorded: Callable[[str, Optional[str]], Optional[KeyInputs]] = lambda name, key: None
+    # ^ the inputs the last build recorded behind a variant's key, asked only to explain
 
 
 def make_plan(variants: Sequence[Variant], records: Mapping[str, Record], lookups: Lookups,
@@ -121,7 +123,7 @@ def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool =
     now = lookups.inputs(v, record.deps)
     key = now.key
     if key is not None and key == record.key:
-        kept = Record(key, record.deps, record.sha256, record.missing, now)
+        kept = Record.of(now, record.deps, record.sha256, record.missing)
         if record.unavailable:
             if v.optional:
                 return Step(v, Action.UNAVAILABLE, Reason.UNCHANGED, f"lacks {', '.join(record.missing)}", kept)
@@ -136,21 +138,22 @@ def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool =
         if blob is not None:
             return Step(v, Action.FROM_CACHE, Reason.BLOB_CHANGED, f"{what}; its blob is in the cache", kept, blob)
         return Step(v, Action.COMPILE, Reason.CACHE_MISSING, f"{what} and the cache has no blob for its inputs")
-    reason, detail = why_stale(record, now)
+    reason, detail = why_stale(record.inputs or lookups.recorded(v.name, record.key), now)
     if key is not None:
         blob = lookups.cached(key, None)     # a shared cache may hold what the inputs now give
         if blob is not None:
             return Step(v, Action.FROM_CACHE, reason, f"{detail}; its blob for these inputs is in the cache",
-                        Record(key, record.deps, sha256_hex(blob), inputs=now), blob)
+                        Record.of(now, record.deps, sha256_hex(blob)), blob)
     return Step(v, Action.COMPILE, reason, detail)
 
 
-def why_stale(record: Record, now: KeyInputs) -> tuple[Reason, str]:
-    """The first reason the inputs differ from the record's, and a sentence naming every difference."""
-    old = record.inputs
+def why_stale(old: Optional[KeyInputs], now: KeyInputs) -> tuple[Reason, str]:
+    """The first reason ``now`` differs from the recorded inputs, and a sentence naming every
+    difference. Without recorded inputs (a fresh clone: only the committed manifest's key) it
+    can say only that they differ."""
     if old is None:
-        return Reason.INPUTS_CHANGED, ("its inputs differ from those the committed manifest records "
-                                       "(no build state in .genspirv/ says which)")
+        return Reason.INPUTS_CHANGED, ("its content key changed (which input, nothing in .genspirv/ "
+                                       "records: a fresh clone knows only the committed manifest's key)")
     found = differences(old, now)
     if not found:
         return Reason.INPUTS_CHANGED, "its content key changed"

@@ -5,7 +5,7 @@ lines (beside the including file, then on the include path) to list every
 file it read, and makes a small valid SPIR-V compute module whose
 ``OpSourceExtension`` carries a digest of everything real bytes depend on
 (each file's text, the defines, flags and target env): a changed input gives
-changed bytes. A source line ``#error`` is a CompileError at its line; a line
+changed bytes. A source line ``// fake: error`` is a CompileError at its line; a line
 ``#extension NAME : require`` with NAME in ``missing`` is an UnavailableError;
 a line ``// fake: invalid`` makes a blob that ``validate`` refuses and that
 ``optimize`` refuses too unless the variant has ``validate = false`` (as
@@ -27,6 +27,7 @@ from genspirv.errors import CompileError, UnavailableError, ValidationError
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 EXTENSION = re.compile(r"^\s*#\s*extension\s+(\w+)\s*:\s*require", re.M)
+ERROR_MARK = "// fake: error"         # (not #error, which real sources hold under #if)
 INVALID_MARK = "// fake: invalid"
 
 
@@ -82,8 +83,8 @@ class FakeCompiler:
         self._read(job, job.root / v.source, read)
         text = read[v.source]
         for n, line in enumerate(text.splitlines(), 1):
-            if line.strip().startswith("#error"):
-                messages = f"{v.source}:{n}: error: {line.strip()}"
+            if line.strip() == ERROR_MARK:
+                messages = f"{v.source}:{n}: error: '{ERROR_MARK}' : the fake refuses this line"
                 raise CompileError(f"{v.name}: {v.source} does not compile:\n{messages}",
                                    messages=messages, source=v.source)
         lacking = [x for x in EXTENSION.findall("\n".join(read.values())) if x in self.missing]

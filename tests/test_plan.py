@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_compiler import INVALID_MARK, FakeCompiler
+from fake_compiler import ERROR_MARK, INVALID_MARK, FakeCompiler
 from genspirv.build import BuildInterrupted, build
 from genspirv.buildstate import KeyInputs, Record
 from genspirv.check import check
@@ -241,7 +241,7 @@ def test_an_unavailable_optional_variant_waits_until_its_inputs_change(tmp_path)
 
 def test_a_failure_keeps_the_other_variants_work(built):
     (built / "glsl/include/common.glsl").write_text(COMMON + "// all of add changes\n")
-    (built / "glsl/neg.comp").write_text(NEG + "#error broken\n")
+    (built / "glsl/neg.comp").write_text(NEG + ERROR_MARK + "\n")
     before = committed(built)
     with pytest.raises(CompileError, match="glsl/neg.comp:3") as info:
         run(built, FakeCompiler())
@@ -290,7 +290,7 @@ def test_the_planner_reads_nothing_but_its_lookups():
                          variant.validate, tuple((d, files.get(d)) for d in sorted(set(deps) | {variant.source})))
 
     then = inputs(v, ["inc.glsl"])
-    record = Record(then.key, ("a.comp", "inc.glsl"), "sha-a", inputs=then)
+    record = Record.of(then, ("a.comp", "inc.glsl"), "sha-a")
     world = dict(committed={"a": "sha-a"}, cache={})
     look = Lookups(inputs=inputs, committed_sha=lambda var: world["committed"].get(var.name),
                    cached=lambda key, sha: world["cache"].get(key), blob_path=lambda var: f"spirv/{var.name}.spv")
@@ -301,9 +301,13 @@ def test_the_planner_reads_nothing_but_its_lookups():
     assert (step.action, step.reason, step.detail) == (Action.COMPILE, Reason.INCLUDE_CHANGED, "inc.glsl changed")
     world["cache"][inputs(v, ["inc.glsl"]).key] = b"blob"
     assert decide(v, record, look).action is Action.FROM_CACHE
+    # A record read back from the state file: its inputs come from the recorded-inputs lookup.
+    bare = Record(then.key, record.deps, "sha-a")
+    remembered = Lookups(look.inputs, look.committed_sha, lambda key, sha: None, look.blob_path,
+                         recorded=lambda name, key: then if key == then.key else None)
+    assert decide(v, bare, remembered).detail == "inc.glsl changed"
     # A record from the committed manifest has only the key to compare with.
-    step = decide(v, Record(then.key, record.deps, "sha-a"), look)
-    assert step.reason is Reason.INPUTS_CHANGED
+    assert decide(v, bare, look).reason is Reason.INPUTS_CHANGED
     plan = make_plan([v], {"a": record}, look, force=True)
     assert [s.reason for s in plan.steps] == [Reason.FORCED]
 
