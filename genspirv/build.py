@@ -32,14 +32,15 @@ from . import manifest as manifest_mod
 from . import settings
 from .buildstate import (STATE_DIR, BlobCache, CommittedManifest, FileHashes, Journal, OutputsRecord, Record,
                          RecordedInputs, Versions, clear_journal, committed_manifest, include_dirs, journal_path, key_inputs,
-                         load_state, outputs_current, outputs_key, sha256_hex, stage_state)
+                         load_state, sha256_hex, stage_state)
 from .compile import Compiled, Log, compile_all, make_jobs, raise_failures, reflect_blob, unavailable_deps
 from .compiler import CommandLog, Compiler, find_compiler
 from .config import Config, Variant
 from .errors import GenspirvError, LockError, OutputError, UnavailableError
 from .fsutil import StagedFiles, signals_deferred
 from .manifest import Unavailable
-from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, remove_stale_temp_files)
+from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, outputs_current, outputs_key,
+                      remove_stale_temp_files)
 from .plan import Lookups, Plan, make_plan
 from .reflect import ShaderInfo
 

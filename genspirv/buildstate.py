@@ -380,43 +380,6 @@ def committed_manifest(config: Config) -> CommittedManifest:
     return CommittedManifest(doc, records, entries)
 
 
-# -- the outputs' key ---------------------------------------------------------
-
-
-def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, Optional[str]]) -> str:
-    """What the manifest and generated files are a function of, besides the blobs' keys."""
-    doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys.get(v.name)]
-                        for v in config.variants],
-           "manifest": str(config.manifest), "generate": [list(map(str, (g.target, g.output)))
-                                                      + _template_key(config, g)
-                                                      for g in config.generate],
-           "toolchain": [versions.compiler, versions.optimizer, config.target_env, list(config.flags)]}
-    return sha256_hex(json.dumps(doc, sort_keys=True).encode())
-
-
-def _template_key(config: Config, g) -> list[str]:
-    """A project template's path and bytes: editing it re-renders its output."""
-    if g.template is None:
-        return []
-    try:
-        return [g.template, sha256_hex(config.path(g.template).read_bytes())]
-    except OSError:
-        return [g.template, "unreadable"]   # render then names the problem
-
-
-def outputs_current(config: Config, recorded: Optional[OutputsRecord], key: str) -> bool:
-    """The last build wrote these outputs from the same inputs, and nobody touched them since."""
-    if recorded is None or recorded.key != key or not recorded.files:
-        return False
-    for rel, digest in recorded.files.items():
-        try:
-            if sha256_hex(config.path(rel).read_bytes()) != digest:
-                return False
-        except OSError:
-            return False
-    return True
-
-
 # -- blob caches --------------------------------------------------------------
 
 

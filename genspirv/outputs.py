@@ -5,20 +5,24 @@ ones and their content keys; gives every committed output as
 ``{posix path relative to the root: bytes}`` (``expected_outputs``, which
 build writes and check compares), the blobs no variant builds any more
 (``orphan_blobs``) and the temp files an interrupted write left
-(``stale_temp_files``). ``committed_manifest_current`` tells a fresh clone
-that its committed manifest already says what a build would write.
+(``stale_temp_files``). ``outputs_key`` is what the manifest and generated
+files are a function of besides the blobs (``outputs_current``: the last
+build wrote them from it, untouched since); ``committed_manifest_current``
+tells a fresh clone that its committed manifest already says what a build
+would write.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shutil
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
 from . import manifest as manifest_mod
-from .buildstate import STATE_DIR, CommittedManifest, Record, sha256_hex
+from .buildstate import STATE_DIR, CommittedManifest, OutputsRecord, Record, Versions, sha256_hex
 from .compile import Compiled
 from .config import Config, Variant
 from .manifest import Manifest, ManifestEntry, Toolchain, Unavailable
@@ -143,5 +147,39 @@ def committed_manifest_current(config: Config, committed: CommittedManifest, fre
         facts.pop("size")
         if e is None or any(e.get(k) != val for k, val in facts.items()) or \
                 any(k in e for k in manifest_mod.OPTIONAL_FACTS if k not in facts):
+            return False
+    return True
+
+
+def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, Optional[str]]) -> str:
+    """What the manifest and generated files are a function of, besides the blobs' keys."""
+    doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys.get(v.name)]
+                        for v in config.variants],
+           "manifest": str(config.manifest), "generate": [list(map(str, (g.target, g.output)))
+                                                      + _template_key(config, g)
+                                                      for g in config.generate],
+           "toolchain": [versions.compiler, versions.optimizer, config.target_env, list(config.flags)]}
+    return sha256_hex(json.dumps(doc, sort_keys=True).encode())
+
+
+def _template_key(config: Config, g) -> list[str]:
+    """A project template's path and bytes: editing it re-renders its output."""
+    if g.template is None:
+        return []
+    try:
+        return [g.template, sha256_hex(config.path(g.template).read_bytes())]
+    except OSError:
+        return [g.template, "unreadable"]   # render then names the problem
+
+
+def outputs_current(config: Config, recorded: Optional[OutputsRecord], key: str) -> bool:
+    """The last build wrote these outputs from the same inputs, and nobody touched them since."""
+    if recorded is None or recorded.key != key or not recorded.files:
+        return False
+    for rel, digest in recorded.files.items():
+        try:
+            if sha256_hex(config.path(rel).read_bytes()) != digest:
+                return False
+        except OSError:
             return False
     return True
