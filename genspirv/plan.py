@@ -46,7 +46,7 @@ class Reason(enum.Enum):
     COMPILER_CHANGED = "compiler version changed"
     OPTIMIZER_CHANGED = "optimiser version changed"
     INPUTS_CHANGED = "inputs changed"            # only the committed manifest's key to compare with
-    BLOB_CHANGED = "committed blob missing or edited"
+    BLOB_CHANGED = "committed blob missing or different"
     CACHE_MISSING = "cache entry missing"
     NOW_REQUIRED = "no longer optional"
 
@@ -133,11 +133,12 @@ def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool =
         if record.sha256 is not None and on_disk == record.sha256:
             return Step(v, Action.UP_TO_DATE, Reason.UNCHANGED, "", kept)
         rel = lookups.blob_path(v)
-        what = f"{rel} is missing" if on_disk is None else f"{rel} was edited"
+        # Different: edited by hand, or older than its record (an interrupted build compiled it).
+        what = f"{rel} is missing" if on_disk is None else f"{rel} differs from the blob its inputs give"
         blob = lookups.cached(key, record.sha256) if record.sha256 is not None else None
         if blob is not None:
             return Step(v, Action.FROM_CACHE, Reason.BLOB_CHANGED, f"{what}; its blob is in the cache", kept, blob)
-        return Step(v, Action.COMPILE, Reason.CACHE_MISSING, f"{what} and the cache has no blob for its inputs")
+        return Step(v, Action.COMPILE, Reason.CACHE_MISSING, f"{what}, and the cache has no blob for it")
     reason, detail = why_stale(record.inputs or lookups.recorded(v.name, record.key), now)
     if key is not None:
         blob = lookups.cached(key, None)     # a shared cache may hold what the inputs now give

@@ -203,7 +203,8 @@ def test_a_removed_blob_comes_from_the_cache_and_compiles_when_the_cache_lost_it
     shutil.rmtree(built / ".genspirv/cache")
     report, lines = run(built, fake)
     assert report.compiled == ("neg",) and reasons(report) == {"neg": Reason.CACHE_MISSING}
-    assert "explain: neg: compile: spirv/neg.spv was edited and the cache has no blob for its inputs" in lines
+    assert "explain: neg: compile: spirv/neg.spv differs from the blob its inputs give, and the cache " \
+        "has no blob for it" in lines
     assert blob.read_bytes() == good and fake.compiles == {"neg": 1}
 
 
