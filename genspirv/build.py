@@ -1,82 +1,56 @@
 """Build: a ``Config`` in, committed blobs, manifest and generated files out.
 
-Plans which variants are stale (``buildstate.content_key``: the source, every
-file its last depfile named, defines, toolchain versions and settings), takes
-what it can from the blob caches, compiles the rest in parallel with the pinned
-glslang (then ``spirv-opt -O`` where asked), validates each blob with
-``spirv-val`` (unless opted out), reflects every blob and writes what changed,
-under a lock file.
+Under a lock file: makes the plan (``genspirv.plan``: per variant up to date,
+from the cache, compile or unavailable, and why), runs it (``run_plan``,
+shared with ``check``: compiles in parallel through the ``Compiler`` seam,
+reflects, renders the manifest and generated files), then writes what changed.
 
-Nothing committed is half-written: every file goes through a temp file in its
-own folder and ``os.replace``. A failed build writes no committed file, but
-keeps every variant it did compile in the cache, so the next build compiles
-only what changed or failed; each distinct compiler error is reported once with
-every variant it hit. A no-op build writes no file. ``build()`` returns a
+Nothing is lost: each compile lands in the blob cache and the journal as it
+finishes, so a build that fails or is interrupted (SIGINT, SIGTERM) keeps
+every variant it compiled, and the next build compiles only the rest. Nothing
+committed is half-replaced: every output is first written to a temp file
+beside its target (proving the folder writable and the disk not full); only
+when all are ready are they renamed into place, blobs first and the manifest
+last, with signals held back for those renames. A failure before that
+changes no committed file; a no-op build writes no file. ``build()`` returns a
 ``BuildReport``; tests assert on it, not on timing.
-
-The compile step itself, shared with ``check``, is ``genspirv.compile``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import errno
 import fcntl
-import json
-import os
-import re
-import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping, Optional, Sequence
+from typing import Callable, Iterator, Mapping, Optional
 
 from . import manifest as manifest_mod
 from . import settings
-from .buildstate import (STATE_DIR, STATE_SCHEMA, BlobCache, FileHashes, content_key, include_dirs,
-                         load_state_file, outputs_current, outputs_key, read_manifest_json,
-                         records_from_manifest, sha256_hex, state_path)
+from .buildstate import (STATE_DIR, BlobCache, CommittedManifest, FileHashes, Journal, OutputsRecord, Record,
+                         RecordedInputs, Versions, clear_journal, committed_manifest, include_dirs, journal_path, key_inputs,
+                         load_state, sha256_hex, stage_state)
+from .compile import Compiled, Log, compile_all, make_jobs, raise_failures, reflect_blob, unavailable_deps
+from .compiler import CommandLog, Compiler, find_compiler
 from .config import Config, Variant
 from .errors import GenspirvError, LockError, OutputError, UnavailableError
-from .fsutil import atomic_write
-from .manifest import Manifest, ManifestEntry, Toolchain, Unavailable
+from .fsutil import StagedFiles, signals_deferred
+from .manifest import Unavailable
+from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, outputs_current, outputs_key,
+                      remove_stale_temp_files)
+from .plan import Lookups, Plan, make_plan
 from .reflect import ShaderInfo
-from .compile import (CommandLog, Compiled, Log, Tools, _dep_path, compile_all, compile_variants,
-                      find_tools, raise_failures, reflect_blob)
 
 LOCK_FILE = "lock"
 TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
 
-# Re-exported: callers of the build also use these.
-__all__ = ["STATE_DIR", "STATE_SCHEMA", "content_key", "include_dirs", "state_path", "build",
-           "compile_variants", "find_tools", "Compiled", "Tools", "ShaderInfo"]
+Keep = Optional[Callable[[str, Record, Optional[bytes]], None]]
 
 
-# -- files --------------------------------------------------------------------
-
-
-def write_if_changed(path: Path, data: bytes) -> bool:
-    """Atomically write ``data`` unless the file already holds exactly those bytes.
-
-    Any OSError (a full disk, no permission, a file where a folder should be) is
-    an OutputError naming the file; the temp file is gone and ``path`` untouched.
-    """
-    try:
-        if path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
-    try:
-        atomic_write(path, data)
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise OutputError(f"{path}: cannot write: {exc.strerror or 'No space left on device'}: "
-                              "the disk is full; free some space and build again") from None
-        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    return True
+# -- the lock -----------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -114,84 +88,76 @@ def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-# -- the manifest and generated files -----------------------------------------
+# -- planning and running -----------------------------------------------------
 
 
-def manifest_entry(config: Config, compiled: Compiled, key: Optional[str] = None) -> ManifestEntry:
-    v = compiled.variant
-    # Provenance lists only files inside the project: a fresh clone must find them.
-    depends = tuple(d for d in compiled.deps if not d.startswith("/")) if key else ()
-    return ManifestEntry(name=v.name, source=v.source, defines=v.defines,
-                         spirv=config.blob_relpath(v), sha256=sha256_hex(compiled.blob),
-                         size=len(compiled.blob), info=compiled.info, inputs=key or "", depends=depends,
-                         validated=v.validate, optimized=v.optimize,
-                         target_env=v.target_env if v.target_env != config.target_env else None)
+def lookups(config: Config, versions: Versions, hashes: FileHashes, cache: Optional[BlobCache],
+            recorded: Optional[RecordedInputs] = None) -> Lookups:
+    """The planner's view of the project: its files, its committed blobs, its blob cache, and
+    the inputs the last build recorded."""
+    dirs = include_dirs(config)
+
+    def committed_sha(v: Variant) -> Optional[str]:
+        try:
+            return sha256_hex(config.path(config.blob_relpath(v)).read_bytes())
+        except OSError:
+            return None
+
+    return Lookups(inputs=lambda v, deps: key_inputs(config, versions, v, deps, hashes, dirs),
+                   committed_sha=committed_sha,
+                   cached=(lambda key, sha: cache.get(key, sha)) if cache is not None else (lambda key, sha: None),
+                   blob_path=config.blob_relpath,
+                   recorded=recorded.get if recorded is not None else (lambda name, key: None))
 
 
-def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable] = (),
-                   keys: Optional[Mapping[str, Optional[str]]] = None,
-                   optimizer: Optional[str] = None) -> dict[str, bytes]:
-    """The manifest and every generated file, as {posix path relative to root: bytes}."""
-    keys = keys or {}
-    manifest = Manifest(toolchain=Toolchain(glslang=config.glslang, target_env=config.target_env,
-                                            flags=config.flags,
-                                            spirv_opt=optimizer if any(c.variant.optimize for c in compiled) else None),
-                        shaders=tuple(sorted((manifest_entry(config, c, keys.get(c.variant.name))
-                                              for c in compiled), key=lambda e: e.name)),
-                        root=config.root, unavailable=tuple(sorted(unavailable, key=lambda u: u.name)))
-    outputs = {config.manifest: manifest_mod.dumps(manifest)}
-    if config.generate:
-        from .emit import render
-        for g in config.generate:
-            # The blobs are not written yet: hand the emitters the fresh bytes, not the old files.
-            blobs = {c.variant.name: c.blob for c in compiled}
-            for rel, data in render(g.target, manifest, g.output, blobs=blobs,
-                                    template=g.template).items():
-                outputs[rel] = data
-    return outputs
+@dataclass(frozen=True)
+class Ran:
+    """What running a plan's compile and cache steps gave."""
+
+    compiled: Mapping[str, Compiled]            # compiled now or taken from the cache
+    records: Mapping[str, Record]               # for those, and for every unavailable variant
+    failures: Mapping[str, GenspirvError]
+    compiled_now: tuple[str, ...]
 
 
-def orphan_blobs(config: Config) -> list[str]:
-    """``*.spv`` files in spirv_dir that belong to no variant (relative to the root)."""
-    folder = config.path(config.spirv_dir)
-    if not folder.is_dir():
-        return []
-    known = {f"{v.name}.spv" for v in config.variants}
-    return sorted(f"{config.spirv_dir}/{p.name}" for p in folder.glob("*.spv")
-                  if p.is_file() and p.name not in known)
+def run_plan(config: Config, compiler: Compiler, plan: Plan, workdir: Path, hashes: FileHashes, *,
+             jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None) -> Ran:
+    """Compile the plan's stale variants into ``workdir`` and reflect its cached ones.
+
+    ``keep(name, record, blob)`` hears of each compile as it finishes (blob None: unavailable)."""
+    versions = Versions(compiler.version, compiler.optimizer_version)
+    dirs = include_dirs(config)
+    records: dict[str, Record] = {}
+
+    def done(v: Variant, result: Compiled | UnavailableError) -> None:
+        if isinstance(result, Compiled):
+            inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
+            record = Record.of(inputs, result.deps, sha256_hex(result.blob))
+        else:
+            deps = tuple(unavailable_deps(config.root, result))
+            inputs = key_inputs(config, versions, v, deps, hashes, dirs)
+            record = Record.of(inputs, deps, missing=result.missing)
+        records[v.name] = record
+        if keep is not None:
+            keep(v.name, record, result.blob if isinstance(result, Compiled) else None)
+
+    outcome = compile_all(compiler, make_jobs(config, [s.variant for s in plan.to_compile], workdir, on_command),
+                          jobs, log, done)
+    compiled = dict(outcome.compiled)
+    for step in plan.from_cache:
+        compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
+                                       reflect_blob(step.name, "cache", step.blob))
+        records[step.name] = step.record
+    for step in plan.unavailable:
+        records[step.name] = step.record
+    return Ran(compiled, records, outcome.failures,
+               tuple(s.name for s in plan.to_compile if s.name in outcome.compiled))
 
 
-def stale_temp_files(config: Config) -> list[Path]:
-    """Temp files of atomic writes a killed build left in the output folders.
-
-    ``atomic_write`` names them ``.NAME.XXXXXXXX.tmp`` (tempfile's 8 random
-    characters) next to NAME. Only a build holding the lock writes there, so
-    under the lock every such file is garbage.
-    """
-    folders = {config.path(config.spirv_dir), config.path(config.manifest).parent,
-               config.root / STATE_DIR}
-    folders |= {config.path(g.output).parent for g in config.generate}
-    found = []
-    for folder in sorted(folders):
-        if folder.is_dir():
-            found += sorted(p for p in folder.iterdir() if _TEMP_NAME.match(p.name) and p.is_file())
-    return found
-
-
-_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
-
-
-def remove_stale_temp_files(config: Config, log: Log = None) -> None:
-    """Delete what interrupted builds left: temp files and compile folders (call under the lock)."""
-    for path in stale_temp_files(config):
-        with contextlib.suppress(OSError):
-            path.unlink()
-            if log:
-                log(f"removed {path.relative_to(config.root).as_posix()} (left by an interrupted build)")
-    state_dir = config.root / STATE_DIR
-    if state_dir.is_dir():
-        for folder in state_dir.glob("compile-*"):
-            shutil.rmtree(folder, ignore_errors=True)
+def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
+    """The manifest's ``unavailable`` list, in variant order."""
+    return [Unavailable(v.name, v.source, records[v.name].missing, records[v.name].key or "", records[v.name].deps)
+            for v in config.variants if v.name in records and records[v.name].unavailable]
 
 
 # -- build --------------------------------------------------------------------
@@ -206,6 +172,7 @@ class BuildReport:
     cached: tuple[str, ...] = ()   # variant names taken from a blob cache instead of compiled
     unavailable: tuple[tuple[str, tuple[str, ...]], ...] = ()   # (name, missing) of optional variants
     failed: tuple[str, ...] = ()   # variant names that failed (only on a BuildFailed's report)
+    plan: Optional[Plan] = field(default=None, compare=False, repr=False)    # what was decided, and why
 
     def summary(self) -> str:
         parts = [f"{len(self.compiled)} compiled"]
@@ -219,236 +186,190 @@ class BuildReport:
         return ", ".join(parts) + f", {len(self.removed)} removed, {len(self.written)} files written"
 
 
-def _unavailable_deps(config: Config, exc: UnavailableError) -> list[str]:
-    """The source and the files glslang's messages name (where the #extension line is)."""
-    deps = [exc.source]
-    for line in exc.messages.splitlines():
-        path = line.split(":", 1)[0]
-        if path and (config.root / path).is_file():
-            deps.append(_dep_path(config.root, path))
-    return list(dict.fromkeys(deps))
+class BuildInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped the build; ``kept`` of the ``total`` compiles it ran finished
+    and wait in the cache. No committed file was written."""
 
-
-class _Plan:
-    """Which variants a build can take as they are, from a cache, or must compile."""
-
-    def __init__(self, config: Config, tools: Tools, force: bool):
-        self.config, self.tools = config, tools
-        self.hashes = FileHashes(config.root)
-        self.cache = BlobCache.for_config(config)
-        self.state_doc = {} if force else load_state_file(config)
-        records = dict(self.state_doc.get("variants", {}))
-        self.manifest_doc = {} if force else read_manifest_json(config)
-        # A fresh clone has no state: the committed manifest's provenance stands in for it.
-        self.from_manifest = records_from_manifest(self.manifest_doc)
-        for name, record in self.from_manifest.items():
-            records.setdefault(name, record)
-        self.records = records
-        self.fresh: list[Variant] = []        # committed blob matches its inputs
-        self.cached: dict[str, bytes] = {}    # blob from a cache
-        self.unavailable: dict[str, dict] = {}
-        self.stale: list[Variant] = []
-        for v in config.variants:
-            self._place(v, records.get(v.name))
-        self.fresh_names = {v.name for v in self.fresh}
-
-    def key(self, v: Variant, deps) -> Optional[str]:
-        return content_key(self.config, self.tools.versions, v, deps, self.hashes)
-
-    def _place(self, v: Variant, record: object) -> None:
-        if isinstance(record, dict) and isinstance(record.get("deps"), list):
-            key = self.key(v, record["deps"])
-            if key is not None and key == record.get("key"):
-                if "unavailable" in record and v.optional:
-                    self.unavailable[v.name] = record
-                    return
-                sha = record.get("sha256")
-                try:
-                    on_disk = self.config.path(self.config.blob_relpath(v)).read_bytes()
-                except OSError:
-                    on_disk = None
-                if on_disk is not None and sha is not None and sha256_hex(on_disk) == sha:
-                    self.fresh.append(v)
-                    return
-                blob = self.cache.get(key, sha) if sha else None
-                if blob is not None:
-                    self.cached[v.name] = blob
-                    return
-            elif key is not None:
-                blob = self.cache.get(key)      # a shared cache may hold what the inputs now give
-                if blob is not None:
-                    self.cached[v.name] = blob
-                    return
-        self.stale.append(v)
-
-    @functools.cached_property
-    def manifest_trusted(self) -> bool:
-        """This build's state wrote the committed manifest (its bytes are unchanged), or there is
-        no state at all (a fresh clone): its reflection may stand in for re-reading the blobs."""
-        recorded = self.state_doc.get("outputs", {}).get("files") if self.state_doc else None
-        if recorded is None:
-            return not self.state_doc
-        try:
-            return recorded.get(self.config.manifest) == sha256_hex(self.config.path(self.config.manifest).read_bytes())
-        except OSError:
-            return False
-
-    def manifest_info(self, v: Variant, blob_sha: str) -> Optional[ShaderInfo]:
-        """The committed manifest's reflection of a fresh variant, when the manifest is trusted."""
-        if not self.manifest_trusted:
-            return None
-        entry = self.from_manifest.get(v.name, {}).get("entry")
-        if not isinstance(entry, dict) or entry.get("sha256") != blob_sha:
-            return None
-        try:
-            return manifest_mod.info_from_dict(entry, v.name)
-        except GenspirvError:
-            return None
+    def __init__(self, kept: int, total: int):
+        super().__init__(f"{kept} of {total} compiles finished")
+        self.kept, self.total = kept, total
 
 
 def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: Log = None,
-          on_command: CommandLog = None) -> BuildReport:
+          on_command: CommandLog = None, explain: Log = None, compiler: Optional[Compiler] = None) -> BuildReport:
     """Bring blobs, manifest and generated files up to date with the sources.
 
-    On failure raises the error (CompileError for a shader) with ``.report``: what
-    was compiled and kept in the cache, what failed.
+    ``explain`` hears one line per variant compiled or taken from the cache, saying why.
+    ``compiler`` replaces the pinned glslang (tests pass a fake). On failure raises the
+    error (CompileError for a shader) with ``.report``: what was compiled and kept in
+    the cache, what failed. Interrupted, raises ``BuildInterrupted``.
     """
-    tools = find_tools(config, version_cache=config.root / STATE_DIR / TOOLS_FILE)
+    if compiler is None:
+        compiler = find_compiler(config, version_cache=config.root / STATE_DIR / TOOLS_FILE)
+    versions = Versions(compiler.version, compiler.optimizer_version)
     with project_lock(config.root, log=log):
         remove_stale_temp_files(config, log)
-        plan = _Plan(config, tools, force)
-        fresh_names = {v.name for v in plan.fresh}
-        variant_keys = {v.name: plan.records[v.name]["key"] for v in plan.fresh}
-        variant_keys.update({n: plan.records[n]["key"] for n in plan.unavailable})
+        state = load_state(config)
+        committed = committed_manifest(config)
+        # A fresh clone has no state: the committed manifest's provenance stands in for it.
+        records = {**committed.records, **state.records}
+        hashes = FileHashes(config.root)
+        cache = BlobCache.for_config(config)
+        plan = make_plan(config.variants, records, lookups(config, versions, hashes, cache, state.inputs), force)
+        if explain is not None:
+            for line in plan.explanations():
+                explain(f"explain: {line}")
+        known = {s.name: s.record for s in plan.up_to_date + plan.unavailable}
+        keys = {name: r.key for name, r in known.items()}
         # Nothing changed (ninja-style): no compile, no reflection, no rendering, no write.
-        if not plan.stale and not plan.cached and not orphan_blobs(config) and outputs_current(
-                config, plan.state_doc.get("outputs"), outputs_key(config, tools.versions, variant_keys)):
-            return BuildReport(compiled=(), up_to_date=tuple(v.name for v in plan.fresh), removed=(),
-                               written=(), unavailable=_unavailable_pairs(plan.unavailable))
-        work = config.root / STATE_DIR
-        with tempfile.TemporaryDirectory(prefix="compile-", dir=work) as tmp:
-            outcome = compile_all(config, tools, plan.stale, Path(tmp), jobs=jobs, log=log, on_command=on_command)
-        records = {}
-        for name, c in outcome.compiled.items():
-            key = plan.key(c.variant, c.deps)
-            if key is not None:
-                plan.cache.put(key, c.blob)
-            records[name] = {"key": key, "deps": list(c.deps), "sha256": sha256_hex(c.blob)}
-        by_name = {v.name: v for v in config.variants}
-        for name, exc in outcome.unavailable.items():
-            v = by_name[name]
-            deps = _unavailable_deps(config, exc)
-            records[name] = {"key": plan.key(v, deps), "deps": deps, "unavailable": list(exc.missing)}
-            plan.unavailable[name] = records[name]
-        for v in config.variants:
-            if v.name in plan.cached or v.name in fresh_names or (
-                    v.name in plan.unavailable and v.name not in records):
-                records[v.name] = {k: val for k, val in plan.records[v.name].items() if k != "entry"}
-        if outcome.failures:
+        if not plan.to_compile and not plan.from_cache and not orphan_blobs(config) and \
+                outputs_current(config, state.outputs, outputs_key(config, versions, keys)):
+            if journal_path(config).exists():
+                _save_state(config, _kept_records(config, records, known), state.outputs, state.inputs)
+            return _report(plan, known)
+        journal = Journal(config)
+
+        def keep(name: str, record: Record, blob: Optional[bytes]) -> None:
+            if blob is not None and record.key is not None:
+                cache.put(record.key, blob)
+            journal.append(name, record)
+
+        try:
+            with tempfile.TemporaryDirectory(prefix="compile-", dir=config.root / STATE_DIR) as tmp:
+                ran = run_plan(config, compiler, plan, Path(tmp), hashes, jobs=jobs, log=log,
+                               on_command=on_command, keep=keep)
+        except KeyboardInterrupt:
+            raise BuildInterrupted(journal.appended, len(plan.to_compile)) from None
+        finally:
+            journal.close()
+        records = _kept_records(config, records, {**known, **ran.records})
+        if ran.failures:
             # Keep what compiled (state and cache): the next build compiles only what failed or changed.
-            _write_state(config, records, plan.state_doc.get("outputs"))
-            report = BuildReport(compiled=tuple(outcome.compiled), up_to_date=tuple(sorted(fresh_names)),
-                                 removed=(), written=(), cached=tuple(plan.cached),
-                                 unavailable=_unavailable_pairs(plan.unavailable),
-                                 failed=tuple(sorted(outcome.failures)))
+            _save_state(config, records, state.outputs, state.inputs)
+            report = _report(plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
             try:
-                raise_failures(outcome.failures, f"genspirv build: {report.summary()} "
+                raise_failures(ran.failures, f"genspirv build: {report.summary()} "
                                "(nothing committed written; the compiled variants wait in the cache)")
             except GenspirvError as exc:
                 exc.report = report
                 raise
-        compiled = dict(outcome.compiled)
-        for name, blob in plan.cached.items():
-            v = by_name[name]
-            deps = tuple(plan.records[name]["deps"]) if name in plan.records else (v.source,)
-            compiled[name] = Compiled(v, blob, deps, reflect_blob(name, "cache", blob))
-            records[name] = {"key": plan.key(v, deps), "deps": list(deps), "sha256": sha256_hex(blob)}
-        unavailable = [Unavailable(v.name, v.source, tuple(plan.unavailable[v.name]["unavailable"]),
-                                   plan.unavailable[v.name]["key"], tuple(plan.unavailable[v.name]["deps"]))
-                       for v in config.variants if v.name in plan.unavailable]
-        keys = {name: r["key"] for name, r in records.items()}
-        if not plan.state_doc and not outcome.compiled and not plan.cached and not config.generate \
-                and _committed_manifest_current(config, plan, tools, keys, unavailable):
+        keys = {name: r.key for name, r in records.items()}
+        unavailable = unavailable_entries(config, records)
+        fresh = {s.name: records[s.name] for s in plan.up_to_date}
+        if not state.found and not ran.compiled and not config.generate and committed_manifest_current(
+                config, committed, fresh, compiler.optimizer_version, unavailable):
             # A fresh clone whose committed outputs match their inputs: nothing to render or write.
             manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
-            _write_state(config, records, {"key": outputs_key(config, tools.versions, keys),
-                                           "files": {config.manifest: manifest_sha}})
-            return BuildReport(compiled=(), up_to_date=tuple(v.name for v in plan.fresh), removed=(),
-                               written=(), unavailable=_unavailable_pairs(plan.unavailable))
-        for v in plan.fresh:
-            rel = config.blob_relpath(v)
+            _save_state(config, records, OutputsRecord(outputs_key(config, versions, keys),
+                                                       {config.manifest: manifest_sha}), state.inputs)
+            return _report(plan, records)
+        compiled = dict(ran.compiled)
+        trusted = _manifest_trusted(config, state)
+        for step in plan.up_to_date:
+            rel = config.blob_relpath(step.variant)
             blob = config.path(rel).read_bytes()
-            info = plan.manifest_info(v, sha256_hex(blob)) or reflect_blob(v.name, rel, blob)
-            compiled[v.name] = Compiled(v, blob, tuple(plan.records[v.name]["deps"]), info)
+            info = (_manifest_info(committed, step.name, step.record.sha256) if trusted else None) \
+                or reflect_blob(step.name, rel, blob)
+            compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info)
         ordered = [compiled[v.name] for v in config.variants if v.name in compiled]
-
         # Render everything before writing anything, so a codegen failure leaves no mix.
-        outputs = render_outputs(config, ordered, unavailable=unavailable, keys=keys,
-                                 optimizer=tools.optimizer_version)
-        written = []
-        for c in ordered:
-            rel = config.blob_relpath(c.variant)
-            if write_if_changed(config.path(rel), c.blob):
+        outputs = expected_outputs(config, ordered, unavailable, keys, compiler.optimizer_version)
+        blobs = {config.blob_relpath(c.variant) for c in ordered}
+        rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blobs}
+        written, removed = _commit(config, outputs, records,
+                                   OutputsRecord(outputs_key(config, versions, keys), rendered), state.inputs, log)
+        if cache.stored:
+            cache.trim()
+    return _report(plan, records, ran.compiled_now, tuple(removed), tuple(written))
+
+
+def _report(plan: Plan, records: Mapping[str, Record], compiled: tuple[str, ...] = (),
+            removed: tuple[str, ...] = (), written: tuple[str, ...] = (), failed: tuple[str, ...] = ()) -> BuildReport:
+    return BuildReport(compiled=compiled, up_to_date=tuple(s.name for s in plan.up_to_date), removed=removed,
+                       written=written, cached=tuple(s.name for s in plan.from_cache),
+                       unavailable=tuple((n, r.missing) for n, r in sorted(records.items()) if r.unavailable),
+                       failed=failed, plan=plan)
+
+
+def _kept_records(config: Config, previous: Mapping[str, Record], updates: Mapping[str, Record]) -> dict[str, Record]:
+    """The records the state keeps: this build's, else the last one's (a variant that failed
+    keeps its old record, so the next build says what changed since)."""
+    kept = {}
+    for v in config.variants:
+        record = updates.get(v.name) or previous.get(v.name)
+        if record is not None:
+            kept[v.name] = record
+    return kept
+
+
+def _output_error(exc: OSError) -> OutputError:
+    where = exc.filename or "an output"
+    if exc.errno == errno.ENOSPC:
+        return OutputError(f"{where}: cannot write: {exc.strerror or 'No space left on device'}: "
+                           "the disk is full; free some space and build again")
+    return OutputError(f"{where}: cannot write: {exc.strerror or exc}")
+
+
+def _save_state(config: Config, records: Mapping[str, Record], outputs: Optional[OutputsRecord],
+                recorded: RecordedInputs) -> None:
+    with StagedFiles() as staged:
+        try:
+            stage_state(config, staged, records, outputs, recorded)
+            staged.commit()
+        except OSError as exc:
+            raise _output_error(exc) from None
+    clear_journal(config)
+
+
+def _commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, Record],
+            outputs_record: OutputsRecord, recorded: RecordedInputs, log: Log) -> tuple[list[str], list[str]]:
+    """Write every output that changed, all or none; then delete the orphan blobs and fold the
+    journal into the state. Returns (written, removed), paths relative to the root."""
+    written = []
+    with StagedFiles() as staged:
+        try:
+            for rel, data in outputs.items():      # blobs, generated files, the manifest last
+                path = config.path(rel)
+                with contextlib.suppress(OSError):
+                    if path.read_bytes() == data:
+                        continue
+                staged.stage(path, data)
                 written.append(rel)
+            stage_state(config, staged, records, outputs_record, recorded)
+        except OSError as exc:
+            raise _output_error(exc) from None      # the with-block removes every temp file
         removed = orphan_blobs(config)
+        with signals_deferred():
+            try:
+                staged.commit()
+                for rel in removed:
+                    config.path(rel).unlink()
+            except OSError as exc:
+                raise _output_error(exc) from None
+            clear_journal(config)
+    if log:
         for rel in removed:
-            config.path(rel).unlink()
-            if log:
-                log(f"removed {rel} (no variant {Path(rel).stem} any more)")
-        for rel, data in outputs.items():
-            if write_if_changed(config.path(rel), data):
-                written.append(rel)
-        _write_state(config, records, {"key": outputs_key(config, tools.versions, keys),
-                                       "files": {rel: sha256_hex(data) for rel, data in sorted(outputs.items())}})
-        if plan.cache.stored:
-            plan.cache.trim()
-    return BuildReport(compiled=tuple(v.name for v in plan.stale if v.name in outcome.compiled),
-                       up_to_date=tuple(v.name for v in plan.fresh), removed=tuple(removed),
-                       written=tuple(written), cached=tuple(plan.cached),
-                       unavailable=_unavailable_pairs(plan.unavailable))
+            log(f"removed {rel} (no variant {Path(rel).stem} any more)")
+    return written, removed
 
 
-def _committed_manifest_current(config: Config, plan: _Plan, tools, keys: Mapping[str, Optional[str]],
-                                unavailable: Sequence[Unavailable]) -> bool:
-    """Does the committed manifest say, for every variant, what a build would write besides the
-    reflection (names, paths, sha256, provenance, toolchain, unavailable variants)?
-
-    The reflection and the formatting are taken on trust here, as the blobs' sha256 are
-    unchanged; ``check`` verifies both byte for byte.
-    """
-    doc = plan.manifest_doc
-    fresh = [v for v in config.variants if v.name in plan.fresh_names]
-    optimizer = tools.optimizer_version if any(v.optimize for v in fresh) else None
-    head = manifest_mod.manifest_to_dict(Manifest(
-        toolchain=Toolchain(glslang=config.glslang, target_env=config.target_env, flags=config.flags,
-                            spirv_opt=optimizer),
-        shaders=(), unavailable=tuple(unavailable)))
-    if {k: val for k, val in doc.items() if k != "shaders"} != {k: val for k, val in head.items() if k != "shaders"}:
+def _manifest_trusted(config: Config, state) -> bool:
+    """This build's state wrote the committed manifest (its bytes are unchanged), or there is
+    no state at all (a fresh clone): its reflection may stand in for re-reading the blobs."""
+    if state.outputs is None:
+        return not state.found
+    try:
+        return state.outputs.files.get(config.manifest) == sha256_hex(config.path(config.manifest).read_bytes())
+    except OSError:
         return False
-    entries = {e.get("name"): e for e in doc.get("shaders", ()) if isinstance(e, dict)}
-    if len(entries) != len(fresh) or len(doc.get("shaders", ())) != len(fresh):
-        return False
-    for v in fresh:
-        e = entries.get(v.name)
-        record = plan.records[v.name]
-        facts = manifest_mod.build_facts(manifest_entry(
-            config, Compiled(v, b"", tuple(record["deps"]), None), keys.get(v.name)))
-        facts.update(sha256=record["sha256"])
-        facts.pop("size")
-        if e is None or any(e.get(k) != val for k, val in facts.items()) or \
-                any(k in e for k in manifest_mod.OPTIONAL_FACTS if k not in facts):
-            return False
-    return True
 
 
-def _unavailable_pairs(unavailable: Mapping[str, dict]) -> tuple:
-    return tuple((name, tuple(r["unavailable"])) for name, r in sorted(unavailable.items()))
-
-
-def _write_state(config: Config, records: Mapping[str, dict], outputs: object) -> None:
-    doc = {"schema": STATE_SCHEMA, "variants": dict(records)}
-    if outputs:
-        doc["outputs"] = outputs
-    # Compact: json's C encoder (an indent would take the pure-Python one, a tenth of a
-    # second per 2,000 variants on every build that writes state).
-    write_if_changed(state_path(config), (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode())
+def _manifest_info(committed: CommittedManifest, name: str, blob_sha: Optional[str]) -> Optional[ShaderInfo]:
+    """The committed manifest's reflection of an up-to-date variant."""
+    entry = committed.entries.get(name)
+    if entry is None or entry.get("sha256") != blob_sha:
+        return None
+    try:
+        return manifest_mod.info_from_dict(entry, name)
+    except GenspirvError:
+        return None

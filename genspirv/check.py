@@ -1,11 +1,12 @@
 """Check: are the committed blobs, manifest and generated files what the sources give?
 
-Takes a ``Config``; recompiles every variant into a temporary directory with
-the pinned compiler (no cache, no state file, nothing under the project
-written), reflects, renders the manifest and any generated files, and compares
-each with the committed bytes. Gives a ``CheckReport`` listing every
-``Difference``: a differing file (first differing byte and word, and a short
-``spirv-dis`` or text diff), a missing file, an orphan blob.
+Takes a ``Config``; runs the build's own plan, forced, into a temporary
+directory with the pinned compiler (no cache, no state file, nothing under the
+project written): every variant compiled, reflected, the manifest and any
+generated files rendered; then compares each with the committed bytes. Gives
+a ``CheckReport`` listing every ``Difference``: a differing file (first
+differing byte and word, and a short ``spirv-dis`` or text diff), a missing
+file, an orphan blob, a temp file an interrupted write left.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .build import (Log, compile_all, find_tools, orphan_blobs, raise_failures, render_outputs,
-                    stale_temp_files, _unavailable_deps)
-from .buildstate import FileHashes, content_key
+from .build import lookups, run_plan, unavailable_entries
+from .buildstate import FileHashes, Versions
+from .compile import Log, raise_failures
+from .compiler import Compiler, find_compiler
 from .config import Config
-from .manifest import Unavailable
 from .errors import ToolchainError
+from .outputs import expected_outputs, orphan_blobs, stale_temp_files
+from .plan import make_plan
 from .toolchain import Tool, disassemble, find_tool
 
 DIFF_LINES = 10
@@ -94,38 +97,31 @@ def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
     return f"first difference at byte {offset} (line {line})\n{diff}"
 
 
-def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None) -> CheckReport:
+def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None,
+          compiler: Optional[Compiler] = None) -> CheckReport:
     """Compare every committed output with a fresh build made in a temporary directory."""
-    tools = find_tools(config)
-    with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
-        outcome = compile_all(config, tools, config.variants, Path(tmp), jobs=jobs, log=log,
-                              on_command=on_command)
-    if outcome.failures:
-        raise_failures(outcome.failures)
-    compiled = [outcome.compiled[v.name] for v in config.variants if v.name in outcome.compiled]
+    compiler = compiler or find_compiler(config)
+    versions = Versions(compiler.version, compiler.optimizer_version)
     hashes = FileHashes(config.root)
-    keys = {c.variant.name: content_key(config, tools.versions, c.variant, c.deps, hashes) for c in compiled}
-    unavailable = []
-    for v in config.variants:
-        if v.name in outcome.unavailable:
-            exc = outcome.unavailable[v.name]
-            deps = _unavailable_deps(config, exc)
-            unavailable.append(Unavailable(v.name, v.source, exc.missing,
-                                           content_key(config, tools.versions, v, deps, hashes) or "", tuple(deps)))
+    # The build's plan, forced and with no cache: every variant compiles.
+    plan = make_plan(config.variants, {}, lookups(config, versions, hashes, cache=None), force=True)
+    with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
+        ran = run_plan(config, compiler, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command)
+    if ran.failures:
+        raise_failures(ran.failures)
+    compiled = [ran.compiled[v.name] for v in config.variants if v.name in ran.compiled]
+    keys = {name: r.key for name, r in ran.records.items()}
+    expected = expected_outputs(config, compiled, unavailable_entries(config, ran.records), keys,
+                                compiler.optimizer_version)
+    blobs = {config.blob_relpath(c.variant): c.variant.name for c in compiled}
     try:
         spirv_dis: Optional[Tool] = find_tool("spirv-dis")
     except ToolchainError:   # the diff is a courtesy; the verdict does not need it
         spirv_dis = None
 
-    expected: dict[str, tuple[Optional[str], bytes, bool]] = {}
-    for c in compiled:
-        expected[config.blob_relpath(c.variant)] = (c.variant.name, c.blob, True)
-    for rel, data in render_outputs(config, compiled, unavailable=unavailable, keys=keys,
-                                    optimizer=tools.optimizer_version).items():
-        expected[rel] = (None, data, False)
-
     differences = []
-    for rel, (variant, fresh, is_blob) in expected.items():
+    for rel, fresh in expected.items():
+        variant = blobs.get(rel)
         try:
             committed = config.path(rel).read_bytes()
         except FileNotFoundError:
@@ -136,7 +132,7 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
             continue
         if committed == fresh:
             continue
-        detail = (_describe_blob(spirv_dis, rel, variant or rel, committed, fresh) if is_blob
+        detail = (_describe_blob(spirv_dis, rel, variant, committed, fresh) if variant
                   else _describe_text(rel, committed, fresh))
         differences.append(Difference("differs", rel, variant, detail))
     for rel in orphan_blobs(config):

@@ -11,11 +11,14 @@ is set is checked before the command runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shlex
+import signal
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -128,6 +131,10 @@ def _add_manifest_option(p: argparse.ArgumentParser) -> None:
 def _build_args(p: argparse.ArgumentParser) -> None:
     _add_jobs_quiet(p)
     p.add_argument("--force", action="store_true", help="recompile every variant")
+    p.add_argument("--explain", action="store_true",
+                   help="say why each variant is compiled or taken from the cache")
+    p.add_argument("-d", dest="debug", choices=["explain"], default=None,
+                   help="-d explain: the same as --explain (ninja's spelling)")
     from .emit.cmake import add_build_arguments
     add_build_arguments(p)
 
@@ -158,16 +165,41 @@ def _check_settings() -> None:
         settings.get(row.name)
 
 
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM (a CI job cancelled, a `kill`) stops a build as Ctrl-C does: the compilers
+    are killed, what finished is kept, nothing committed is written, exit 130."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield           # only the main thread may set a handler (main() called from a thread)
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build import build
+    from .build import BuildInterrupted, build
     from .emit.cmake import write_depfile_from_args
     _check_output_file("--depfile", args.depfile)
     config = _config(args)
     progress = Progress()
+    explain = args.explain or args.debug == "explain"
     try:
-        report = build(config, jobs=args.jobs, force=args.force,
-                       log=_without_progress(progress) if args.quiet else progress,
-                       on_command=progress.command if args.verbose else None)
+        with _sigterm_interrupts():
+            report = build(config, jobs=args.jobs, force=args.force,
+                           log=_without_progress(progress) if args.quiet else progress,
+                           on_command=progress.command if args.verbose else None,
+                           explain=progress if explain else None)
+    except BuildInterrupted as exc:
+        progress.close()
+        _warn(f"genspirv: interrupted: {exc.kept} of {exc.total} compiles finished and are kept; "
+              "nothing committed was written; the next build compiles only the rest")
+        return 130
     finally:
         progress.close()
     write_depfile_from_args(config, args)
@@ -190,8 +222,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     # Progress of the fresh compile is noise next to the verdict; only the verdict prints.
     progress = Progress()
     try:
-        report = check(_config(args), jobs=jobs,
-                       on_command=progress.command if getattr(args, "verbose", False) else None)
+        with _sigterm_interrupts():
+            report = check(_config(args), jobs=jobs,
+                           on_command=progress.command if getattr(args, "verbose", False) else None)
     finally:
         progress.close()
     if report.ok:
@@ -375,7 +408,7 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("build", "incremental build of all variants", _build_args, cmd_build),
+    Command("build", "incremental build of all variants (--explain: why each compiles)", _build_args, cmd_build),
     Command("check", "verify committed blobs and manifest byte for byte", _check_args, cmd_check),
     Command("reflect", "reflection of any SPIR-V blob", _reflect_args, cmd_reflect),
     Command("list", "the shaders the manifest holds", _list_args, cmd_list),

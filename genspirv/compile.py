@@ -1,12 +1,16 @@
 """Compile: variants in, compiled, optimised, validated and reflected blobs out.
 
-Takes a ``Config``, the ``Tools`` (pinned glslang, spirv-val, and spirv-opt when
-some variant is optimised) and the variants to compile; gives a
+Takes a ``Config``, a ``Compiler`` (``genspirv.compiler``: the pinned glslang,
+or any other behind the same seam) and the variants to compile; gives a
 ``CompileOutcome``: the ``Compiled`` blobs (with the files each read), the
-optional variants the compiler cannot build, and the failures. One failure
-does not stop the others (a broken toolchain does). ``failure_message`` prints
-each distinct error once with every variant it hit. Shared by build and check;
-nothing here writes outside the work folder it is given.
+optional variants the compiler cannot build, and the failures. Compiles run
+in parallel; ``on_done`` hears of each as it finishes (the build keeps it
+then, so an interrupt loses only what was still running). One failure does
+not stop the others (a broken toolchain does). An interrupt (SIGINT, SIGTERM)
+kills every compiler process (``genspirv.children``) and drops the queued
+compiles. ``failure_message`` prints each distinct error once with every
+variant it hit. Shared by build and check; nothing here writes outside the
+work folder it is given.
 """
 
 from __future__ import annotations
@@ -15,43 +19,17 @@ import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence, Union
 
+from . import children
 from . import reflect as reflect_mod
-from .buildstate import Versions, include_dirs
+from .buildstate import include_dirs
+from .compiler import CommandLog, Compiler, Job, dep_path
 from .config import Config, Variant
 from .errors import CompileError, GenspirvError, ReflectError, SpirvError, ToolchainError, UnavailableError
 from .reflect import ShaderInfo
-from .toolchain import (Compiler, Tool, cached_version, compile_glsl, find_glslang, find_tool, optimize,
-                        tool_version, uses_include, validate)
 
 Log = Optional[Callable[[str], None]]
-CommandLog = Optional[Callable[[Sequence[str]], None]]
-
-
-# -- compiling ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Tools:
-    compiler: Compiler
-    spirv_val: Tool
-    spirv_opt: Optional[Tool] = None        # only when some variant is optimised
-    optimizer_version: Optional[str] = None
-
-    @property
-    def versions(self) -> Versions:
-        return Versions(self.compiler.version, self.optimizer_version)
-
-
-def find_tools(config: Config, version_cache: Optional[Path] = None) -> Tools:
-    """The pinned tools; ``version_cache`` (a JSON file) remembers their versions between builds."""
-    spirv_opt = version = None
-    if any(v.optimize for v in config.variants):
-        spirv_opt = find_tool("spirv-opt")
-        version = cached_version(spirv_opt, tool_version, version_cache)
-    return Tools(compiler=find_glslang(config.glslang, version_cache), spirv_val=find_tool("spirv-val"),
-                 spirv_opt=spirv_opt, optimizer_version=version)
 
 
 @dataclass(frozen=True)
@@ -62,13 +40,7 @@ class Compiled:
     info: ShaderInfo
 
 
-def _dep_path(root: Path, dep: str) -> str:
-    # glslang names dependencies relative to its working directory, the root.
-    path = Path(os.path.normpath(root / dep))
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
+Done = Optional[Callable[[Variant, Union[Compiled, UnavailableError]], None]]
 
 
 def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
@@ -81,37 +53,31 @@ def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
         raise ReflectError(f"{name} ({where}): {exc}") from None
 
 
-def _include_preamble(config: Config, variant: Variant) -> bool:
-    if not config.include_directive:
-        return False
-    try:
-        return uses_include(config.path(variant.source).read_bytes())
-    except OSError:
-        return False        # glslang names the missing source
+def make_jobs(config: Config, variants: Sequence[Variant], workdir: Path,
+              on_command: CommandLog = None) -> list[Job]:
+    dirs = include_dirs(config)
+    return [Job(v, config.root, dirs, config.include_directive, workdir, on_command) for v in variants]
 
 
-def compile_variant(config: Config, tools: Tools, variant: Variant, workdir: Path,
-                    on_command: CommandLog = None) -> Compiled:
-    """Compile, optimise, validate and reflect one variant; files land in ``workdir`` only."""
-    out = workdir / f"{variant.name}.spv"
-    result = compile_glsl(tools.compiler, source=variant.source, output=out,
-                          depfile=workdir / f"{variant.name}.d", cwd=config.root,
-                          target_env=variant.target_env, defines=variant.defines_dict,
-                          include_dirs=include_dirs(config), flags=variant.flags,
-                          what=variant.name, include_preamble=_include_preamble(config, variant),
-                          on_command=on_command)
-    blob = result.blob
-    if variant.optimize:
-        if tools.spirv_opt is None:
-            raise ToolchainError(f"{variant.name}: optimize = true but spirv-opt was not looked up")
-        final = workdir / f"{variant.name}.opt.spv"
-        blob = optimize(tools.spirv_opt, out, final, variant.target_env, variant.name, on_command)
-        out = final
-    if variant.validate:
-        validate(tools.spirv_val, out, variant.target_env, variant.name, on_command)
-    deps = [variant.source] + [_dep_path(config.root, d) for d in result.deps]
-    info = reflect_blob(variant.name, variant.source, blob)
-    return Compiled(variant, blob, tuple(dict.fromkeys(deps)), info)
+def compile_variant(compiler: Compiler, job: Job) -> Compiled:
+    """Compile, optimise, validate and reflect one variant; files land in ``job.workdir`` only."""
+    v = job.variant
+    out = compiler.compile(job)
+    blob = compiler.optimize(job, out.blob) if v.optimize else out.blob
+    if v.validate:
+        compiler.validate(job, blob)
+    return Compiled(v, blob, out.deps, reflect_blob(v.name, v.source, blob))
+
+
+def unavailable_deps(root: Path, exc: UnavailableError) -> list[str]:
+    """The files an unavailable variant's key covers: the source and the files the compiler's
+    messages name (where the #extension line is)."""
+    deps = [exc.source]
+    for line in exc.messages.splitlines():
+        path = line.split(":", 1)[0]
+        if path and (root / path).is_file():
+            deps.append(dep_path(root, path))
+    return list(dict.fromkeys(deps))
 
 
 @dataclass
@@ -123,46 +89,60 @@ class CompileOutcome:
     failures: dict = field(default_factory=dict)       # name -> GenspirvError
 
 
-def compile_all(config: Config, tools: Tools, variants: Sequence[Variant], workdir: Path,
-                jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None) -> CompileOutcome:
-    """Compile ``variants`` in parallel; a failure of one does not stop the others (a broken
-    toolchain does: a compiler that hangs or crashes once will do it again)."""
+def compile_all(compiler: Compiler, jobs: Sequence[Job], workers: Optional[int] = None, log: Log = None,
+                on_done: Done = None) -> CompileOutcome:
+    """Compile every job, ``workers`` at a time (default: the CPUs); ``on_done`` and then the
+    ``[n/N] name`` progress line follow each finished compile, on the calling thread."""
     outcome = CompileOutcome()
-    if not variants:
+    if not jobs:
         return outcome
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=min(jobs, len(variants))) as pool:
-        futures = {pool.submit(compile_variant, config, tools, v, workdir, on_command): v for v in variants}
-        try:
-            for n, future in enumerate(as_completed(futures), 1):
-                variant = futures[future]
-                if future.cancelled():
-                    continue
-                status = ""
-                try:
-                    outcome.compiled[variant.name] = future.result()
-                except UnavailableError as exc:
-                    if variant.optional:
-                        outcome.unavailable[variant.name] = exc
-                        status = f" unavailable (glslang {tools.compiler.version} lacks {', '.join(exc.missing)})"
-                    else:
-                        outcome.failures[variant.name] = exc
-                        status = " FAILED"
-                except GenspirvError as exc:
-                    outcome.failures[variant.name] = exc
-                    status = " FAILED"
-                    if isinstance(exc, ToolchainError):
-                        for other in futures:
+    workers = max(1, workers or os.cpu_count() or 1)
+    try:
+        with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+            futures = {pool.submit(compile_variant, compiler, job): job.variant for job in jobs}
+            try:
+                for n, future in enumerate(as_completed(futures), 1):
+                    status = _collect(outcome, futures[future], future, compiler.version, on_done)
+                    if status is None:
+                        continue
+                    if isinstance(outcome.failures.get(futures[future].name), ToolchainError):
+                        for other in futures:       # a compiler that hangs or crashes once will again
                             other.cancel()
-                if log:
-                    log(f"[{n}/{len(variants)}] {variant.name}{status}")
-        except BaseException:
-            # Ctrl-C: leave without starting every queued compile first (the
-            # running ones finish; nothing has been written yet).
-            for other in futures:
-                other.cancel()
-            raise
+                    if log:
+                        log(f"[{n}/{len(jobs)}] {futures[future].name}{status}")
+            except BaseException:
+                # Interrupted: drop the queued compiles and kill the running ones, so the
+                # pool's exit waits for nothing (what finished is already with on_done).
+                for other in futures:
+                    other.cancel()
+                children.stop()
+                raise
+    finally:
+        children.resume()
     return outcome
+
+
+def _collect(outcome: CompileOutcome, variant: Variant, future, version: str, on_done: Done) -> Optional[str]:
+    """File one finished compile in ``outcome``; its progress suffix (None: it never ran)."""
+    if future.cancelled():
+        return None
+    try:
+        compiled = future.result()
+    except UnavailableError as exc:
+        if not variant.optional:
+            outcome.failures[variant.name] = exc
+            return " FAILED"
+        outcome.unavailable[variant.name] = exc
+        if on_done:
+            on_done(variant, exc)
+        return f" unavailable (compiler {version} lacks {', '.join(exc.missing)})"
+    except GenspirvError as exc:
+        outcome.failures[variant.name] = exc
+        return " FAILED"
+    outcome.compiled[variant.name] = compiled
+    if on_done:
+        on_done(variant, compiled)
+    return ""
 
 
 def failure_message(failures: Mapping[str, GenspirvError]) -> str:
@@ -194,12 +174,3 @@ def raise_failures(failures: Mapping[str, GenspirvError], summary: str = "") -> 
     errors = list(failures.values())
     worst = next((f for f in errors if isinstance(f, ToolchainError)), errors[0])
     raise (type(worst) if type(worst) is not UnavailableError else CompileError)(message)
-
-
-def compile_variants(config: Config, tools: Tools, variants: Sequence[Variant], workdir: Path,
-                     jobs: Optional[int] = None, log: Log = None) -> list[Compiled]:
-    """Compile ``variants``; any failure fails the lot. Unavailable optional variants are left out."""
-    outcome = compile_all(config, tools, variants, workdir, jobs=jobs, log=log)
-    if outcome.failures:
-        raise_failures(outcome.failures)
-    return [outcome.compiled[v.name] for v in variants if v.name in outcome.compiled]

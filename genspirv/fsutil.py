@@ -1,11 +1,17 @@
 """Small file-system helpers every stage shares: the one atomic writer, the one
 commit reader.
 
-``atomic_write(path, data)`` writes bytes through a temp file in the same
-folder, fsynced, then ``os.replace``: a reader sees the old file or the new
-one, never half of either. ``write_json_atomic`` does the same for a JSON
-document. ``git_commit(folder)`` names the checkout's commit (``-dirty`` when
-tracked files differ), or None outside a git checkout. No genspirv imports.
+``StagedFiles`` is the one way genspirv replaces a file: ``stage(path, data)``
+writes the bytes to a temp file beside ``path`` (same folder, so the folder's
+writability and the disk's space are proven here), fsynced; ``commit()`` then
+``os.replace``-s every staged file in the order staged, and ``discard()``
+removes the temps. A failure while staging leaves every target as it was; a
+reader sees each file's old or new version, never half of either.
+``atomic_write(path, data)`` stages and commits one file; ``write_json_atomic``
+does the same for a JSON document. ``signals_deferred()`` holds SIGINT and
+SIGTERM back for the few renames of a commit. ``git_commit(folder)`` names the
+checkout's commit (``-dirty`` when tracked files differ), or None outside a git
+checkout. No genspirv imports.
 """
 
 from __future__ import annotations
@@ -13,33 +19,89 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
+
+
+class StagedFiles:
+    """Files written beside their targets first, then put in place together.
+
+    Used as a context manager, a block that raises discards every temp file.
+    """
+
+    def __init__(self) -> None:
+        self._staged: list[tuple[Path, str]] = []      # (target, temp path), in commit order
+
+    def __len__(self) -> int:
+        return len(self._staged)
+
+    def stage(self, path: Path, data: bytes, durable: bool = True) -> None:
+        """Write ``data`` to a temp file in ``path``'s folder (``.NAME.XXXXXXXX.tmp``).
+
+        ``durable=False`` skips the fsync: for a cache, whose lost entry is only
+        a recompile, all-or-nothing is enough. An OSError names ``path``."""
+        path = Path(path)
+        tmp = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
+            # mkstemp makes the file 0600; give it the mode a plain open() would have.
+            os.chmod(tmp, _new_file_mode(path))
+        except OSError as exc:
+            _unlink(tmp)
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        except BaseException:
+            _unlink(tmp)
+            raise
+        self._staged.append((path, tmp))
+
+    def commit(self) -> None:
+        """Replace every target with its staged file, in the order staged.
+
+        A rename that fails (rare: the temp is in the target's own folder)
+        stops the commit: the targets before it are new, it and those after it
+        old, their temps removed; the OSError names the target."""
+        staged, self._staged = self._staged, []
+        for i, (path, tmp) in enumerate(staged):
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                for _, rest in staged[i:]:
+                    _unlink(rest)
+                raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+    def discard(self) -> None:
+        staged, self._staged = self._staged, []
+        for _, tmp in staged:
+            _unlink(tmp)
+
+    def __enter__(self) -> "StagedFiles":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.discard()          # after a commit there is nothing left to discard
+
+
+def _unlink(tmp: Optional[str]) -> None:
+    if tmp is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and os.replace.
-
-    ``durable=False`` skips the fsync: for a cache, whose lost entry is only a
-    recompile, all-or-nothing is enough."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        # mkstemp makes the file 0600; give it the mode a plain open() would have.
-        os.chmod(tmp, _new_file_mode(path))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write ``data`` to ``path`` through a temp file in the same folder and os.replace."""
+    with StagedFiles() as staged:
+        staged.stage(path, data, durable=durable)
+        staged.commit()
 
 
 def _new_file_mode(path: Path) -> int:
@@ -55,6 +117,29 @@ def write_json_atomic(path, doc: Any) -> None:
     """``doc`` as indented, key-sorted JSON with a final newline, written atomically."""
     data = json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"
     atomic_write(Path(path), data.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block ends, then act as they would have.
+
+    For a commit's renames: an interrupt between two of them would leave some
+    outputs new and some old. Off the main thread (where Python cannot change
+    handlers) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:         # None: a handler not set from Python; leave ours
+                signal.signal(sig, handler)
+        for sig in dict.fromkeys(caught):
+            signal.raise_signal(sig)
 
 
 def git_commit(folder: Path) -> Optional[str]:

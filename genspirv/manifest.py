@@ -387,17 +387,24 @@ def find_project_root(start: Path) -> Optional[Path]:
     return None
 
 
-def load_manifest(path, root=None, verify_blobs: bool = True) -> Manifest:
-    """Read and verify a manifest. ``root`` defaults to the project root above it."""
+def read_manifest_json(path) -> Any:
+    """The manifest file's JSON, not yet checked: the one place a manifest file is parsed.
+    ManifestError when it cannot be read or is not JSON."""
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ManifestError(f"{path}: cannot read manifest: {exc.strerror}") from None
     try:
-        data = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ManifestError(f"{path}: not valid JSON: {exc}") from None
+
+
+def load_manifest(path, root=None, verify_blobs: bool = True) -> Manifest:
+    """Read and verify a manifest. ``root`` defaults to the project root above it."""
+    path = Path(path)
+    data = read_manifest_json(path)
     if root is None:
         root = find_project_root(path.resolve().parent)
         if root is None:

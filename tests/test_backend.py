@@ -42,6 +42,7 @@ def built_names(names) -> set[str]:
     return {n for src, ns in names.items() for n in ns if src != "glsl/coopmat2.comp"}
 
 
+@pytest.mark.slow
 def test_backend_builds_checks_and_rebuilds_as_a_noop(_built_backend, backend):
     _, names, first, _ = _built_backend
     root, _ = backend
@@ -100,6 +101,7 @@ def test_a_non_optional_variant_needing_a_missing_extension_fails_naming_it(back
     assert info.value.exit_code == 1 and info.value.report.failed == ("matmul_cm2",)
 
 
+@pytest.mark.slow
 def test_a_broken_source_fails_once_and_the_fix_compiles_only_its_variants(backend):
     root, names = backend
     copy_comp = root / "glsl/copy.comp"

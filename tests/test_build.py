@@ -12,7 +12,7 @@ from genspirv.settings import SettingError
 
 from genspirv.build import build, project_lock
 from genspirv.config import load_config
-from genspirv.errors import CompileError
+from genspirv.errors import CompileError, ValidationError
 from genspirv.manifest import load_manifest
 
 VARIANTS = ("add_f32", "add_i32", "neg")
@@ -209,3 +209,38 @@ def test_a_bad_cache_size_setting_is_refused_by_name(built_tiny, monkeypatch):
     with pytest.raises(SettingError, match="GENSPIRV_CACHE_MAX_MB"):
         build(load_config(built_tiny))
     assert (built_tiny / "manifests/shaders.json").read_bytes() == before     # refused before any work
+
+
+# validate = false reaches spirv-opt: a scalar-layout buffer (vec3 at offset 4) that glslang
+# 13.1.1 compiles and the pinned spirv-val refuses without --scalar-block-layout; spirv-opt
+# validates its input too, so without --skip-validation it refused the same blob.
+SCALAR = """\
+#version 450
+#extension GL_EXT_scalar_block_layout : require
+layout(local_size_x = 64) in;
+layout(scalar, set = 0, binding = 0) buffer B { float x; vec3 v[]; };
+void main() { v[gl_GlobalInvocationID.x] = vec3(x); }
+"""
+SCALAR_LEVELS = {   # validate = false set at one level; optimize = true at the source
+    "top": ("validate = false\n", "", "scalar"),
+    "source": ("", "validate = false\n", "scalar"),
+    "variant": ("", 'variants = [ { name = "scalar_v", defines = { N = "1" }, validate = false } ]\n', "scalar_v"),
+    "generator": ('generator = "variants.py"\n', "", "scalar_g"),
+}
+GENERATOR = 'def variants():\n    return [{"name": "scalar_g", "source": "scalar.comp", "validate": False}]\n'
+
+
+@pytest.mark.parametrize("level", list(SCALAR_LEVELS))
+def test_validate_false_reaches_the_optimiser_at_every_level(tiny_project, level):
+    top, source, name = SCALAR_LEVELS[level]
+    pyproject = f'[tool.genspirv]\n{top}\n[tool.genspirv.shaders."scalar.comp"]\noptimize = true\n{source}'
+    root = tiny_project({"glsl/scalar.comp": SCALAR, "variants.py": GENERATOR}, pyproject=pyproject)
+    report = build(load_config(root))
+    assert report.compiled == (name,)
+    entry = load_manifest(root / "manifests/shaders.json").entry(name)
+    assert (entry.validated, entry.optimized) == (False, True)
+    # The control: validated, the same blob is refused (by spirv-opt's own validation first).
+    (root / "pyproject.toml").write_text(pyproject.replace("validate = false", "validate = true"))
+    (root / "variants.py").write_text(GENERATOR.replace("False", "True"))
+    with pytest.raises(ValidationError, match=rf"{name}: spirv-opt -O refused the blob:\n.*not aligned to 16"):
+        build(load_config(root))

@@ -332,3 +332,16 @@ def test_paths_outside_the_project_stay_as_they_are(tmp_path):
     assert relative_to_project(f"{tmp_path}/other/a.spv: bad", root) == f"{tmp_path}/other/a.spv: bad"
     assert relative_to_project(f"{root}x/a.spv: bad", root) == f"{root}x/a.spv: bad"     # a sibling, not inside
     assert relative_to_project("/etc/x: bad", None) == "/etc/x: bad"
+
+
+def test_build_explain_says_why_each_variant_compiles(built_tiny, genspirv):
+    (built_tiny / "glsl/neg.comp").write_text((built_tiny / "glsl/neg.comp").read_text() + "// edited\n")
+    result = genspirv("build", "--root", built_tiny, "-d", "explain", "--quiet")
+    assert result.code == 0 and result.out.splitlines() == [
+        "explain: neg: compile: glsl/neg.comp changed",
+        "genspirv build: 1 compiled, 2 up to date, 0 removed, 1 files written"], result   # --quiet keeps the summary
+    result = genspirv("build", "--root", built_tiny, "--explain", "--force")
+    assert [ln for ln in result.out.splitlines() if ln.startswith("explain:")] == \
+        [f"explain: {v}: compile: --force" for v in ("add_f32", "add_i32", "neg")]
+    assert genspirv("build", "--root", built_tiny, "--explain").out.splitlines() == \
+        ["genspirv build: 0 compiled, 3 up to date, 0 removed, 0 files written"]

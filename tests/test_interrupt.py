@@ -1,4 +1,12 @@
-"""Interrupted builds: SIGKILL a `genspirv build --force` at random moments.
+"""Interrupted builds: SIGKILL at random moments, SIGINT and SIGTERM that keep finished work.
+
+SIGINT / SIGTERM (``test_an_interrupted_build_keeps_its_finished_compiles``,
+``test_sigterm_kills_a_compiler_that_would_run_for_minutes``,
+``test_ctrl_c_during_compiles_stops_promptly_and_writes_nothing``): exit 130
+with one line, every compiler process killed, nothing committed written, and
+the next build compiles only what had not finished.
+
+SIGKILL a `genspirv build --force` at random moments.
 
 After every kill:
 
@@ -25,8 +33,10 @@ docs/RELIABILITY.md uses 300), GENSPIRV_KILL_SEED the random seed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -212,7 +222,125 @@ def test_ctrl_c_during_compiles_stops_promptly_and_writes_nothing(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
-    assert "genspirv: interrupted" in err and "Traceback" not in err, err
+    assert "genspirv: interrupted" in err and "Traceback" not in err and len(err.splitlines()) == 1, err
     assert committed_files(root) == before and stray_files(root) == []
     compiles = [ln for ln in log.read_text().splitlines() if "--version" not in ln]
     assert len(compiles) <= 6, f"{len(compiles)} of 12 compiles ran after Ctrl-C"
+
+
+# -- SIGINT and SIGTERM keep every finished compile -----------------------------------
+
+# 48 variants: a build at 2 jobs takes long enough to be stopped a quarter of the way in.
+MANY = SHADER_TABLE.replace('u32 = "uint" }', 'u32 = "uint" }, K = ' + str([str(k) for k in range(16)]).replace("'", '"'))
+MANY_COUNT = 48
+STOP_AFTER = 12
+PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] (\S+)$")
+
+
+def _processes_naming(path: Path) -> list[str]:
+    """Command lines of running processes that name ``path`` (a compiler working on the project)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+            if str(path) in cmdline:
+                found.append(cmdline)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_build_keeps_its_finished_compiles(tmp_path, sig):
+    """A real build of 48 variants stopped after 12 finished: exit 130 with one line, no
+    compiler left running, nothing committed written; the next build takes every variant
+    whose progress line was printed from the cache and compiles only the others."""
+    from genspirv.build import build
+    from genspirv.config import load_config
+    root = write_project(tmp_path / "proj", salt="1", shader_table=MANY, sources={"add.comp": ADD_COMP.format()})
+    assert run_cli(["build", "--quiet"], root).returncode == 0
+    set_salt(root, "2")                 # every variant stale again
+    before = committed_files(root)
+    proc = subprocess.Popen([sys.executable, "-m", "genspirv", "build", "--jobs", "2", "--root", str(root)],
+                            cwd=root, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    printed = []
+    for line in proc.stdout:
+        m = PROGRESS.match(line.strip())
+        assert m and m.group(2) == str(MANY_COUNT), line
+        printed.append(m.group(3))
+        if len(printed) == STOP_AFTER:
+            proc.send_signal(sig)
+            break
+    rest, err = proc.communicate(timeout=60)
+    printed += [m.group(3) for m in map(PROGRESS.match, rest.splitlines()) if m]
+    assert proc.returncode == 130, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("genspirv: interrupted: ") and "nothing committed was written" in err, err
+    assert _processes_naming(root) == [], "a compiler outlived the build"
+    assert committed_files(root) == before and stray_files(root) == []
+    assert STOP_AFTER <= len(printed) < MANY_COUNT, f"{len(printed)} compiles finished: too late to stop"
+
+    report = build(load_config(root))
+    everything = set(report.compiled) | set(report.cached)
+    assert len(everything) == MANY_COUNT and not set(report.compiled) & set(report.cached)
+    assert set(printed) <= set(report.cached), "a compile that finished before the signal was lost"
+    assert len(report.compiled) == MANY_COUNT - len(report.cached) <= MANY_COUNT - len(printed)
+    # Taken from the cache because their inputs match a blob there, not for any other reason.
+    assert {s.reason.name for s in report.plan.from_cache} == {"BLOB_CHANGED"}
+    load_manifest(root / MANIFEST, root=root)           # every blob the manifest's
+
+
+HANGING_GLSLANG = """\
+#!/bin/sh
+for arg in "$@"; do
+    case "$arg" in --version) echo "Glslang Version: 11:13.1.1"; exit 0;; esac
+done
+echo $$ >> "{pids}"
+exec sleep 300
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+def test_sigterm_kills_a_compiler_that_would_run_for_minutes(tmp_path):
+    """Without the kill, the build would wait for its compilers (GENSPIRV_COMPILER_TIMEOUT,
+    120 s here) before it could exit: it must exit 130 within seconds, their processes gone."""
+    root = write_project(tmp_path / "proj", salt="1", shader_table=SHADER_TABLE,
+                         sources={"add.comp": ADD_COMP.format()})
+    pids = tmp_path / "pids"
+    fake = tmp_path / "bin" / "glslangValidator"
+    fake.parent.mkdir()
+    fake.write_text(HANGING_GLSLANG.format(pids=pids))
+    fake.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-m", "genspirv", "build", "--jobs", "2", "--root", str(root)],
+                            cwd=root, env=cli_env({"GENSPIRV_GLSLANG": str(fake), "GENSPIRV_COMPILER_TIMEOUT": "120"}),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(pids.read_text().split() if pids.exists() else ()) < 2:
+            time.sleep(0.05)
+        started = [int(p) for p in pids.read_text().split()]
+        assert len(started) == 2 and all(_alive(p) for p in started)
+        stopped_at = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130 and time.monotonic() - stopped_at < 10, err
+        assert err.startswith("genspirv: interrupted: 0 of 3 compiles finished"), err
+        assert not any(_alive(p) for p in started), "a compiler outlived the build"
+        assert len(pids.read_text().split()) == 2, "a compile started after the signal"
+    finally:        # a failure here must not leave the build or its sleepers behind
+        proc.kill()
+        proc.wait()
+        for pid in started:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)

@@ -265,12 +265,47 @@ def test_output_folder_that_is_a_file(template, tmp_path):
 
 
 def test_manifest_folder_that_is_a_file(proj):
-    set_salt(proj, "7")
+    """The manifest's folder being a file (a real ENOTDIR, which stops root too) is refused
+    before anything is compiled or written: every blob stays as it was. (The immutable folder
+    below is the case that reaches the write step: every output staged before any is replaced.)"""
+    set_salt(proj, "7")                 # every blob changes
     shutil.rmtree(proj / "manifests")
     (proj / "manifests").write_text("not a folder\n")
+    before = committed_files(proj)
     proc = run_cli(["build"], proj)
-    assert_refusal(proc, 2, "manifests")
+    assert_refusal(proc, 2, "'manifests/shaders.json' cannot be written: manifests is a file, not a folder")
     assert (proj / "manifests").read_text() == "not a folder\n"
+    assert_untouched(proj, before)
+    # The control: with the folder back, the same build replaces every blob.
+    (proj / "manifests").unlink()
+    assert run_cli(["build"], proj).returncode == 0
+    after = committed_files(proj)
+    assert all(after[rel] != data for rel, data in before.items() if rel.startswith("spirv/"))
+
+
+def _immutable(path: Path, on: bool) -> bool:
+    proc = subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True)
+    return proc.returncode == 0
+
+
+def test_unwritable_manifest_folder_changes_no_committed_byte(proj):
+    """``manifests/`` made immutable (chattr +i: even root cannot create a file in it, where
+    chmod would not stop root): the build refuses naming the manifest, and no blob, no
+    manifest byte changed; skipped where the file system or the container refuses chattr."""
+    set_salt(proj, "8")
+    before = committed_files(proj)
+    if shutil.which("chattr") is None or not _immutable(proj / "manifests", True):
+        pytest.skip("chattr +i is refused here (needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs)")
+    try:
+        proc = run_cli(["build"], proj)
+        assert_refusal(proc, 2, f"{MANIFEST}: cannot write")    # paths relative to the project root
+        assert_untouched(proj, before)
+    finally:
+        _immutable(proj / "manifests", False)
+    # The control: the same build, the folder writable again, replaces blobs and manifest.
+    assert run_cli(["build"], proj).returncode == 0
+    after = committed_files(proj)
+    assert after[MANIFEST] != before[MANIFEST] and after["spirv/add_f32.spv"] != before["spirv/add_f32.spv"]
 
 
 def _inprocess_build(root: Path, monkeypatch, fail_on: str, err: int):
@@ -284,7 +319,7 @@ def _inprocess_build(root: Path, monkeypatch, fail_on: str, err: int):
             raise OSError(err, os.strerror(err), str(dst))
         return real_replace(src, dst, *a, **kw)
 
-    monkeypatch.setattr(build_mod.os, "replace", failing_replace)
+    monkeypatch.setattr(os, "replace", failing_replace)
     return build_mod.build(load_config(root), force=True)
 
 

@@ -15,6 +15,8 @@
 #    under sync validation, each barrier policy's values on the GPU, and genspirv bench
 #    c-backend (host time per recorded dispatch, C beside the Python runtime).
 # Each step has its own time limit; logs and JSON go to $OUT (default /tmp/genspirv-gpu).
+# Arguments pick groups of steps, so a run fits a time limit: tests, runtime, kernel, demo, c
+# (default: all of them, in that order), e.g. `bash tools/gpu_run.sh tests c`.
 # On a bare image it first sources .gl/enter.sh (Vulkan loader, validation layers and
 # wheels carried in .gl/ and .whl/).
 set -u
@@ -28,6 +30,8 @@ OUT=${OUT:-/tmp/genspirv-gpu}
 export OUT
 mkdir -p "$OUT"
 status=0
+groups=" ${*:-tests runtime kernel demo c} "
+want() { [[ "$groups" == *" $1 "* ]]; }
 step() {   # step SECONDS LOG COMMAND...: run with a limit, keep the log, remember a failure
   local limit=$1 log=$2; shift 2
   echo "== $*" | tee -a "$OUT/steps.txt"
@@ -40,24 +44,31 @@ with Device() as d:
     print(d.properties["name"], d.properties["type"], d.properties["api_version"])
     print("subgroup", d.subgroup_size, hex(d.subgroup_operations))
 PY
+if want tests; then
 step 150 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests/test_runtime.py \
   tests/test_submit.py tests/test_starter_kernels.py tests/test_kernels.py tests/test_demo.py \
   tests/test_reliability_runtime.py tests/test_runtime_trust.py tests/test_runtime_sharing.py \
-  tests/test_spec_ids.py tests/test_hazards.py tests/test_runtime_misuse.py
-step 70 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
+  tests/test_spec_ids.py tests/test_hazards.py tests/test_runtime_misuse.py tests/test_push_runtime.py
+fi
+want runtime && step 70 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
+if want kernel; then
 step 60 kernel.log python3 -m genspirv bench kernel --json "$OUT/kernel_h200.json"
 step 90 positions.log python3 tools/decode_positions.py --host-profile --json "$OUT/decode_positions_h200.json"
+fi
 demo() {   # demo SECONDS REPEATS NAME MODEL-ARGS
   step "$1" "demo_$3.log" python3 -m genspirv bench demo --roofline --repeat "$2" \
     --json "$OUT/demo_h200_$3.json" --demo-args "$4"
 }
+if want demo; then
 # The small models' recorded decodes are host-bound and spread from round to round: more rounds.
 demo 60 7 1024 "--layers 8 --dim 1024 --heads 16 --kv-heads 4 --ffn 2816 --vocab 16000 --tokens 16"
 demo 80 7 2048 "--layers 8 --dim 2048 --heads 16 --kv-heads 4 --ffn 5632 --vocab 32000 --tokens 16"
 demo 90 3 4096 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8"
 demo 130 3 4096_f16 "--layers 8 --dim 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --tokens 8 --f16"
+fi
+if want c; then
 cgen=Ninja; command -v ninja >/dev/null || cgen="Unix Makefiles"
-cbuild="$OUT/c-backend-build"
+cbuild="${TMPDIR:-/tmp}/genspirv-c-backend-build"   # not under $OUT: only logs and JSON go back
 step 180 c_backend_build.log sh -c "cmake -S examples/c-backend -B '$cbuild' -G '$cgen' -DCMAKE_BUILD_TYPE=Release \
   -Dgenspirv_DIR=\"\$(python3 -m genspirv cmake-dir)\" -DPython3_EXECUTABLE=\"\$(command -v python3)\" \
   -DGENSPIRV_COMPILE_SHADERS=OFF && cmake --build '$cbuild'"
@@ -68,4 +79,5 @@ done
 # No barriers: wrong values are what it shows on a GPU, so its exit status is not a failure.
 step 60 c_backend_none.log sh -c "'$cbuild/c_backend' --policy none --layers 16 --n 2048 || true"
 step 120 c_backend_bench.log python3 -m genspirv bench c-backend --json "$OUT/c_backend_h200.json"
+fi
 exit $status

@@ -28,7 +28,8 @@ from typing import Iterable, Mapping, Optional, Sequence
 from .. import settings
 from ..errors import CompileError, ConfigError, ToolchainError, UnavailableError
 from ..fsutil import write_json_atomic
-from ..toolchain import Compiler, find_glslang, missing_extensions, unguarded_include_cycle, uses_include
+from ..includes import unguarded_include_cycle
+from ..toolchain import Glslang, find_glslang, missing_extensions, uses_include
 from . import probes
 from .job import Job, Reply
 from .library import Library, find_library
@@ -79,7 +80,7 @@ class SlangGlslang:
 
     name = NAME
 
-    def __init__(self, preprocessor: Compiler, library: Library, *, jobs: Optional[int] = None,
+    def __init__(self, preprocessor: Glslang, library: Library, *, jobs: Optional[int] = None,
                  cache: Optional[Path] = None):
         self.preprocessor = preprocessor
         self.library = library

@@ -1,0 +1,187 @@
+"""What a build commits: the blob files, the manifest and generated code, and what it clears away.
+
+Takes the compiled variants (``genspirv.compile.Compiled``), the unavailable
+ones and their content keys; gives every committed output as
+``{posix path relative to the root: bytes}`` (``expected_outputs``, which
+build writes and check compares), the blobs no variant builds any more
+(``orphan_blobs``) and the temp files an interrupted write left
+(``stale_temp_files``). ``outputs_key`` is what the manifest and generated
+files are a function of besides the blobs (``outputs_current``: the last
+build wrote them from it, untouched since); ``committed_manifest_current``
+tells a fresh clone that its committed manifest already says what a build
+would write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Callable, Mapping, Optional, Sequence
+
+from . import manifest as manifest_mod
+from .buildstate import STATE_DIR, CommittedManifest, OutputsRecord, Record, Versions, sha256_hex
+from .compile import Compiled
+from .config import Config, Variant
+from .manifest import Manifest, ManifestEntry, Toolchain, Unavailable
+
+Log = Optional[Callable[[str], None]]
+
+
+def manifest_entry(config: Config, compiled: Compiled, key: Optional[str] = None) -> ManifestEntry:
+    v = compiled.variant
+    # Provenance lists only files inside the project: a fresh clone must find them.
+    depends = tuple(d for d in compiled.deps if not d.startswith("/")) if key else ()
+    return ManifestEntry(name=v.name, source=v.source, defines=v.defines,
+                         spirv=config.blob_relpath(v), sha256=sha256_hex(compiled.blob),
+                         size=len(compiled.blob), info=compiled.info, inputs=key or "", depends=depends,
+                         validated=v.validate, optimized=v.optimize,
+                         target_env=v.target_env if v.target_env != config.target_env else None)
+
+
+def _toolchain(config: Config, optimizer: Optional[str], variants: Sequence[Variant]) -> Toolchain:
+    return Toolchain(glslang=config.glslang, target_env=config.target_env, flags=config.flags,
+                     spirv_opt=optimizer if any(v.optimize for v in variants) else None)
+
+
+def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable] = (),
+                   keys: Optional[Mapping[str, Optional[str]]] = None,
+                   optimizer: Optional[str] = None) -> dict[str, bytes]:
+    """The manifest and every generated file, as {posix path relative to root: bytes}."""
+    keys = keys or {}
+    manifest = Manifest(toolchain=_toolchain(config, optimizer, [c.variant for c in compiled]),
+                        shaders=tuple(sorted((manifest_entry(config, c, keys.get(c.variant.name))
+                                              for c in compiled), key=lambda e: e.name)),
+                        root=config.root, unavailable=tuple(sorted(unavailable, key=lambda u: u.name)))
+    outputs = {config.manifest: manifest_mod.dumps(manifest)}
+    if config.generate:
+        from .emit import render   # loads jinja2 only when a renderer is needed
+        for g in config.generate:
+            # The blobs are not written yet: hand the emitters the fresh bytes, not the old files.
+            blobs = {c.variant.name: c.blob for c in compiled}
+            for rel, data in render(g.target, manifest, g.output, blobs=blobs,
+                                    template=g.template).items():
+                outputs[rel] = data
+    return outputs
+
+
+def expected_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable],
+                     keys: Mapping[str, Optional[str]], optimizer: Optional[str]) -> dict[str, bytes]:
+    """Every committed output, in the order a build replaces them: the blobs, the generated
+    files, the manifest last (a reader never sees a manifest newer than its blobs)."""
+    out = {config.blob_relpath(c.variant): c.blob for c in compiled}
+    rendered = render_outputs(config, compiled, unavailable, keys, optimizer)
+    manifest = rendered.pop(config.manifest)
+    out.update(rendered)
+    out[config.manifest] = manifest
+    return out
+
+
+def orphan_blobs(config: Config) -> list[str]:
+    """``*.spv`` files in spirv_dir that belong to no variant (relative to the root)."""
+    folder = config.path(config.spirv_dir)
+    if not folder.is_dir():
+        return []
+    known = {f"{v.name}.spv" for v in config.variants}
+    return sorted(f"{config.spirv_dir}/{p.name}" for p in folder.glob("*.spv")
+                  if p.is_file() and p.name not in known)
+
+
+_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+
+
+def stale_temp_files(config: Config) -> list[Path]:
+    """Temp files of atomic writes a killed build left in the output folders.
+
+    ``fsutil.StagedFiles`` names them ``.NAME.XXXXXXXX.tmp`` (tempfile's 8 random
+    characters) next to NAME. Only a build holding the lock writes there, so
+    under the lock every such file is garbage.
+    """
+    folders = {config.path(config.spirv_dir), config.path(config.manifest).parent,
+               config.root / STATE_DIR}
+    folders |= {config.path(g.output).parent for g in config.generate}
+    found = []
+    for folder in sorted(folders):
+        if folder.is_dir():
+            found += sorted(p for p in folder.iterdir() if _TEMP_NAME.match(p.name) and p.is_file())
+    return found
+
+
+def remove_stale_temp_files(config: Config, log: Log = None) -> None:
+    """Delete what interrupted builds left: temp files and compile folders (call under the lock)."""
+    for path in stale_temp_files(config):
+        with contextlib.suppress(OSError):
+            path.unlink()
+            if log:
+                log(f"removed {path.relative_to(config.root).as_posix()} (left by an interrupted build)")
+    state_dir = config.root / STATE_DIR
+    if state_dir.is_dir():
+        for folder in state_dir.glob("compile-*"):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def committed_manifest_current(config: Config, committed: CommittedManifest, fresh: Mapping[str, Record],
+                               optimizer: Optional[str], unavailable: Sequence[Unavailable]) -> bool:
+    """Does the committed manifest say, for every variant, what a build would write besides the
+    reflection (names, paths, sha256, provenance, toolchain, unavailable variants)?
+
+    ``fresh``: the record of every built variant, all up to date. The reflection and the
+    formatting are taken on trust here, as the blobs' sha256 are unchanged; ``check``
+    verifies both byte for byte.
+    """
+    doc = committed.doc
+    variants = [v for v in config.variants if v.name in fresh]
+    head = manifest_mod.manifest_to_dict(Manifest(toolchain=_toolchain(config, optimizer, variants),
+                                                  shaders=(), unavailable=tuple(unavailable)))
+    if {k: val for k, val in doc.items() if k != "shaders"} != {k: val for k, val in head.items() if k != "shaders"}:
+        return False
+    if len(committed.entries) != len(variants) or len(doc.get("shaders", ())) != len(variants):
+        return False
+    for v in variants:
+        e = committed.entries.get(v.name)
+        record = fresh[v.name]
+        facts = manifest_mod.build_facts(manifest_entry(config, Compiled(v, b"", record.deps, None), record.key))
+        facts.update(sha256=record.sha256)
+        facts.pop("size")
+        if e is None or any(e.get(k) != val for k, val in facts.items()) or \
+                any(k in e for k in manifest_mod.OPTIONAL_FACTS if k not in facts):
+            return False
+    return True
+
+
+def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, Optional[str]]) -> str:
+    """What the manifest and generated files are a function of, besides the blobs' keys."""
+    doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys.get(v.name)]
+                        for v in config.variants],
+           "manifest": str(config.manifest), "generate": [list(map(str, (g.target, g.output)))
+                                                      + _template_key(config, g)
+                                                      for g in config.generate],
+           "toolchain": [versions.compiler, versions.optimizer, config.target_env, list(config.flags)]}
+    return sha256_hex(json.dumps(doc, sort_keys=True).encode())
+
+
+def _template_key(config: Config, g) -> list[str]:
+    """A project template's path and bytes, or a built-in target's renderer: editing
+    either (or upgrading genspirv) re-renders the output."""
+    if g.template is None:
+        from .emit import renderer_key
+        return [renderer_key(g.target)]
+    try:
+        return [g.template, sha256_hex(config.path(g.template).read_bytes())]
+    except OSError:
+        return [g.template, "unreadable"]   # render then names the problem
+
+
+def outputs_current(config: Config, recorded: Optional[OutputsRecord], key: str) -> bool:
+    """The last build wrote these outputs from the same inputs, and nobody touched them since."""
+    if recorded is None or recorded.key != key or not recorded.files:
+        return False
+    for rel, digest in recorded.files.items():
+        try:
+            if sha256_hex(config.path(rel).read_bytes()) != digest:
+                return False
+        except OSError:
+            return False
+    return True
