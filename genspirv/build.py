@@ -287,7 +287,9 @@ def _report(plan: Plan, records: Mapping[str, Record], compiled: tuple[str, ...]
             removed: tuple[str, ...] = (), written: tuple[str, ...] = (), failed: tuple[str, ...] = ()) -> BuildReport:
     return BuildReport(compiled=compiled, up_to_date=tuple(s.name for s in plan.up_to_date), removed=removed,
                        written=written, cached=tuple(s.name for s in plan.from_cache),
-                       unavailable=tuple((n, r.missing) for n, r in sorted(records.items()) if r.unavailable),
+                       # A variant that failed is not also unavailable (its old record may say it was).
+                       unavailable=tuple((n, r.missing) for n, r in sorted(records.items())
+                                         if r.unavailable and n not in failed),
                        failed=failed, plan=plan)
 
 
