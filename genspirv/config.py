@@ -383,10 +383,17 @@ def load_config(root: Path | str) -> Config:
     generator = None
     generated: list[Variant] = []
     if "generator" in table:
-        from .generator import run_generator
+        from .generator import generator_items
         generator = _relative_dir(table["generator"], "tool.genspirv.generator")
-        generated = run_generator(root, generator, glsl_dir, tuple(exclude),
-                                  lambda rel: source_settings(shaders, rel, top))
+        for it in generator_items(root, generator, glsl_dir):
+            if is_excluded(it.source, tuple(exclude)):
+                raise ConfigError(f"{it.where}: source {it.source} is excluded by tool.genspirv.exclude")
+            defines = it.item.get("defines", {})
+            if not isinstance(defines, Mapping):
+                raise ConfigError(f"{it.where}: 'defines' must be a mapping of name to string, got {defines!r}")
+            settings = settings_of(it.item, source_settings(shaders, it.source, top), it.where)
+            generated.append(make_variant(it.name, f"{glsl_dir}/{it.source}",
+                                          _defines(dict(defines), f"{it.where}: defines"), settings))
     generated_sources = {v.source for v in generated}
 
     variants: dict[str, Variant] = {}
@@ -467,6 +474,19 @@ def _check_collisions(config: Config) -> None:
 
 def find_root(start: Optional[Path] = None) -> Path:
     """The project root for a run without --root: the nearest folder with [tool.genspirv], else ``start``."""
-    from .manifest import find_project_root
     start = Path(start or Path.cwd()).resolve()
     return find_project_root(start) or start
+
+
+def find_project_root(start: Path) -> Optional[Path]:
+    """The nearest folder at or above ``start`` whose pyproject.toml has [tool.genspirv]."""
+    for folder in [start, *start.parents]:
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                text = pyproject.read_bytes()     # bytes: a file that is not UTF-8 is the config's to refuse
+            except OSError:
+                continue
+            if b"[tool.genspirv" in text:
+                return folder
+    return None

@@ -1,8 +1,9 @@
-"""Generator files: a project's own Python that lists variants, checked into ``Variant`` records.
+"""Generator files: a project's own Python that lists variants, each checked for its shape.
 
 Takes the path of a generator file (``[tool.genspirv] generator = "shaders/variants.py"``),
-runs its ``variants()`` and gives ``Variant``s with settings resolved (the
-variant's own over its source's table over the top level; flags accumulate).
+runs its ``variants()`` and gives ``GeneratorItem``s: known keys, a valid name, an
+existing source. ``genspirv.config`` resolves each into a ``Variant`` (the
+variant's settings over its source's table over the top level; flags accumulate).
 Each variant is a mapping with ``name`` and ``source`` (relative to ``glsl_dir``)
 and optionally ``defines``, ``flags``, ``target_env``, ``optimize``,
 ``validate``, ``optional``. An unknown key, a bad value, a missing source or an
@@ -19,8 +20,9 @@ import importlib.util
 import sys
 import traceback
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import Any
 
 from .errors import ConfigError
 
@@ -89,10 +91,18 @@ def generator_variants(root: Path, rel: str) -> list[Any]:
         raise ConfigError(_failure(exc, path, rel, "in variants()")) from None
 
 
-def run_generator(root: Path, rel: str, glsl_dir: str, exclude: tuple[str, ...],
-                  settings_for: Callable[[str], Any]) -> list:
-    """The generator's variants as checked ``Variant``s (settings resolved through ``settings_for``)."""
-    from .config import _defines, is_excluded, make_variant, settings_of
+@dataclass(frozen=True)
+class GeneratorItem:
+    """One variant a generator listed, its shape checked: the rest is the config's to resolve."""
+
+    where: str                  # "<generator>: variant '<name>'", for messages
+    name: str
+    source: str                 # posix, relative to glsl_dir; the file exists
+    item: Mapping[str, Any]     # the mapping itself (defines and settings still unchecked)
+
+
+def generator_items(root: Path, rel: str, glsl_dir: str) -> list[GeneratorItem]:
+    """The generator's variants, each a mapping with known keys, a valid name and an existing source."""
     from .variant_names import check_name
     out = []
     for i, item in enumerate(generator_variants(root, rel)):
@@ -113,12 +123,5 @@ def run_generator(root: Path, rel: str, glsl_dir: str, exclude: tuple[str, ...],
             raise ConfigError(f"{where}: source {source!r} must be a relative posix path inside {glsl_dir}")
         if not (root / glsl_dir / source).is_file():
             raise ConfigError(f"{where}: no such source {glsl_dir}/{source}")
-        if is_excluded(p.as_posix(), exclude):
-            raise ConfigError(f"{where}: source {source} is excluded by tool.genspirv.exclude")
-        defines = item.get("defines", {})
-        if not isinstance(defines, Mapping):
-            raise ConfigError(f"{where}: 'defines' must be a mapping of name to string, got {defines!r}")
-        defines = _defines(dict(defines), f"{where}: defines")
-        settings = settings_of(item, settings_for(p.as_posix()), where)
-        out.append(make_variant(name, f"{glsl_dir}/{p.as_posix()}", defines, settings))
+        out.append(GeneratorItem(where, name, p.as_posix(), item))
     return out

@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Optional
 
+from .config import find_project_root
 from .errors import ManifestError
 from .reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, PUSH_TYPES, SPEC_TYPES, STRUCT, Binding,
                       PushMember, ShaderInfo, SpecConstant)
@@ -371,20 +372,6 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
                         for u in d.get("unavailable", ()))
     return Manifest(toolchain=toolchain, shaders=tuple(sorted(entries, key=lambda e: e.name)), root=root,
                     unavailable=unavailable)
-
-
-def find_project_root(start: Path) -> Optional[Path]:
-    """The nearest folder at or above ``start`` whose pyproject.toml has [tool.genspirv]."""
-    for folder in [start, *start.parents]:
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            try:
-                text = pyproject.read_bytes()     # bytes: a file that is not UTF-8 is the config's to refuse
-            except OSError:
-                continue
-            if b"[tool.genspirv" in text:
-                return folder
-    return None
 
 
 def read_manifest_json(path) -> Any:

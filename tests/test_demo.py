@@ -292,7 +292,7 @@ def test_matvec_variant_follows_what_the_device_reports():
 def test_decode_with_the_noshuffle_variant_and_two_rows_per_group(lavapipe_ok, monkeypatch):
     """The driver's group counts follow the variant's rows per group; the shared-memory
     fallback decodes the same tokens as the reference."""
-    from genspirv import kernel_groups
+    from genspirv.llm import kernel_groups
     monkeypatch.setattr(driver, "matvec_variant", lambda dev, wt, rows_per_group: kernel_groups.MatVecVariant(
         f"mul_mat_vec_{wt}_noshuffle", block_size=32, rows_per_group=2))
     config = ref.ModelConfig(n_layers=2, dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, vocab=101,

@@ -17,7 +17,7 @@ import struct
 import numpy as np
 import pytest
 
-from genspirv.kernel_groups import mul_mat_vec_groups
+from genspirv.llm.kernel_groups import mul_mat_vec_groups
 from genspirv.llm import model as ref
 
 runtime = pytest.importorskip("genspirv.runtime")

@@ -44,7 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from genspirv import kernel_groups  # noqa: E402
+from genspirv.llm import kernel_groups  # noqa: E402
 from genspirv.llm import driver, model as ref  # noqa: E402
 
 

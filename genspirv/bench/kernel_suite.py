@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import struct
 
-from .. import kernel_groups, settings
+from .. import settings
+from ..llm import kernel_groups
 from .harness import BenchError, BenchOptions, Progress, Recorder, paired_order
 
 DEFAULT_SIZES = (4096, 11008, 32000)
@@ -45,7 +46,7 @@ QUICK_POOL_BYTES = 1 << 21
 MAX_CHAIN = 256                 # dispatches per timed chain (the pool usually limits it first)
 ALIGN = 256                     # view offsets: any device's minStorageBufferOffsetAlignment
 # (variant suffix, BLOCK_SIZE, ROWS_PER_GROUP, group cap or None) measured on a GPU; quick
-# runs take three. The first entry is the shipped default (genspirv.kernel_groups); the
+# runs take three. The first entry is the shipped default (genspirv.llm.kernel_groups); the
 # capped ones size the grid to an H200 (132 SMs x 8 or 16 groups) and loop over rows.
 SWEEP = (("", 128, 1, None),) + \
     tuple(("", b, r, None) for b in (64, 128, 256) for r in (1, 2, 4) if (b, r) != (128, 1)) + \

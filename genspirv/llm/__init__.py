@@ -9,4 +9,5 @@
 - ``compare``: the comparison rule (device decode against the reference).
 - ``report``: the demo's report dict, table and JSON.
 - ``demo``: the ``genspirv demo`` command.
+- ``kernel_groups``: group counts and the ``mul_mat_vec`` variant for a device (pure).
 """

@@ -75,7 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="workgroup size (default: 32 on a CPU device, 128 on a GPU)")
     p.add_argument("--rows-per-group", type=int, default=None,
                    help="matrix rows per workgroup of the mul_mat_vec kernels (default: per weight "
-                        "type, genspirv.kernel_groups.ROWS_PER_GROUP_BY_WEIGHTS)")
+                        "type, genspirv.llm.kernel_groups.ROWS_PER_GROUP_BY_WEIGHTS)")
     p.add_argument("--tol", type=float, default=1e-4,
                    help="logit tolerance relative to max |logit| (default 1e-4)")
     p.add_argument("--reorder", action="store_true",
