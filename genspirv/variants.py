@@ -1,0 +1,216 @@
+"""Variants: the shader table's entries (and a generator's, once checked) resolved into ``Variant``s.
+
+Takes a source's table (``[tool.genspirv.shaders."x.comp"]``: a ``matrix`` of
+defines, explicit ``variants``, common ``defines``) and the settings it
+inherits, and gives ``Variant`` records: name, source, sorted defines and the
+toolchain settings resolved variant over source over top level (``flags``
+accumulate; ``target_env``, ``optimize``, ``validate``, ``optional``
+override). Also the small checkers every config value goes through, each
+refusing with a ``ConfigError`` that names the key. Pure: no file is read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import re
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
+from typing import Any, Mapping
+
+from .errors import ConfigError
+from .variant_names import check_matrix_name, check_name, check_stem
+
+DEFAULT_TARGET_ENV = "vulkan1.2"
+TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3", "spirv1.3", "spirv1.4",
+               "spirv1.5", "spirv1.6")
+
+# Toolchain settings a variant may take from the top level, its source's table or itself.
+SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional"}
+SHADER_KEYS = {"name", "defines", "matrix", "variants"} | SETTING_KEYS
+VARIANT_KEYS = {"name", "defines"} | SETTING_KEYS
+# Flags the build sets itself; a second copy would break reproducibility or the depfile.
+RESERVED_FLAGS = ("-o", "--depfile", "--target-env", "-g")
+
+DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What decides how a variant is compiled besides its source and defines."""
+
+    flags: tuple[str, ...] = ()              # every extra glslang flag (top, then source, then variant)
+    target_env: str = DEFAULT_TARGET_ENV
+    optimize: bool = False                   # spirv-opt -O, bindings and spec constants preserved
+    validate: bool = True                    # spirv-val
+    optional: bool = False                   # a missing compiler feature makes it unavailable, not an error
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    source: str                              # posix path relative to the project root
+    defines: tuple[tuple[str, str], ...]     # sorted (name, value) pairs
+    flags: tuple[str, ...] = ()
+    target_env: str = DEFAULT_TARGET_ENV
+    optimize: bool = False
+    validate: bool = True
+    optional: bool = False
+
+    @property
+    def defines_dict(self) -> dict[str, str]:
+        return dict(self.defines)
+
+
+
+# -- small checkers: each names the key it refuses ----------------------------
+
+
+def type_name(value: Any) -> str:
+    return {str: "a string", bool: "a boolean", int: "an integer", float: "a float",
+            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def expect(value: Any, kind: type, key: str, what: str):
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise ConfigError(f"{key}: expected {what}, got {type_name(value)} ({value!r})")
+    return value
+
+
+def check_keys(table: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (allowed: {', '.join(sorted(allowed))})")
+
+
+def relative_path(value: Any, key: str) -> str:
+    expect(value, str, key, "a relative posix path")
+    p = PurePosixPath(value)
+    if not value or p.is_absolute() or ".." in p.parts or "\\" in value:
+        raise ConfigError(f"{key}: {value!r} must be a relative posix path inside the project, without '..'")
+    return p.as_posix()
+
+
+def parse_defines(value: Any, key: str) -> dict[str, str]:
+    expect(value, dict, key, "a table of NAME = \"value\"")
+    out = {}
+    for name, v in value.items():
+        if not DEFINE_RE.match(name):
+            raise ConfigError(f"{key}.{name}: not a valid preprocessor name")
+        out[name] = _define_value(expect(v, str, f"{key}.{name}", "a string"), f"{key}.{name}")
+    return out
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _define_value(value: str, key: str) -> str:
+    # A newline or NUL would end glslang's -D argument early or inject a directive.
+    m = _CONTROL.search(value)
+    if m:
+        raise ConfigError(f"{key}: define value {value!r} holds the control character "
+                          f"{m.group()!r}; defines must be one line of text")
+    return value
+
+
+def parse_flags(value: Any, key: str) -> tuple[str, ...]:
+    flags = expect(value, list, key, "an array of strings")
+    for i, f in enumerate(flags):
+        expect(f, str, f"{key}[{i}]", "a string")
+        if f in RESERVED_FLAGS or f.startswith("-g"):
+            raise ConfigError(f"{key}[{i}]: {f!r} is set by genspirv itself "
+                              "(-g would also embed absolute paths)")
+    return tuple(flags)
+
+
+def parse_target_env(value: Any, key: str) -> str:
+    expect(value, str, key, "a string")
+    if value not in TARGET_ENVS:
+        raise ConfigError(f"{key}: {value!r} is not one of {', '.join(TARGET_ENVS)}")
+    return value
+
+
+def settings_of(table: Mapping[str, Any], base: Settings, key: str) -> Settings:
+    """``base`` overridden by the setting keys ``table`` holds; flags accumulate."""
+    s = base
+    if "flags" in table:
+        s = replace(s, flags=s.flags + parse_flags(table["flags"], f"{key}.flags"))
+    if "target_env" in table:
+        s = replace(s, target_env=parse_target_env(table["target_env"], f"{key}.target_env"))
+    for flag in ("optimize", "validate", "optional"):
+        if flag in table:
+            s = replace(s, **{flag: expect(table[flag], bool, f"{key}.{flag}", "true or false")})
+    return s
+
+
+def make_variant(name: str, source: str, defines: Mapping[str, str], s: Settings) -> Variant:
+    return Variant(name, source, tuple(sorted(defines.items())), flags=s.flags, target_env=s.target_env,
+                   optimize=s.optimize, validate=s.validate, optional=s.optional)
+
+
+# -- variants -----------------------------------------------------------------
+
+
+def _matrix_axes(value: Any, key: str) -> list[list[tuple[str, str, str]]]:
+    """Each matrix key as a list of (define name, alias, value), in the order written."""
+    expect(value, dict, key, "a table of NAME = { alias = \"value\" } or NAME = [\"value\", ...]")
+    axes = []
+    for define, choices in value.items():
+        k = f"{key}.{define}"
+        if not DEFINE_RE.match(define):
+            raise ConfigError(f"{k}: not a valid preprocessor name")
+        if isinstance(choices, dict):
+            axis = [(define, alias, expect(v, str, f"{k}.{alias}", "a string")) for alias, v in choices.items()]
+        elif isinstance(choices, list):
+            axis = [(define, expect(v, str, f"{k}[{i}]", "a string"), v) for i, v in enumerate(choices)]
+        else:
+            raise ConfigError(f"{k}: expected a table of alias = \"value\" or an array of strings, "
+                              f"got {type_name(choices)}")
+        if not axis:
+            raise ConfigError(f"{k}: empty: a matrix key needs at least one value")
+        axes.append(axis)
+    return axes
+
+
+def variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Settings,
+                 generated: bool = False) -> list[Variant]:
+    """The table's variants of one source; its stem variant only when nothing else builds it."""
+    where = f'tool.genspirv.shaders."{source_key}"'
+    expect(table, dict, where, "a table")
+    check_keys(table, SHADER_KEYS, where)
+    settings = settings_of(table, top, where)
+    builds_stem = "matrix" not in table and "variants" not in table and not generated
+    if "name" in table:
+        prefix = check_name(expect(table["name"], str, f"{where}.name", "a string"), f"{where}.name")
+    elif "matrix" in table or builds_stem:
+        prefix = check_stem(source, source_key)
+    common = parse_defines(table.get("defines", {}), f"{where}.defines")
+    variants = []
+    if "matrix" in table:
+        for combo in itertools.product(*_matrix_axes(table["matrix"], f"{where}.matrix")):
+            name = "_".join([prefix, *(alias for _, alias, _ in combo)])
+            defines = {**common, **{define: value for define, _, value in combo}}
+            variants.append(make_variant(check_matrix_name(name, list(combo), f"{where}.matrix"), source,
+                                         defines, settings))
+    for i, v in enumerate(expect(table.get("variants", []), list, f"{where}.variants", "an array of tables")):
+        k = f"{where}.variants[{i}]"
+        expect(v, dict, k, "a table")
+        check_keys(v, VARIANT_KEYS, k)
+        if "name" not in v:
+            raise ConfigError(f"{k}.name: missing (every explicit variant needs a name)")
+        name = check_name(expect(v["name"], str, f"{k}.name", "a string"), f"{k}.name")
+        defines = {**common, **parse_defines(v.get("defines", {}), f"{k}.defines")}
+        variants.append(make_variant(name, source, defines, settings_of(v, settings, k)))
+    if builds_stem:
+        variants.append(make_variant(prefix, source, common, settings))
+    return variants
+
+
+def source_settings(shaders: Mapping[str, Any], rel: str, top: Settings) -> Settings:
+    """The settings a generator variant of ``rel`` starts from: the source's table over the top level."""
+    table = shaders.get(rel, {})
+    return settings_of(table, top, f'tool.genspirv.shaders."{rel}"') if isinstance(table, dict) else top
+
+
+def is_excluded(rel: str, exclude: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude)
