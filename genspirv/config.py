@@ -4,8 +4,8 @@ Takes the project root (the folder holding ``pyproject.toml``) and gives a
 ``Config``: where sources, blobs and the manifest live, the toolchain pin and
 flags, optional generated outputs, and every ``Variant`` (name, source, defines)
 to build, in name order, each with its resolved toolchain settings (flags,
-target env, optimise, validate, optional: variant over source over top level,
-flags accumulating). Variants come from the shader table and from an optional
+target env, optimise, validate, optional, preamble: variant over source over
+top level, flags accumulating). Variants come from the shader table and from an optional
 ``generator`` file (``genspirv.generator``); ``exclude`` globs keep sources out.
 
 Zero configuration works: with no ``pyproject.toml`` in the root, or one
@@ -49,7 +49,7 @@ INCLUDE_DIR = "include"          # under glsl_dir; headers there are never compi
 SOURCE_SUFFIX = ".comp"
 
 TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders", "generator", "exclude", "include_directive",
-                            "optimize", "validate"}
+                            "optimize", "validate", "preamble"}
 GENERATE_KEYS = {"target", "output", "template"}
 
 
@@ -86,11 +86,13 @@ class Config:
         return f"{self.glsl_dir}/{INCLUDE_DIR}"
 
 
-def discover_sources(root: Path, glsl_dir: str, exclude: tuple[str, ...] = ()) -> list[str]:
-    """Every compilable source under glsl_dir (posix, relative to glsl_dir), includes and exclusions left out."""
+def discover_sources(root: Path, glsl_dir: str, exclude: tuple[str, ...] = (),
+                     suffixes: tuple[str, ...] = (SOURCE_SUFFIX,)) -> list[str]:
+    """Every file with one of ``suffixes`` under glsl_dir (posix, relative to glsl_dir), includes and
+    exclusions left out: the compilable sources, or (``OTHER_STAGES``) the files left alone."""
     base = root / glsl_dir
     found = []
-    for path in sorted(base.rglob(f"*{SOURCE_SUFFIX}")):
+    for path in sorted(p for suffix in suffixes for p in base.rglob(f"*{suffix}")):
         rel = path.relative_to(base).as_posix()
         if rel.split("/", 1)[0] == INCLUDE_DIR or not path.is_file() or is_excluded(rel, exclude):
             continue
@@ -152,8 +154,8 @@ def load_config(root: Path | str) -> Config:
     target_env = parse_target_env(values["target_env"], "tool.genspirv.target_env")
     glslang = expect(values["glslang"], str, "tool.genspirv.glslang", "a version string such as \"13.1.1\"")
     flags = parse_flags(table.get("flags", []), "tool.genspirv.flags")
-    top = settings_of({k: table[k] for k in ("optimize", "validate") if k in table},
-                      Settings(flags=flags, target_env=target_env), "tool.genspirv")
+    top = settings_of({k: table[k] for k in ("optimize", "validate", "preamble") if k in table},
+                      Settings(flags=flags, target_env=target_env), "tool.genspirv", root)
     include_directive = expect(table.get("include_directive", True), bool,
                                 "tool.genspirv.include_directive", "true or false")
     exclude = expect(table.get("exclude", []), list, "tool.genspirv.exclude", "an array of globs")
@@ -201,7 +203,7 @@ def load_config(root: Path | str) -> Config:
             defines = it.item.get("defines", {})
             if not isinstance(defines, Mapping):
                 raise ConfigError(f"{it.where}: 'defines' must be a mapping of name to string, got {defines!r}")
-            settings = settings_of(it.item, source_settings(shaders, it.source, top), it.where)
+            settings = settings_of(it.item, source_settings(shaders, it.source, top, root), it.where, root)
             generated.append(make_variant(it.name, f"{glsl_dir}/{it.source}",
                                           parse_defines(dict(defines), f"{it.where}: defines"), settings))
     generated_sources = {v.source for v in generated}
@@ -211,7 +213,7 @@ def load_config(root: Path | str) -> Config:
                      | {PurePosixPath(k).as_posix() for k in shaders})
     table_variants = [v for rel in sources
                       for v in variants_of(rel, f"{glsl_dir}/{rel}", shaders.get(rel, {}), top,
-                                            generated=f"{glsl_dir}/{rel}" in generated_sources)]
+                                            generated=f"{glsl_dir}/{rel}" in generated_sources, root=root)]
     for v in table_variants + generated:
         if v.name in variants:
             other = variants[v.name]
@@ -248,6 +250,8 @@ def _input_files(config: Config) -> dict[str, str]:
             inputs[g.template] = f"the template of tool.genspirv.generate[{i}]"
     for v in config.variants:
         inputs.setdefault(v.source, f"the source of variant {v.name}")
+        if v.preamble:
+            inputs.setdefault(v.preamble, f"the preamble of variant {v.name}")
     return inputs
 
 
