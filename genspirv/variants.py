@@ -120,6 +120,12 @@ def parse_flags(value: Any, key: str) -> tuple[str, ...]:
     flags = expect(value, list, key, "an array of strings")
     for i, f in enumerate(flags):
         expect(f, str, f"{key}[{i}]", "a string")
+        m = _CONTROL.search(f)
+        if m:
+            # glslang keeps a -P text's first line only: the rest would vanish far from here.
+            raise ConfigError(f"{key}[{i}]: {f!r} holds the control character {m.group()!r}; a flag is one "
+                              "line (glslang keeps only the first): put lines that go before the source "
+                              "in a file and name it with preamble = \"path/header.glsl\"")
         if f in RESERVED_FLAGS or f.startswith("-g"):
             raise ConfigError(f"{key}[{i}]: {f!r} is set by genspirv itself "
                               "(-g would also embed absolute paths)")

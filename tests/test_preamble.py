@@ -148,6 +148,37 @@ def test_an_output_cannot_overwrite_a_preamble(tmp_path):
         load_config(tmp_path)
 
 
+# -- flags that hold a line break --------------------------------------------------
+
+
+@pytest.mark.parametrize("where, flags, said", [
+    ("top", '["-P#extension X : enable\\n#define FLOAT float"]', "tool.genspirv.flags[0]: "),
+    ("variant", '["-DA=1", "-Pa\\rb"]', "tool.genspirv.shaders.\"a.comp\".variants[0].flags[1]: "),
+])
+def test_a_flag_with_a_control_character_is_refused_naming_the_key_and_the_preamble(tmp_path, where, flags, said):
+    table = f"flags = {flags}\n" if where == "top" else \
+        f'[tool.genspirv.shaders."a.comp"]\nvariants = [ {{ name = "a16", flags = {flags} }} ]\n'
+    write(tmp_path, {"glsl/a.comp": BODY, "pyproject.toml": "[tool.genspirv]\n" + table})
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    message = str(caught.value)
+    assert message.startswith(said) and "holds the control character" in message and "\n" not in message
+    assert message.endswith('put lines that go before the source in a file and name it with '
+                            'preamble = "path/header.glsl"')
+
+
+def test_a_generator_flag_with_a_newline_names_the_variant(tmp_path):
+    write(tmp_path, {"glsl/a.comp": BODY, "pyproject.toml": '[tool.genspirv]\ngenerator = "gen.py"\n',
+                     "gen.py": 'def variants():\n    return [{"name": "mm_f16", "source": "a.comp", '
+                               '"flags": ["-P#define A 1\\n#define B 2"]}]\n'})
+    with pytest.raises(ConfigError, match=r"^gen.py: variant 'mm_f16'.flags\[0\]: .* holds the control character"):
+        load_config(tmp_path)
+    # Negative control: the same text in one line is a flag like any other.
+    (tmp_path / "gen.py").write_text('def variants():\n    return [{"name": "mm_f16", "source": "a.comp", '
+                                     '"flags": ["-P#define A 1"]}]\n')
+    assert load_config(tmp_path).variants[0].flags == ("-P#define A 1",)
+
+
 # -- the content key and depends (fake compiler) -----------------------------------
 
 
