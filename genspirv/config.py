@@ -5,8 +5,12 @@ Takes the project root (the folder holding ``pyproject.toml``) and gives a
 flags, optional generated outputs, and every ``Variant`` (name, source, defines)
 to build, in name order, each with its resolved toolchain settings (flags,
 target env, optimise, validate, optional, preamble: variant over source over
-top level, flags accumulating). Variants come from the shader table and from an optional
-``generator`` file (``genspirv.generator``); ``exclude`` globs keep sources out.
+top level, flags accumulating). Variants come from the shader table and from
+an optional ``generator`` file (``genspirv.generator``); ``exclude`` globs
+keep sources out.
+Files of other shader stages (``.frag``, ``.vert``, ...) in the folder are
+listed (``other_stages``) for the build to name, never compiled; a variant
+that names one is refused, naming the stage.
 
 Zero configuration works: with no ``pyproject.toml`` in the root, or one
 without a ``[tool.genspirv]`` table, the defaults below apply and every
@@ -31,9 +35,9 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from .errors import ConfigError
 # Settings and Variant are re-exported: the build's stages take them from here with the Config.
-from .variants import (DEFAULT_TARGET_ENV, Settings, Variant, check_keys, expect, is_excluded, make_variant,
-                       parse_defines, parse_flags, parse_target_env, relative_path, settings_of, source_settings,
-                       type_name, variants_of)
+from .variants import (DEFAULT_TARGET_ENV, OTHER_STAGES, Settings, Variant, check_compute, check_keys, expect,
+                       is_excluded, make_variant, parse_defines, parse_flags, parse_target_env, relative_path,
+                       settings_of, source_settings, type_name, variants_of)
 
 # The built-in emitters a `generate` entry may name with `target = ...` (genspirv/emit renders them).
 GENERATE_TARGETS = ("c",)
@@ -73,6 +77,7 @@ class Config:
     variants: tuple[Variant, ...]            # sorted by name
     include_directive: bool = True           # #include without GL_GOOGLE_include_directive, as glslc
     generator: Optional[str] = None          # posix path relative to the root
+    other_stages: tuple[str, ...] = ()       # files of other shader stages in glsl_dir, left alone (root-relative)
 
     def path(self, relative: str) -> Path:
         """An absolute path for a posix path relative to the root."""
@@ -84,6 +89,13 @@ class Config:
     @property
     def include_dir(self) -> str:
         return f"{self.glsl_dir}/{INCLUDE_DIR}"
+
+    def other_stages_note(self, shown: int = 8) -> str:
+        """The files of other shader stages left alone, the first ``shown`` by name (the build says it)."""
+        files = self.other_stages
+        names = ", ".join(files[:shown]) + (f", and {len(files) - shown} more" if len(files) > shown else "")
+        return (f"genspirv builds compute shaders: {len(files)} other-stage file{'s' if len(files) != 1 else ''} "
+                f"left alone: {names}")
 
 
 def discover_sources(root: Path, glsl_dir: str, exclude: tuple[str, ...] = (),
@@ -187,6 +199,7 @@ def load_config(root: Path | str) -> Config:
         raise _missing_glsl_dir(glsl_dir, configured=found is not None)
     for key in shaders:
         rel = relative_path(key, f'tool.genspirv.shaders."{key}"')
+        check_compute(f"{glsl_dir}/{rel}", f'tool.genspirv.shaders."{key}"')
         if not (root / glsl_dir / rel).is_file():
             raise ConfigError(f'tool.genspirv.shaders."{key}": no such source {glsl_dir}/{rel}')
         if is_excluded(rel, tuple(exclude)):
@@ -200,6 +213,7 @@ def load_config(root: Path | str) -> Config:
         for it in generator_items(root, generator, glsl_dir):
             if is_excluded(it.source, tuple(exclude)):
                 raise ConfigError(f"{it.where}: source {it.source} is excluded by tool.genspirv.exclude")
+            check_compute(f"{glsl_dir}/{it.source}", f"{it.where}: source")
             defines = it.item.get("defines", {})
             if not isinstance(defines, Mapping):
                 raise ConfigError(f"{it.where}: 'defines' must be a mapping of name to string, got {defines!r}")
@@ -224,7 +238,9 @@ def load_config(root: Path | str) -> Config:
     config = Config(root=root, glsl_dir=glsl_dir, spirv_dir=values["spirv_dir"], manifest=values["manifest"],
                     target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
                     variants=tuple(sorted(variants.values(), key=lambda v: v.name)),
-                    include_directive=include_directive, generator=generator)
+                    include_directive=include_directive, generator=generator,
+                    other_stages=tuple(f"{glsl_dir}/{rel}" for rel in
+                                       discover_sources(root, glsl_dir, tuple(exclude), tuple(OTHER_STAGES))))
     _check_collisions(config)
     return config
 

@@ -35,6 +35,13 @@ RESERVED_FLAGS = ("-o", "--depfile", "--target-env", "-g")
 
 DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+# The stages glslang tells from a file's suffix, besides compute (.comp): genspirv builds compute
+# shaders only, so a file of another stage is left alone, and a variant naming one is refused.
+OTHER_STAGES = {".vert": "vertex", ".tesc": "tessellation control", ".tese": "tessellation evaluation",
+                ".geom": "geometry", ".frag": "fragment", ".mesh": "mesh", ".task": "task",
+                ".rgen": "ray generation", ".rint": "ray intersection", ".rahit": "ray any-hit",
+                ".rchit": "ray closest-hit", ".rmiss": "ray miss", ".rcall": "ray callable"}
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -231,6 +238,15 @@ def source_settings(shaders: Mapping[str, Any], rel: str, top: Settings, root: O
     """The settings a generator variant of ``rel`` starts from: the source's table over the top level."""
     table = shaders.get(rel, {})
     return settings_of(table, top, f'tool.genspirv.shaders."{rel}"', root) if isinstance(table, dict) else top
+
+
+def check_compute(source: str, key: str) -> None:
+    """Refuse a source of another shader stage, naming the stage."""
+    stage = OTHER_STAGES.get(PurePosixPath(source).suffix)
+    if stage is not None:
+        raise ConfigError(f"{key}: {source} is a {stage} shader ({PurePosixPath(source).suffix}); genspirv "
+                          "builds compute shaders (.comp) only: remove it from the variants (files of "
+                          "other stages are left alone)")
 
 
 def is_excluded(rel: str, exclude: tuple[str, ...]) -> bool:

@@ -179,6 +179,42 @@ def test_a_generator_flag_with_a_newline_names_the_variant(tmp_path):
     assert load_config(tmp_path).variants[0].flags == ("-P#define A 1",)
 
 
+# -- files of other stages ----------------------------------------------------------
+
+
+def test_other_stage_files_are_listed_and_never_variants(tmp_path):
+    write(tmp_path, {"glsl/a.comp": "#version 450\n" + BODY, "glsl/blit.frag": "", "glsl/fx/quad.vert": "",
+                     "glsl/include/x.geom": "", "glsl/wip/trace.rgen": "",
+                     "pyproject.toml": '[tool.genspirv]\nexclude = ["wip/*"]\n'})
+    config = load_config(tmp_path)
+    assert [v.name for v in config.variants] == ["a"]
+    assert config.other_stages == ("glsl/blit.frag", "glsl/fx/quad.vert")    # include/ and excluded left out
+    assert config.other_stages_note() == ("genspirv builds compute shaders: 2 other-stage files left alone: "
+                                          "glsl/blit.frag, glsl/fx/quad.vert")
+    assert config.other_stages_note(shown=1).endswith("left alone: glsl/blit.frag, and 1 more")
+
+
+def test_a_variant_naming_another_stage_is_refused_naming_the_stage(tmp_path):
+    write(tmp_path, {"glsl/a.comp": BODY, "glsl/blit.frag": "",
+                     "pyproject.toml": '[tool.genspirv.shaders."blit.frag"]\n'})
+    with pytest.raises(ConfigError, match=r'^tool.genspirv.shaders."blit.frag": glsl/blit.frag is a fragment '
+                                          r"shader \(.frag\); genspirv builds compute shaders \(.comp\) only"):
+        load_config(tmp_path)
+    write(tmp_path, {"pyproject.toml": '[tool.genspirv]\ngenerator = "gen.py"\n',
+                     "gen.py": 'def variants():\n    return [{"name": "blit", "source": "blit.frag"}]\n'})
+    with pytest.raises(ConfigError, match=r"^gen.py: variant 'blit': source: glsl/blit.frag is a fragment shader"):
+        load_config(tmp_path)
+
+
+def test_the_build_names_other_stage_files_once_in_its_summary(tiny_project, genspirv):
+    root = tiny_project(extra={"glsl/blit.frag": "#version 450\nvoid main() {}\n"})
+    result = genspirv("build", "--quiet", "--root", root)
+    assert result.code == 0, result.err
+    assert result.out.splitlines() == [
+        "genspirv build: genspirv builds compute shaders: 1 other-stage file left alone: glsl/blit.frag",
+        "genspirv build: 3 compiled, 0 up to date, 0 removed, 4 files written"]
+
+
 # -- the content key and depends (fake compiler) -----------------------------------
 
 
