@@ -148,6 +148,13 @@ def test_an_output_cannot_overwrite_a_preamble(tmp_path):
         load_config(tmp_path)
 
 
+def test_cmake_reruns_the_build_when_a_preamble_outside_the_shader_folder_changes(tmp_path):
+    from genspirv.emit.cmake import depfile_inputs
+    write(tmp_path, {"glsl/a.comp": BODY, "headers/h.glsl": HEADER,
+                     "pyproject.toml": '[tool.genspirv]\npreamble = "headers/h.glsl"\n'})
+    assert tmp_path / "headers/h.glsl" in depfile_inputs(load_config(tmp_path))     # no manifest yet
+
+
 # -- flags that hold a line break --------------------------------------------------
 
 
