@@ -290,6 +290,30 @@ def test_the_preamble_follows_the_source_in_depends_and_keys_without_one_are_unc
     assert KeyInputs.from_doc(KeyInputs(**inputs, preamble="h.glsl").doc).preamble == "h.glsl"
 
 
+def test_a_fresh_clone_with_preambles_builds_nothing(fake_built):
+    import shutil
+    shutil.rmtree(fake_built / ".genspirv")            # only the committed manifest's inputs and depends
+    fake = FakeCompiler()
+    report, _ = fake_build(fake_built, fake)
+    assert report.compiled == () and not fake.compiles and len(report.up_to_date) == 5
+
+
+def test_an_extension_the_compiler_lacks_in_a_preamble_keys_the_unavailable_variant_on_it(tmp_path):
+    table = FILES["pyproject.toml"].replace('.comp"]\n', '.comp"]\noptional = true\n')
+    root = write(tmp_path, {**FILES, "pyproject.toml": table})
+    fake = FakeCompiler(missing=("GL_EXT_shader_explicit_arithmetic_types_float16",))
+    report, _ = fake_build(root, fake)
+    assert [name for name, _ in report.unavailable] == ["binary_f16", "unary_f16"]
+    manifest = json.loads((root / "manifests/shaders.json").read_text())
+    assert manifest["unavailable"][0]["depends"] == ["glsl/binary.comp", "glsl/fp16.glsl"]
+    assert manifest["unavailable"][1]["depends"] == ["glsl/unary.comp", "glsl/fp16.glsl"]
+    # The header no longer needs it: the variant builds, without an edit to its source.
+    (root / "glsl/fp16.glsl").write_text(HEADER)
+    report, lines = fake_build(root, fake)
+    assert "binary_f16" in report.compiled and report.unavailable == ()
+    assert "explain: binary_f16: compile: glsl/fp16.glsl changed" in lines
+
+
 def test_an_error_marked_in_a_preamble_fails_exactly_its_variants(fake_built):
     (fake_built / "glsl/fp16.glsl").write_text(HEADER16 + ERROR_MARK + "\n")
     with pytest.raises(CompileError) as caught:
