@@ -9,8 +9,7 @@
   includes; before manifests carried them, every file under ``glsl_dir``),
   the folders under ``glsl_dir`` (so a new source counts), ``pyproject.toml``,
   the generator file, the project's templates and every preamble.
-  ``genspirv build --depfile
-  FILE`` writes it after a successful build.
+  ``genspirv build --depfile FILE`` writes it after a successful build.
 - ``python -m genspirv.emit.cmake table --root DIR``: the C table's header
   and source (absolute, one a line), or an error naming what is missing; the
   package runs it at configure time, which also proves genspirv importable.
