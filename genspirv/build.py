@@ -134,7 +134,7 @@ def run_plan(config: Config, compiler: Compiler, plan: Plan, workdir: Path, hash
             inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
             record = Record.of(inputs, result.deps, sha256_hex(result.blob))
         else:
-            deps = tuple(unavailable_deps(config.root, result))
+            deps = tuple(unavailable_deps(config.root, result, v.preamble))
             inputs = key_inputs(config, versions, v, deps, hashes, dirs)
             record = Record.of(inputs, deps, missing=result.missing)
         records[v.name] = record

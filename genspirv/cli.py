@@ -205,6 +205,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     write_depfile_from_args(config, args)
     for name, missing in report.unavailable:
         _say(f"genspirv build: {name} unavailable: the pinned compiler lacks {', '.join(missing)}")
+    if config.other_stages:
+        _say(f"genspirv build: {config.other_stages_note()}")
     _say(f"genspirv build: {report.summary()}")
     return 0
 
