@@ -156,7 +156,8 @@ def run_plan(config: Config, compiler: Compiler, plan: Plan, workdir: Path, hash
 
 def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
     """The manifest's ``unavailable`` list, in variant order."""
-    return [Unavailable(v.name, v.source, records[v.name].missing, records[v.name].key or "", records[v.name].deps)
+    return [Unavailable(v.name, v.source, records[v.name].missing, records[v.name].key or "", records[v.name].deps,
+                        v.meta_json)
             for v in config.variants if v.name in records and records[v.name].unavailable]
 
 

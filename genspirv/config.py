@@ -32,8 +32,8 @@ else:  # pragma: no cover - exercised on 3.10 only
 from .errors import ConfigError
 # Settings and Variant are re-exported: the build's stages take them from here with the Config.
 from .variants import (DEFAULT_TARGET_ENV, Settings, Variant, check_keys, expect, is_excluded, make_variant,
-                       parse_defines, parse_flags, parse_target_env, relative_path, settings_of, source_settings,
-                       type_name, variants_of)
+                       merged_meta, parse_defines, parse_flags, parse_target_env, relative_path, settings_of,
+                       source_meta, source_settings, type_name, variants_of)
 
 # The built-in emitters a `generate` entry may name with `target = ...` (genspirv/emit renders them).
 GENERATE_TARGETS = ("c",)
@@ -202,8 +202,9 @@ def load_config(root: Path | str) -> Config:
             if not isinstance(defines, Mapping):
                 raise ConfigError(f"{it.where}: 'defines' must be a mapping of name to string, got {defines!r}")
             settings = settings_of(it.item, source_settings(shaders, it.source, top), it.where)
+            meta = merged_meta(source_meta(shaders, it.source), it.item, it.where)
             generated.append(make_variant(it.name, f"{glsl_dir}/{it.source}",
-                                          parse_defines(dict(defines), f"{it.where}: defines"), settings))
+                                          parse_defines(dict(defines), f"{it.where}: defines"), settings, meta))
     generated_sources = {v.source for v in generated}
 
     variants: dict[str, Variant] = {}

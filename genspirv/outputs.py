@@ -38,7 +38,8 @@ def manifest_entry(config: Config, compiled: Compiled, key: Optional[str] = None
                          spirv=config.blob_relpath(v), sha256=sha256_hex(compiled.blob),
                          size=len(compiled.blob), info=compiled.info, inputs=key or "", depends=depends,
                          validated=v.validate, optimized=v.optimize,
-                         target_env=v.target_env if v.target_env != config.target_env else None)
+                         target_env=v.target_env if v.target_env != config.target_env else None,
+                         meta_json=v.meta_json)
 
 
 def _toolchain(config: Config, optimizer: Optional[str], variants: Sequence[Variant]) -> Toolchain:
@@ -152,9 +153,10 @@ def committed_manifest_current(config: Config, committed: CommittedManifest, fre
 
 
 def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, Optional[str]]) -> str:
-    """What the manifest and generated files are a function of, besides the blobs' keys."""
+    """What the manifest and generated files are a function of, besides the blobs' keys
+    (a variant's ``meta`` among them: changing it re-renders, it does not recompile)."""
     doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys.get(v.name)]
-                        for v in config.variants],
+                        + ([v.meta_json] if v.meta_json else []) for v in config.variants],
            "manifest": str(config.manifest), "generate": [list(map(str, (g.target, g.output)))
                                                       + _template_key(config, g)
                                                       for g in config.generate],

@@ -5,14 +5,19 @@ defines, explicit ``variants``, common ``defines``) and the settings it
 inherits, and gives ``Variant`` records: name, source, sorted defines and the
 toolchain settings resolved variant over source over top level (``flags``
 accumulate; ``target_env``, ``optimize``, ``validate``, ``optional``
-override). Also the small checkers every config value goes through, each
-refusing with a ``ConfigError`` that names the key. Pure: no file is read.
+override), and the variant's ``meta`` (a table of JSON data for project
+templates; a variant's keys over its source's). Also the small checkers every
+config value goes through, each refusing with a ``ConfigError`` that names the
+key. Pure: no file is read.
 """
 
 from __future__ import annotations
 
+import datetime
 import fnmatch
 import itertools
+import json
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
@@ -27,8 +32,8 @@ TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3", "spirv1.3", "
 
 # Toolchain settings a variant may take from the top level, its source's table or itself.
 SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional"}
-SHADER_KEYS = {"name", "defines", "matrix", "variants"} | SETTING_KEYS
-VARIANT_KEYS = {"name", "defines"} | SETTING_KEYS
+SHADER_KEYS = {"name", "defines", "matrix", "variants", "meta"} | SETTING_KEYS
+VARIANT_KEYS = {"name", "defines", "meta"} | SETTING_KEYS
 # Flags the build sets itself; a second copy would break reproducibility or the depfile.
 RESERVED_FLAGS = ("-o", "--depfile", "--target-env", "-g")
 
@@ -56,10 +61,16 @@ class Variant:
     optimize: bool = False
     validate: bool = True
     optional: bool = False
+    meta_json: str = ""                      # the variant's meta as canonical JSON ("" when none)
 
     @property
     def defines_dict(self) -> dict[str, str]:
         return dict(self.defines)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The variant's meta table ({} when it has none): data for project templates only."""
+        return json.loads(self.meta_json) if self.meta_json else {}
 
 
 
@@ -143,9 +154,49 @@ def settings_of(table: Mapping[str, Any], base: Settings, key: str) -> Settings:
     return s
 
 
-def make_variant(name: str, source: str, defines: Mapping[str, str], s: Settings) -> Variant:
+def make_variant(name: str, source: str, defines: Mapping[str, str], s: Settings,
+                 meta: Mapping[str, Any] | None = None) -> Variant:
     return Variant(name, source, tuple(sorted(defines.items())), flags=s.flags, target_env=s.target_env,
-                   optimize=s.optimize, validate=s.validate, optional=s.optional)
+                   optimize=s.optimize, validate=s.validate, optional=s.optional, meta_json=meta_text(meta or {}))
+
+
+# -- meta ---------------------------------------------------------------------
+
+
+def parse_meta(value: Any, key: str) -> dict[str, Any]:
+    """A ``meta`` table: JSON data (tables, arrays, strings, numbers, booleans; null from a
+    generator), refused naming the first value that is not, e.g. ``meta.when`` (a TOML date)."""
+    expect(value, dict, key, "a table of JSON data (strings, numbers, booleans, arrays, tables)")
+    _check_json(value, key)
+    return dict(value)
+
+
+def _check_json(value: Any, key: str) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ConfigError(f"{key}: key {k!r} is not a string; JSON objects have string keys")
+            _check_json(v, f"{key}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_json(v, f"{key}[{i}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{key}: {value!r} is not a JSON number; give a finite number or a string")
+    elif isinstance(value, (datetime.date, datetime.time)):
+        raise ConfigError(f"{key}: a TOML date or time ({value.isoformat()}) is not JSON data; quote it as a string")
+    elif value is not None and not isinstance(value, (str, int, float, bool)):
+        raise ConfigError(f"{key}: {type_name(value)} ({value!r}) is not JSON data; give a string, number, "
+                          "boolean, array or table")
+
+
+def meta_text(meta: Mapping[str, Any]) -> str:
+    """Canonical JSON of a meta table: the same data gives the same bytes (sorted keys)."""
+    return json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False) if meta else ""
+
+
+def merged_meta(base: Mapping[str, Any], table: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``base`` (the source's meta) with the keys of ``table``'s own ``meta`` over it."""
+    return {**base, **parse_meta(table["meta"], f"{key}.meta")} if "meta" in table else dict(base)
 
 
 # -- variants -----------------------------------------------------------------
@@ -185,13 +236,14 @@ def variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Set
     elif "matrix" in table or builds_stem:
         prefix = check_stem(source, source_key)
     common = parse_defines(table.get("defines", {}), f"{where}.defines")
+    meta = merged_meta({}, table, where)
     variants = []
     if "matrix" in table:
         for combo in itertools.product(*_matrix_axes(table["matrix"], f"{where}.matrix")):
             name = "_".join([prefix, *(alias for _, alias, _ in combo)])
             defines = {**common, **{define: value for define, _, value in combo}}
             variants.append(make_variant(check_matrix_name(name, list(combo), f"{where}.matrix"), source,
-                                         defines, settings))
+                                         defines, settings, meta))
     for i, v in enumerate(expect(table.get("variants", []), list, f"{where}.variants", "an array of tables")):
         k = f"{where}.variants[{i}]"
         expect(v, dict, k, "a table")
@@ -200,9 +252,9 @@ def variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Set
             raise ConfigError(f"{k}.name: missing (every explicit variant needs a name)")
         name = check_name(expect(v["name"], str, f"{k}.name", "a string"), f"{k}.name")
         defines = {**common, **parse_defines(v.get("defines", {}), f"{k}.defines")}
-        variants.append(make_variant(name, source, defines, settings_of(v, settings, k)))
+        variants.append(make_variant(name, source, defines, settings_of(v, settings, k), merged_meta(meta, v, k)))
     if builds_stem:
-        variants.append(make_variant(prefix, source, common, settings))
+        variants.append(make_variant(prefix, source, common, settings, meta))
     return variants
 
 
@@ -210,6 +262,12 @@ def source_settings(shaders: Mapping[str, Any], rel: str, top: Settings) -> Sett
     """The settings a generator variant of ``rel`` starts from: the source's table over the top level."""
     table = shaders.get(rel, {})
     return settings_of(table, top, f'tool.genspirv.shaders."{rel}"') if isinstance(table, dict) else top
+
+
+def source_meta(shaders: Mapping[str, Any], rel: str) -> dict[str, Any]:
+    """The meta a generator variant of ``rel`` starts from: its source's table's."""
+    table = shaders.get(rel, {})
+    return merged_meta({}, table, f'tool.genspirv.shaders."{rel}"') if isinstance(table, dict) else {}
 
 
 def is_excluded(rel: str, exclude: tuple[str, ...]) -> bool:
