@@ -2,7 +2,8 @@
 
 Takes a ``Config``; runs the build's own plan, forced, into a temporary
 directory with the pinned compiler (no cache, no state file, nothing under the
-project written): every variant compiled, reflected, the manifest and any
+project written, not even the generator's files, which go to the temporary
+directory too): every variant compiled, reflected, the manifest and any
 generated files rendered; then compares each with the committed bytes. Gives
 a ``CheckReport`` listing every ``Difference``: a differing file (first
 differing byte and word, and a short ``spirv-dis`` or text diff), a missing
@@ -102,11 +103,13 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
     """Compare every committed output with a fresh build made in a temporary directory."""
     compiler = compiler or find_compiler(config)
     versions = Versions(compiler.version, compiler.optimizer_version)
-    hashes = FileHashes(config.root)
+    hashes = FileHashes.for_config(config)
     # The build's plan, forced and with no cache: every variant compiles.
     plan = make_plan(config.variants, {}, lookups(config, versions, hashes, cache=None), force=True)
     with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
-        ran = run_plan(config, compiler, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command)
+        # The generator's files go to the temporary folder too: check writes nothing in the project.
+        ran = run_plan(config, compiler, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command,
+                       generated_dir=Path(tmp) / "generated")
     if ran.failures:
         raise_failures(ran.failures)
     compiled = [ran.compiled[v.name] for v in config.variants if v.name in ran.compiled]

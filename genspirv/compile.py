@@ -19,7 +19,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence, Union
+from typing import Callable, Collection, Mapping, Optional, Sequence, Union
 
 from . import children
 from . import reflect as reflect_mod
@@ -54,9 +54,11 @@ def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
 
 
 def make_jobs(config: Config, variants: Sequence[Variant], workdir: Path,
-              on_command: CommandLog = None) -> list[Job]:
+              on_command: CommandLog = None, generated_dir: Optional[Path] = None) -> list[Job]:
+    """One job per variant; ``generated_dir``: where the generated files are when not in the root."""
     dirs = include_dirs(config)
-    return [Job(v, config.root, dirs, config.include_directive, workdir, on_command) for v in variants]
+    return [Job(v, config.root, dirs, config.include_directive, workdir, on_command, generated_dir)
+            for v in variants]
 
 
 def compile_variant(compiler: Compiler, job: Job) -> Compiled:
@@ -69,13 +71,13 @@ def compile_variant(compiler: Compiler, job: Job) -> Compiled:
     return Compiled(v, blob, out.deps, reflect_blob(v.name, v.source, blob))
 
 
-def unavailable_deps(root: Path, exc: UnavailableError) -> list[str]:
+def unavailable_deps(root: Path, exc: UnavailableError, generated: Collection[str] = ()) -> list[str]:
     """The files an unavailable variant's key covers: the source and the files the compiler's
-    messages name (where the #extension line is)."""
+    messages name (where the #extension line is), generated ones among them."""
     deps = [exc.source]
     for line in exc.messages.splitlines():
         path = line.split(":", 1)[0]
-        if path and (root / path).is_file():
+        if path and (path in generated or (root / path).is_file()):
             deps.append(dep_path(root, path))
     return list(dict.fromkeys(deps))
 

@@ -25,6 +25,7 @@ from . import manifest as manifest_mod
 from .buildstate import STATE_DIR, CommittedManifest, OutputsRecord, Record, Versions, sha256_hex
 from .compile import Compiled
 from .config import Config, Variant
+from .generated import provenance
 from .manifest import Manifest, ManifestEntry, Toolchain, Unavailable
 
 Log = Optional[Callable[[str], None]]
@@ -32,8 +33,10 @@ Log = Optional[Callable[[str], None]]
 
 def manifest_entry(config: Config, compiled: Compiled, key: Optional[str] = None) -> ManifestEntry:
     v = compiled.variant
-    # Provenance lists only files inside the project: a fresh clone must find them.
-    depends = tuple(d for d in compiled.deps if not d.startswith("/")) if key else ()
+    # Provenance lists only files inside the project: a fresh clone must find them; generated
+    # files bring the templates they came from and the generator (what a build system watches).
+    depends = provenance(tuple(d for d in compiled.deps if not d.startswith("/")), config.generated_files,
+                         config.generator) if key else ()
     return ManifestEntry(name=v.name, source=v.source, defines=v.defines,
                          spirv=config.blob_relpath(v), sha256=sha256_hex(compiled.blob),
                          size=len(compiled.blob), info=compiled.info, inputs=key or "", depends=depends,

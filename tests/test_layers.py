@@ -23,7 +23,8 @@ PACKAGE = Path(genspirv.__file__).parent
 LAYERS = [
     {"errors"},
     {"__init__", "settings", "spirv", "variant_names", "fsutil", "children"},
-    {"generator", "variants", "reflect", "includes"},   # variant lists and tables; the SPIR-V facts
+    {"generated", "variants", "reflect", "includes"},   # generated files; variant tables; the SPIR-V facts
+    {"generator"},                                  # a generator file run, its variants and files checked
     {"config"},                                     # the project's settings
     {"manifest", "toolchain"},                      # the JSON format; the pinned tools
     {"buildstate", "compiler", "compilers", "runtime"},
