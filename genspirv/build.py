@@ -38,7 +38,7 @@ from .compiler import CommandLog, Compiler, find_compiler
 from .config import Config, Variant
 from .errors import GenspirvError, LockError, OutputError, UnavailableError
 from .fsutil import StagedFiles, signals_deferred
-from .generated import GENERATED_DIR, provenance, write_generated
+from .generated import GENERATED_DIR, origin_note, provenance, write_generated
 from .manifest import Unavailable
 from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, outputs_current, outputs_key,
                       remove_stale_temp_files)
@@ -218,10 +218,12 @@ class BuildInterrupted(KeyboardInterrupt):
 
 
 def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: Log = None,
-          on_command: CommandLog = None, explain: Log = None, compiler: Optional[Compiler] = None) -> BuildReport:
+          on_command: CommandLog = None, explain: Log = None, compiler: Optional[Compiler] = None,
+          verbose: bool = False) -> BuildReport:
     """Bring blobs, manifest and generated files up to date with the sources.
 
     ``explain`` hears one line per variant compiled or taken from the cache, saying why.
+    ``verbose``: a compile error keeps every line the compiler printed, not only the first error.
     ``compiler`` replaces the pinned glslang (tests pass a fake). On failure raises the
     error (CompileError for a shader) with ``.report``: what was compiled and kept in
     the cache, what failed. Interrupted, raises ``BuildInterrupted``.
@@ -271,7 +273,8 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             report = _report(plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
             try:
                 raise_failures(ran.failures, f"genspirv build: {report.summary()} "
-                               "(nothing committed written; the compiled variants wait in the cache)")
+                               "(nothing committed written; the compiled variants wait in the cache)",
+                               verbose, origin_note(config.generated_files, config.generator))
             except GenspirvError as exc:
                 exc.report = report
                 raise

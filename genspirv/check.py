@@ -24,6 +24,7 @@ from .compile import Log, raise_failures
 from .compiler import Compiler, find_compiler
 from .config import Config
 from .errors import ToolchainError
+from .generated import origin_note
 from .outputs import expected_outputs, orphan_blobs, stale_temp_files
 from .plan import make_plan
 from .toolchain import Tool, disassemble, find_tool
@@ -99,7 +100,7 @@ def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
 
 
 def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None,
-          compiler: Optional[Compiler] = None) -> CheckReport:
+          compiler: Optional[Compiler] = None, verbose: bool = False) -> CheckReport:
     """Compare every committed output with a fresh build made in a temporary directory."""
     compiler = compiler or find_compiler(config)
     versions = Versions(compiler.version, compiler.optimizer_version)
@@ -111,7 +112,7 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
         ran = run_plan(config, compiler, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command,
                        generated_dir=Path(tmp) / "generated")
     if ran.failures:
-        raise_failures(ran.failures)
+        raise_failures(ran.failures, verbose=verbose, note=origin_note(config.generated_files, config.generator))
     compiled = [ran.compiled[v.name] for v in config.variants if v.name in ran.compiled]
     keys = {name: r.key for name, r in ran.records.items()}
     expected = expected_outputs(config, compiled, unavailable_entries(config, ran.records), keys,

@@ -117,7 +117,8 @@ def _add_jobs_quiet(p: argparse.ArgumentParser) -> None:
                    help="parallel compiles (default: the number of CPUs)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress lines (the summary and errors still print)")
-    p.add_argument("-v", "--verbose", action="store_true", help="print every compiler command line")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print every compiler command line, and every line of a compile error")
 
 
 def _add_manifest_option(p: argparse.ArgumentParser) -> None:
@@ -194,7 +195,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             report = build(config, jobs=args.jobs, force=args.force,
                            log=_without_progress(progress) if args.quiet else progress,
                            on_command=progress.command if args.verbose else None,
-                           explain=progress if explain else None)
+                           explain=progress if explain else None, verbose=args.verbose)
     except BuildInterrupted as exc:
         progress.close()
         _warn(f"genspirv: interrupted: {exc.kept} of {exc.total} compiles finished and are kept; "
@@ -223,8 +224,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     progress = Progress()
     try:
         with _sigterm_interrupts():
-            report = check(_config(args), jobs=jobs,
-                           on_command=progress.command if getattr(args, "verbose", False) else None)
+            verbose = getattr(args, "verbose", False)
+            report = check(_config(args), jobs=jobs, on_command=progress.command if verbose else None,
+                           verbose=verbose)
     finally:
         progress.close()
     if report.ok:
