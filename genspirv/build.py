@@ -207,6 +207,18 @@ class BuildReport:
             parts.append(f"{len(self.failed)} failed")
         return ", ".join(parts) + f", {len(self.removed)} removed, {len(self.written)} files written"
 
+    def unavailable_lines(self, verbose: bool = False) -> list[str]:
+        """What a build says of its unavailable variants: in full the ones this build found (a
+        change), every one with ``verbose``; the ones it knew already in one line, so a no-op
+        stays quiet."""
+        known = {s.name for s in self.plan.unavailable} if self.plan is not None else set()
+        lines = [f"{name} unavailable: the pinned compiler lacks {', '.join(missing)}"
+                 for name, missing in self.unavailable if verbose or name not in known]
+        if len(lines) < len(self.unavailable):
+            lacking = dict.fromkeys(m for _, missing in self.unavailable for m in missing)
+            lines.append(f"{len(self.unavailable)} unavailable: {', '.join(lacking)}; genspirv list --unavailable")
+        return lines
+
 
 class BuildInterrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM stopped the build; ``kept`` of the ``total`` compiles it ran finished

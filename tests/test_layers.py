@@ -22,7 +22,7 @@ PACKAGE = Path(genspirv.__file__).parent
 # Lowest first; a unit imports only from layers below its own.
 LAYERS = [
     {"errors"},
-    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children"},
+    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console"},
     {"generated", "variants", "reflect", "includes"},   # generated files; variant tables; the SPIR-V facts
     {"generator"},                                  # a generator file run, its variants and files checked
     {"config"},                                     # the project's settings
