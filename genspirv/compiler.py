@@ -148,7 +148,7 @@ class GlslangCompiler:
             raise ToolchainError(f"{v.name}: optimize = true but spirv-opt was not looked up")
         given = _blob_file(job, "opt-in", blob)
         return optimize(self.spirv_opt, given, job.workdir / f"{v.name}.opt.spv", v.target_env, v.name,
-                        job.on_command, validate=v.validate)
+                        job.on_command, validate=v.validate, spirv_val=self.spirv_val)
 
     def validate(self, job: Job, blob: bytes) -> None:
         v = job.variant

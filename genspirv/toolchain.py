@@ -406,12 +406,25 @@ def tool_version(tool: Tool) -> str:
 OPTIMIZE_ARGS = ("-O", "--preserve-bindings", "--preserve-spec-constants")
 
 
+_DISASSEMBLY_LINE = re.compile(r"^(error|warning): line \d+: ", re.M)
+
+
+def tool_diagnostic(text: str) -> str:
+    """spirv-val's or spirv-opt's refusal, indented, without its ``line N``: that counts lines of
+    a disassembly nobody has, not of any file; the instruction line below it says where."""
+    return "\n".join("  " + line.rstrip() for line in _DISASSEMBLY_LINE.sub(r"\1: ", text).splitlines()
+                     if line.strip())
+
+
 def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, what: str,
-             on_command: Optional[Callable[[Sequence[str]], None]] = None, validate: bool = True) -> bytes:
+             on_command: Optional[Callable[[Sequence[str]], None]] = None, validate: bool = True,
+             spirv_val: Optional[Tool] = None) -> bytes:
     """spirv-opt -O the blob into ``output``; its bytes. A refusal is a ValidationError naming ``what``.
 
     spirv-opt validates its input itself: ``validate=False`` (the variant's
-    ``validate = false``) tells it not to, or the escape hatch would not reach it."""
+    ``validate = false``) tells it not to, or the escape hatch would not reach it.
+    A refusal of a validated input asks ``spirv_val`` whether the input is valid, to
+    tell an invalid blob from glslang from an optimiser bug, and says what to set."""
     args = [*OPTIMIZE_ARGS, *(() if validate else ("--skip-validation",)),
             f"--target-env={target_env}", str(blob_path), "-o", str(output)]
     output.unlink(missing_ok=True)
@@ -420,8 +433,26 @@ def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, wh
     proc = spirv_opt.run(args, what=f"{what}: spirv-opt")
     text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
     if proc.returncode != 0:
-        raise ValidationError(f"{what}: spirv-opt -O refused the blob:\n{text}")
+        valid = None if not validate or spirv_val is None else _accepts(spirv_val, blob_path, target_env, what)
+        raise ValidationError(optimizer_refusal(what, target_env, text, valid))
     return _written_output(output, what, "spirv-opt", text)
+
+
+def optimizer_refusal(what: str, target_env: str, text: str, valid: Optional[bool]) -> str:
+    """The message of a blob spirv-opt refused; ``valid``: spirv-val's verdict on that blob
+    (None: not asked, the variant has validate = false)."""
+    if valid is False:
+        return (f"{what}: glslang made invalid SPIR-V: spirv-opt -O refused it and spirv-val --target-env "
+                f"{target_env} does too (an invalid input, not an optimiser bug):\n{tool_diagnostic(text)}\n"
+                f"  to keep glslang's blob as it is, set validate = false and optimize = false for variant {what}")
+    verdict = "spirv-val accepts" if valid else "validate = false kept from spirv-val"
+    return (f"{what}: spirv-opt -O failed on a blob {verdict} (an optimiser failure, not a shader "
+            f"error):\n{tool_diagnostic(text)}\n  to build it unoptimised, set optimize = false for variant {what}")
+
+
+def _accepts(spirv_val: Tool, blob_path: Path, target_env: str, what: str) -> bool:
+    proc = spirv_val.run(["--target-env", target_env, str(blob_path)], what=f"{what}: spirv-val")
+    return proc.returncode == 0
 
 
 def _written_output(output: Path, what: str, tool: str, messages: str, nothing: str = "nothing") -> bytes:
@@ -446,7 +477,8 @@ def validate(spirv_val: Tool, blob_path: Path, target_env: str, what: str,
     proc = spirv_val.run(["--target-env", target_env, str(blob_path)], what=f"{what}: spirv-val")
     if proc.returncode != 0:
         text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-        raise ValidationError(f"{what}: spirv-val --target-env {target_env} refused the blob:\n{text}")
+        raise ValidationError(f"{what}: spirv-val --target-env {target_env} refused the blob glslang made:\n"
+                              f"{tool_diagnostic(text)}\n  to keep it as it is, set validate = false for variant {what}")
 
 
 def disassemble(spirv_dis: Tool, blob: bytes, what: str) -> str:
