@@ -40,11 +40,11 @@ def _config(args: argparse.Namespace):
     return load_config(root)
 
 
-def _manifest(args: argparse.Namespace):
+def _manifest(args: argparse.Namespace, config=None):
     from .manifest import load_manifest
     if getattr(args, "manifest", None):
         return load_manifest(args.manifest)
-    config = _config(args)
+    config = config or _config(args)
     if not config.path(config.manifest).is_file():
         raise ManifestError(f"{config.manifest}: no manifest yet; run `genspirv build` to make it")
     return load_manifest(config.path(config.manifest), root=config.root)
@@ -288,8 +288,10 @@ def _lint_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from .lint import lint
-    findings = lint(_manifest(args))
+    from .suppress import lint_project
+    # A project's own suppressions need its config; a manifest given alone has only its files' comments.
+    config = None if args.manifest else _config(args)
+    findings = lint_project(_manifest(args, config), config)
     for f in findings:
         _say(str(f))
     if findings:

@@ -53,7 +53,7 @@ INCLUDE_DIR = "include"          # under glsl_dir; headers there are never compi
 SOURCE_SUFFIX = ".comp"
 
 TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders", "generator", "exclude", "include_directive",
-                            "optimize", "validate"}
+                            "optimize", "validate", "lint"}
 GENERATE_KEYS = {"target", "output", "template"}
 
 
@@ -169,7 +169,7 @@ def load_config(root: Path | str) -> Config:
     target_env = parse_target_env(values["target_env"], "tool.genspirv.target_env")
     glslang = expect(values["glslang"], str, "tool.genspirv.glslang", "a version string such as \"13.1.1\"")
     flags = parse_flags(table.get("flags", []), "tool.genspirv.flags")
-    top = settings_of({k: table[k] for k in ("optimize", "validate") if k in table},
+    top = settings_of({k: table[k] for k in ("optimize", "validate", "lint") if k in table},
                       Settings(flags=flags, target_env=target_env), "tool.genspirv")
     include_directive = expect(table.get("include_directive", True), bool,
                                 "tool.genspirv.include_directive", "true or false")

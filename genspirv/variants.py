@@ -4,8 +4,8 @@ Takes a source's table (``[tool.genspirv.shaders."x.comp"]``: a ``matrix`` of
 defines, explicit ``variants``, common ``defines``) and the settings it
 inherits, and gives ``Variant`` records: name, source, sorted defines and the
 toolchain settings resolved variant over source over top level (``flags``
-accumulate; ``target_env``, ``optimize``, ``validate``, ``optional``
-override), and the variant's ``meta`` (a table of JSON data for project
+and ``lint.ignore`` accumulate; ``target_env``, ``optimize``, ``validate``,
+``optional`` override), and the variant's ``meta`` (a table of JSON data for project
 templates; a variant's keys over its source's). Also the small checkers every
 config value goes through, each refusing with a ``ConfigError`` that names the
 key. Pure: no file is read.
@@ -24,14 +24,17 @@ from pathlib import PurePosixPath
 from typing import Any, Mapping
 
 from .errors import ConfigError
+from .lint_rules import SUPPRESSIBLE
 from .variant_names import check_matrix_name, check_name, check_stem
 
 DEFAULT_TARGET_ENV = "vulkan1.2"
 TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3", "spirv1.3", "spirv1.4",
                "spirv1.5", "spirv1.6")
 
-# Toolchain settings a variant may take from the top level, its source's table or itself.
-SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional"}
+# Settings a variant may take from the top level, its source's table or itself (lint: its
+# suppressions, ``lint = { ignore = [...] }``, which accumulate as flags do).
+SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional", "lint"}
+LINT_KEYS = {"ignore"}
 SHADER_KEYS = {"name", "defines", "matrix", "variants", "meta"} | SETTING_KEYS
 VARIANT_KEYS = {"name", "defines", "meta"} | SETTING_KEYS
 # Flags the build sets itself; a second copy would break reproducibility or the depfile.
@@ -49,6 +52,7 @@ class Settings:
     optimize: bool = False                   # spirv-opt -O, bindings and spec constants preserved
     validate: bool = True                    # spirv-val
     optional: bool = False                   # a missing compiler feature makes it unavailable, not an error
+    lint_ignore: tuple[tuple[str, str], ...] = ()    # (rule, the key that says so), top then source then variant
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class Variant:
     validate: bool = True
     optional: bool = False
     meta_json: str = ""                      # the variant's meta as canonical JSON ("" when none)
+    lint_ignore: tuple[tuple[str, str], ...] = ()   # lint rules not reported, with the key that says so
 
     @property
     def defines_dict(self) -> dict[str, str]:
@@ -151,13 +156,29 @@ def settings_of(table: Mapping[str, Any], base: Settings, key: str) -> Settings:
     for flag in ("optimize", "validate", "optional"):
         if flag in table:
             s = replace(s, **{flag: expect(table[flag], bool, f"{key}.{flag}", "true or false")})
+    if "lint" in table:
+        s = replace(s, lint_ignore=s.lint_ignore + parse_lint(table["lint"], f"{key}.lint"))
     return s
+
+
+def parse_lint(value: Any, key: str) -> tuple[tuple[str, str], ...]:
+    """``lint = { ignore = ["never-accessed"] }``: (rule, key) pairs, each rule one lint knows."""
+    expect(value, dict, key, 'a table such as { ignore = ["never-accessed"] }')
+    check_keys(value, LINT_KEYS, key)
+    rules = expect(value.get("ignore", []), list, f"{key}.ignore", "an array of lint rule names")
+    for i, rule in enumerate(rules):
+        expect(rule, str, f"{key}.ignore[{i}]", "a lint rule name")
+        if rule not in SUPPRESSIBLE:
+            raise ConfigError(f"{key}.ignore[{i}]: {rule!r} is not a lint rule that can be ignored "
+                              f"(rules: {', '.join(SUPPRESSIBLE)})")
+    return tuple((rule, f"{key}.ignore") for rule in dict.fromkeys(rules))
 
 
 def make_variant(name: str, source: str, defines: Mapping[str, str], s: Settings,
                  meta: Mapping[str, Any] | None = None) -> Variant:
     return Variant(name, source, tuple(sorted(defines.items())), flags=s.flags, target_env=s.target_env,
-                   optimize=s.optimize, validate=s.validate, optional=s.optional, meta_json=meta_text(meta or {}))
+                   optimize=s.optimize, validate=s.validate, optional=s.optional, meta_json=meta_text(meta or {}),
+                   lint_ignore=s.lint_ignore)
 
 
 # -- meta ---------------------------------------------------------------------

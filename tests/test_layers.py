@@ -21,7 +21,7 @@ PACKAGE = Path(genspirv.__file__).parent
 
 # Lowest first; a unit imports only from layers below its own.
 LAYERS = [
-    {"errors"},
+    {"errors", "lint_rules"},
     {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console"},
     {"generated", "variants", "reflect", "includes"},   # generated files; variant tables; the SPIR-V facts
     {"generator"},                                  # a generator file run, its variants and files checked
@@ -29,7 +29,7 @@ LAYERS = [
     {"manifest", "toolchain"},                      # the JSON format; the pinned tools
     {"buildstate", "compiler", "compilers", "runtime"},
     {"plan", "compile", "emit", "lint"},
-    {"outputs"},
+    {"outputs", "suppress"},
     {"build"},
     {"check", "scaffold"},
     {"llm"},                                        # the demo, on the runtime's public API
