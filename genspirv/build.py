@@ -92,11 +92,11 @@ def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -
 def _make_state_dir(folder: Path) -> None:
     """``.genspirv/``, with a ``.gitignore`` of ``*`` in it (as pytest's and ruff's caches have):
     git never lists the state, the cache or the generated files, whatever the project ignores."""
-    if folder.is_dir():
-        return
     folder.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
-        (folder / ".gitignore").write_text("# genspirv's build state, cache and generated sources\n*\n")
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        with contextlib.suppress(OSError):
+            ignore.write_text("# genspirv's build state, cache and generated sources\n*\n")
 
 
 # -- planning and running -----------------------------------------------------

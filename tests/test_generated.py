@@ -257,12 +257,17 @@ reduce:
 @pytest.fixture(scope="module")
 def glslang_backend(tmp_path_factory):
     root = make_backend(tmp_path_factory.mktemp("glslang") / "backend", FLOAT_ONLY)
+    if GIT is not None:
+        git(root, "init", "-q")
     build(load_config(root))
     return root
 
 
 def test_glslang_builds_generated_sources_and_check_agrees_from_its_temporary_folder(glslang_backend):
     root = glslang_backend
+    if GIT is not None:     # the real toolchain's files (its version cache too) stay out of git's sight
+        listed = git(root, "status", "--porcelain", "--untracked-files=all").splitlines()
+        assert listed and not [line for line in listed if ".genspirv" in line or line.endswith(".comp")], listed
     doc = json.loads((root / "manifests/shaders.json").read_text())
     assert len(doc["shaders"]) == 5
     assert all(".genspirv/generated/indexing.glslh" in e["depends"] for e in doc["shaders"]
