@@ -283,6 +283,9 @@ def _input_files(config: Config) -> dict[str, str]:
             inputs[g.template] = f"the template of tool.genspirv.generate[{i}]"
     for v in config.variants:
         inputs.setdefault(v.source, f"the source of variant {v.name}")
+    for f in config.generated:
+        for template in f.templates:
+            inputs.setdefault(template, f"a template of the generated {f.path}")
     return inputs
 
 

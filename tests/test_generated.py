@@ -70,6 +70,7 @@ def test_build_check_noop_and_a_fresh_clone_leave_git_status_clean(tmp_path):
     git(root, "commit", "-qm", "backend")
     committed = set(git(root, "ls-files").split())
     assert not any(p.startswith(".genspirv") or p.endswith(".comp") for p in committed)   # no rendered GLSL
+    assert not any("__pycache__" in p for p in committed)                # loading the generator wrote none
     assert (root / ".genspirv/generated/indexing.glslh").is_file()      # kept, but not in the tree
 
     report, compiler = fake_build(root)                                  # the no-op
@@ -209,6 +210,16 @@ def test_bad_generated_files_are_refused_naming_the_generator_and_the_file(tmp_p
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path)
     assert said in str(info.value)
+
+
+def test_an_output_may_not_overwrite_a_template(tmp_path):
+    root = make_backend(tmp_path / "backend")
+    (root / "pyproject.toml").write_text(
+        '[tool.genspirv]\ngenerator = "codegen/gen.py"\nmanifest = "templates/variants.yaml"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    assert "tool.genspirv.manifest: 'templates/variants.yaml' would overwrite a template of the generated " \
+           ".genspirv/generated/" in str(info.value)
 
 
 def test_one_generated_source_may_serve_several_variants_and_real_sources_may_include_generated_headers(tmp_path):
