@@ -41,6 +41,7 @@ from . import settings
 from .config import Config, Variant
 from .errors import ManifestError
 from .fsutil import StagedFiles, atomic_write
+from .generated import compiled_deps, is_generated
 from .manifest import read_manifest_json
 
 STATE_DIR = ".genspirv"
@@ -58,22 +59,35 @@ def sha256_hex(data: bytes) -> str:
 
 
 def include_dirs(config: Config) -> tuple[str, ...]:
-    return (config.include_dir,) if config.path(config.include_dir).is_dir() else ()
+    return config.include_dirs
 
 
 @dataclass
 class FileHashes:
-    """sha256 of each file read during one build: a header shared by 2,000 variants is read once."""
+    """sha256 of each file read during one build: a header shared by 2,000 variants is read once.
+
+    A generated file is hashed from the text the generator gave (``generated``), never from
+    disk: the key is the same whether its copy on disk is there, stale or elsewhere (check)."""
 
     root: Path
+    generated: Mapping[str, bytes] = field(default_factory=dict)
     _seen: dict = field(default_factory=dict)
+
+    @classmethod
+    def for_config(cls, config: Config) -> "FileHashes":
+        return cls(config.root, {f.path: f.data for f in config.generated})
 
     def get(self, rel: str) -> Optional[str]:
         if rel not in self._seen:
-            try:
-                self._seen[rel] = sha256_hex((self.root / rel).read_bytes())
-            except OSError:
-                self._seen[rel] = None
+            if rel in self.generated:
+                self._seen[rel] = sha256_hex(self.generated[rel])
+            elif is_generated(rel):
+                self._seen[rel] = None      # a generated file the generator no longer gives: gone
+            else:
+                try:
+                    self._seen[rel] = sha256_hex((self.root / rel).read_bytes())
+                except OSError:
+                    self._seen[rel] = None
         return self._seen[rel]
 
 
@@ -371,18 +385,22 @@ def committed_manifest(config: Config) -> CommittedManifest:
         doc = {}
     records: dict[str, Record] = {}
     entries: dict[str, Mapping[str, Any]] = {}
+    files = config.generated_files
+
+    def deps(depends: list) -> tuple[str, ...]:
+        # depends lists the templates behind generated files too; the key covers what was compiled.
+        return compiled_deps(tuple(map(str, depends)), files, config.generator, config.glsl_dir)
+
     for e in doc.get("shaders", ()) if isinstance(doc.get("shaders"), list) else ():
         if isinstance(e, dict) and isinstance(e.get("name"), str):
             entries[e["name"]] = e
             if isinstance(e.get("inputs"), str) and isinstance(e.get("depends"), list):
                 sha = e.get("sha256")
-                records[e["name"]] = Record(e["inputs"], tuple(map(str, e["depends"])),
-                                            sha if isinstance(sha, str) else None)
+                records[e["name"]] = Record(e["inputs"], deps(e["depends"]), sha if isinstance(sha, str) else None)
     for u in doc.get("unavailable", ()) if isinstance(doc.get("unavailable"), list) else ():
         if isinstance(u, dict) and isinstance(u.get("name"), str) and isinstance(u.get("inputs"), str) \
                 and isinstance(u.get("depends"), list) and u.get("missing"):
-            records[u["name"]] = Record(u["inputs"], tuple(map(str, u["depends"])),
-                                        missing=tuple(map(str, u["missing"])))
+            records[u["name"]] = Record(u["inputs"], deps(u["depends"]), missing=tuple(map(str, u["missing"])))
     return CommittedManifest(doc, records, entries)
 
 
