@@ -4,8 +4,8 @@ Takes the project root (the folder holding ``pyproject.toml``) and gives a
 ``Config``: where sources, blobs and the manifest live, the toolchain pin and
 flags, optional generated outputs, and every ``Variant`` (name, source, defines)
 to build, in name order, each with its resolved toolchain settings (flags,
-target env, optimise, validate, optional: variant over source over top level,
-flags accumulating). Variants come from the shader table and from an optional
+target env, optimise, validate, optional, compiler: variant over source over
+top level, flags accumulating). Variants come from the shader table and from an optional
 ``generator`` file (``genspirv.generator``); ``exclude`` globs keep sources out.
 
 Zero configuration works: with no ``pyproject.toml`` in the root, or one
@@ -49,7 +49,7 @@ INCLUDE_DIR = "include"          # under glsl_dir; headers there are never compi
 SOURCE_SUFFIX = ".comp"
 
 TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders", "generator", "exclude", "include_directive",
-                            "optimize", "validate"}
+                            "optimize", "validate", "compiler"}
 GENERATE_KEYS = {"target", "output", "template"}
 
 
@@ -152,7 +152,7 @@ def load_config(root: Path | str) -> Config:
     target_env = parse_target_env(values["target_env"], "tool.genspirv.target_env")
     glslang = expect(values["glslang"], str, "tool.genspirv.glslang", "a version string such as \"13.1.1\"")
     flags = parse_flags(table.get("flags", []), "tool.genspirv.flags")
-    top = settings_of({k: table[k] for k in ("optimize", "validate") if k in table},
+    top = settings_of({k: table[k] for k in ("optimize", "validate", "compiler") if k in table},
                       Settings(flags=flags, target_env=target_env), "tool.genspirv")
     include_directive = expect(table.get("include_directive", True), bool,
                                 "tool.genspirv.include_directive", "true or false")

@@ -4,19 +4,20 @@ Takes a source's table (``[tool.genspirv.shaders."x.comp"]``: a ``matrix`` of
 defines, explicit ``variants``, common ``defines``) and the settings it
 inherits, and gives ``Variant`` records: name, source, sorted defines and the
 toolchain settings resolved variant over source over top level (``flags``
-accumulate; ``target_env``, ``optimize``, ``validate``, ``optional``
-override). Also the small checkers every config value goes through, each
+accumulate; ``target_env``, ``optimize``, ``validate``, ``optional``,
+``compiler`` override). Also the small checkers every config value goes through, each
 refusing with a ``ConfigError`` that names the key. Pure: no file is read.
 """
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 import itertools
 import re
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from .errors import ConfigError
 from .variant_names import check_matrix_name, check_name, check_stem
@@ -25,8 +26,19 @@ DEFAULT_TARGET_ENV = "vulkan1.2"
 TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3", "spirv1.3", "spirv1.4",
                "spirv1.5", "spirv1.6")
 
+
+
+class CompilerName(enum.Enum):
+    """The compilers a variant may name with ``compiler`` (docs/COMPILERS.md, "In a build")."""
+
+    GLSLANG = "glslang"                 # the pinned glslangValidator: the default
+    SLANG_GLSLANG = "slang-glslang"     # the slangpy wheel's newer glslang, in-process
+
+
+DEFAULT_COMPILERS = (CompilerName.GLSLANG,)
+
 # Toolchain settings a variant may take from the top level, its source's table or itself.
-SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional"}
+SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional", "compiler"}
 SHADER_KEYS = {"name", "defines", "matrix", "variants"} | SETTING_KEYS
 VARIANT_KEYS = {"name", "defines"} | SETTING_KEYS
 # Flags the build sets itself; a second copy would break reproducibility or the depfile.
@@ -44,6 +56,7 @@ class Settings:
     optimize: bool = False                   # spirv-opt -O, bindings and spec constants preserved
     validate: bool = True                    # spirv-val
     optional: bool = False                   # a missing compiler feature makes it unavailable, not an error
+    compilers: tuple[CompilerName, ...] = DEFAULT_COMPILERS     # ``compiler``: the first, then the fallbacks
 
 
 @dataclass(frozen=True)
@@ -56,10 +69,18 @@ class Variant:
     optimize: bool = False
     validate: bool = True
     optional: bool = False
+    # The variant's compiler, then the ones that build it, in order, when it is optional and
+    # the compilers before lack a feature it needs (docs/COMPILERS.md, "In a build").
+    compilers: tuple[CompilerName, ...] = DEFAULT_COMPILERS
 
     @property
     def defines_dict(self) -> dict[str, str]:
         return dict(self.defines)
+
+    @property
+    def chain(self) -> tuple[CompilerName, ...]:
+        """The compilers that may build it: all of ``compilers`` for an optional variant, else the first."""
+        return self.compilers if self.optional else self.compilers[:1]
 
 
 
@@ -130,6 +151,40 @@ def parse_target_env(value: Any, key: str) -> str:
     return value
 
 
+def parse_compiler(value: Any, key: str) -> tuple[CompilerName, ...]:
+    """``compiler = "slang-glslang"``, or a list: the first builds the variant, the next ones the
+    optional variants the ones before cannot build."""
+    names = [value] if isinstance(value, str) else expect(value, list, key, 'a compiler name or an array of them')
+    if not names:
+        raise ConfigError(f"{key}: empty: name at least one compiler ({_compiler_names()})")
+    chain = []
+    for i, name in enumerate(names):
+        where = key if isinstance(value, str) else f"{key}[{i}]"
+        expect(name, str, where, "a compiler name")
+        try:
+            compiler = CompilerName(name)
+        except ValueError:
+            raise ConfigError(f"{where}: {name!r} is not a compiler genspirv knows ({_compiler_names()})") from None
+        if compiler in chain:
+            raise ConfigError(f"{where}: {name!r} is listed twice")
+        chain.append(compiler)
+    return tuple(chain)
+
+
+def compiler_named(value: Any) -> Optional[CompilerName]:
+    """A record's or manifest entry's ``compiler`` (absent: the default); None when it names none."""
+    if value is None:
+        return CompilerName.GLSLANG
+    try:
+        return CompilerName(value)
+    except ValueError:
+        return None
+
+
+def _compiler_names() -> str:
+    return ", ".join(c.value for c in CompilerName)
+
+
 def settings_of(table: Mapping[str, Any], base: Settings, key: str) -> Settings:
     """``base`` overridden by the setting keys ``table`` holds; flags accumulate."""
     s = base
@@ -140,12 +195,14 @@ def settings_of(table: Mapping[str, Any], base: Settings, key: str) -> Settings:
     for flag in ("optimize", "validate", "optional"):
         if flag in table:
             s = replace(s, **{flag: expect(table[flag], bool, f"{key}.{flag}", "true or false")})
+    if "compiler" in table:
+        s = replace(s, compilers=parse_compiler(table["compiler"], f"{key}.compiler"))
     return s
 
 
 def make_variant(name: str, source: str, defines: Mapping[str, str], s: Settings) -> Variant:
     return Variant(name, source, tuple(sorted(defines.items())), flags=s.flags, target_env=s.target_env,
-                   optimize=s.optimize, validate=s.validate, optional=s.optional)
+                   optimize=s.optimize, validate=s.validate, optional=s.optional, compilers=s.compilers)
 
 
 # -- variants -----------------------------------------------------------------
