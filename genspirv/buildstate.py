@@ -8,7 +8,8 @@ Takes a ``Config`` and gives the facts the build plans with:
   its ``key`` (sha256 of its JSON) is the variant's content key. Two inputs
   compared field by field say *why* a variant is stale (``genspirv.plan``).
 - ``Record``: per variant what the last build knew: key, the files it read,
-  and the blob's sha256 (or what the compiler lacked, for an unavailable one).
+  the blob's sha256 (or what the compiler lacked, for an unavailable one) and
+  which compiler built it (or lacked what it needs).
 - the state ``.genspirv/state.json`` (``load_state``; ``stage_state`` writes
   it): the records and the outputs' own key; beside it
   ``.genspirv/inputs.json``, the ``KeyInputs`` behind each record's key,
@@ -39,6 +40,7 @@ from typing import Any, Mapping, Optional, Sequence
 from . import settings
 from .config import Config, Variant
 from .errors import ManifestError
+from .variants import DEFAULT_COMPILERS, CompilerName, compiler_named
 from .fsutil import StagedFiles, atomic_write
 from .manifest import read_manifest_json
 
@@ -78,8 +80,23 @@ class FileHashes:
 
 @dataclass(frozen=True)
 class Versions:
-    compiler: str
+    compiler: str                       # the default compiler's (the pinned glslang's) version
     optimizer: Optional[str] = None     # spirv-opt's, when any variant is optimised
+    # (name, label) of each other compiler: "slang-glslang 2026.12 (...)", or "... (not installed)"
+    others: tuple[tuple[CompilerName, str], ...] = ()
+
+    def label(self, name: CompilerName) -> str:
+        if name is CompilerName.GLSLANG:
+            return f"glslang {self.compiler}"
+        return dict(self.others).get(name, f"{name.value} (not installed)")
+
+    def of(self, variant: Variant) -> str:
+        """The compiler part of ``variant``'s content key: the default compiler's version alone,
+        as every key has always had it; else each compiler of its chain, named, in order
+        (docs/COMPILERS.md, "In a build")."""
+        if variant.chain == DEFAULT_COMPILERS:
+            return self.compiler
+        return ", else ".join(self.label(name) for name in variant.chain)
 
 
 # -- content keys -------------------------------------------------------------
@@ -135,12 +152,11 @@ def key_inputs(config: Config, versions: Versions, variant: Variant, deps: Seque
                hashes: FileHashes, dirs: Optional[tuple[str, ...]] = None) -> KeyInputs:
     """The inputs of ``variant`` compiled from ``deps`` (the files its last compile read)."""
     files = tuple((dep, hashes.get(dep)) for dep in sorted(set(deps) | {variant.source}))
-    return KeyInputs(source=variant.source, defines=variant.defines, compiler=versions.compiler,
+    return KeyInputs(source=variant.source, defines=variant.defines, compiler=versions.of(variant),
                      flags=variant.flags, target_env=variant.target_env,
                      include_dirs=include_dirs(config) if dirs is None else dirs,
                      include_directive=config.include_directive, validate=variant.validate, files=files,
                      optimize=variant.optimize, optimizer=versions.optimizer if variant.optimize else None)
-
 
 
 # -- records and the state file -----------------------------------------------
@@ -154,14 +170,15 @@ class Record:
     deps: tuple[str, ...]
     sha256: Optional[str] = None
     missing: tuple[str, ...] = ()                  # unavailable: what the compiler lacks
+    compiler: CompilerName = CompilerName.GLSLANG  # the one that built it, or whose lack stands
     # The KeyInputs behind the key, as JSON, when this build made the record (the state file
     # keeps them apart, in RecordedInputs: a no-op build of 2,000 variants never reads them).
     inputs_doc: Optional[Mapping[str, Any]] = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, inputs: KeyInputs, deps: Sequence[str], sha256: Optional[str] = None,
-           missing: Sequence[str] = ()) -> "Record":
-        return cls(inputs.key, tuple(deps), sha256, tuple(missing), inputs.doc)
+           missing: Sequence[str] = (), compiler: CompilerName = CompilerName.GLSLANG) -> "Record":
+        return cls(inputs.key, tuple(deps), sha256, tuple(missing), compiler, inputs.doc)
 
     @functools.cached_property
     def inputs(self) -> Optional[KeyInputs]:
@@ -177,6 +194,8 @@ class Record:
             doc["sha256"] = self.sha256
         if self.missing:
             doc["unavailable"] = list(self.missing)
+        if self.compiler is not CompilerName.GLSLANG:
+            doc["compiler"] = self.compiler.value
         if with_inputs and self.inputs_doc is not None:
             doc["inputs"] = self.inputs_doc
         return doc
@@ -190,8 +209,11 @@ class Record:
         sha, missing, inputs = d.get("sha256"), d.get("unavailable", ()), d.get("inputs")
         if not isinstance(sha, (str, type(None))) or not isinstance(missing, (list, tuple)):
             return None
+        compiler = compiler_named(d.get("compiler"))
+        if compiler is None:
+            return None
         return cls(key=d["key"], deps=tuple(map(str, d["deps"])), sha256=sha, missing=tuple(map(str, missing)),
-                   inputs_doc=inputs if isinstance(inputs, dict) else None)
+                   compiler=compiler, inputs_doc=inputs if isinstance(inputs, dict) else None)
 
 
 @dataclass(frozen=True)
@@ -368,15 +390,17 @@ def committed_manifest(config: Config) -> CommittedManifest:
     for e in doc.get("shaders", ()) if isinstance(doc.get("shaders"), list) else ():
         if isinstance(e, dict) and isinstance(e.get("name"), str):
             entries[e["name"]] = e
-            if isinstance(e.get("inputs"), str) and isinstance(e.get("depends"), list):
+            compiler = compiler_named(e.get("compiler"))
+            if isinstance(e.get("inputs"), str) and isinstance(e.get("depends"), list) and compiler is not None:
                 sha = e.get("sha256")
                 records[e["name"]] = Record(e["inputs"], tuple(map(str, e["depends"])),
-                                            sha if isinstance(sha, str) else None)
+                                            sha if isinstance(sha, str) else None, compiler=compiler)
     for u in doc.get("unavailable", ()) if isinstance(doc.get("unavailable"), list) else ():
+        compiler = compiler_named(u.get("compiler")) if isinstance(u, dict) else None
         if isinstance(u, dict) and isinstance(u.get("name"), str) and isinstance(u.get("inputs"), str) \
-                and isinstance(u.get("depends"), list) and u.get("missing"):
+                and isinstance(u.get("depends"), list) and u.get("missing") and compiler is not None:
             records[u["name"]] = Record(u["inputs"], tuple(map(str, u["depends"])),
-                                        missing=tuple(map(str, u["missing"])))
+                                        missing=tuple(map(str, u["missing"])), compiler=compiler)
     return CommittedManifest(doc, records, entries)
 
 

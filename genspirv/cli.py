@@ -203,8 +203,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     write_depfile_from_args(config, args)
-    for name, missing in report.unavailable:
-        _say(f"genspirv build: {name} unavailable: the pinned compiler lacks {', '.join(missing)}")
+    for name, why in report.unavailable_because:
+        _say(f"genspirv build: {name} unavailable: {why}")
     _say(f"genspirv build: {report.summary()}")
     return 0
 

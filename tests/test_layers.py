@@ -26,7 +26,8 @@ LAYERS = [
     {"generator", "variants", "reflect", "includes"},   # variant lists and tables; the SPIR-V facts
     {"config"},                                     # the project's settings
     {"manifest", "toolchain"},                      # the JSON format; the pinned tools
-    {"buildstate", "compiler", "compilers", "runtime"},
+    {"buildstate", "compiler", "runtime"},
+    {"compilers"},                                  # every compiler of a build, and each variant's chain
     {"plan", "compile", "emit", "lint"},
     {"outputs"},
     {"build"},

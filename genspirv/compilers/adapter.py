@@ -1,0 +1,66 @@
+"""slang-glslang behind the build's compiler seam (``genspirv.compiler.Compiler``).
+
+Takes an open ``SlangGlslang`` and the default compiler, whose SPIR-V steps it
+shares; gives ``SlangGlslangCompiler``: ``compile(job)`` preprocesses and
+compiles the variant in a worker (``SlangGlslang.compile``), ``optimize`` and
+``validate`` are the default compiler's own spirv-opt and spirv-val steps for
+the variant's ``target_env``, so a blob is optimised and validated exactly as
+glslang's are (docs/COMPILERS.md, "In a build").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from ..compiler import Compiler, CompilerOutput, Job
+from ..errors import ConfigError
+from .slang_glslang import NAME, SlangGlslang
+
+
+@dataclass(frozen=True)
+class SlangGlslangCompiler:
+    slang: SlangGlslang
+    tools: Compiler                 # the default compiler: its optimize and validate steps
+
+    @property
+    def version(self) -> str:
+        """Everything that decides the bytes but the name: '2026.12 (slangpy 0.43.1), preprocessed by glslang 13.1.1'."""
+        return self.slang.identity[len(NAME) + 1:]
+
+    @property
+    def optimizer_version(self) -> Optional[str]:
+        return self.tools.optimizer_version
+
+    def manifest_facts(self) -> Mapping[str, str]:
+        """What the manifest's toolchain records of this compiler when it built some variant."""
+        return {"slang_glslang": self.slang.library.version, "slangpy": self.slang.library.wheel_version}
+
+    def compile(self, job: Job) -> CompilerOutput:
+        v = job.variant
+        _refuse_preamble(job)
+        if job.on_command is not None:
+            # In-process: no command runs; -v still says which compiler built what, and how.
+            job.on_command([str(self.slang.library.path), "--target-env", v.target_env,
+                            *(f"-D{k}={val}" for k, val in v.defines), *(f"-I{d}" for d in job.include_dirs),
+                            *v.flags, v.source])
+        out = self.slang.compile(v.source, root=job.root, defines=v.defines_dict, include_dirs=job.include_dirs,
+                                 target_env=v.target_env, flags=v.flags, include_directive=job.include_directive,
+                                 what=v.name)
+        return CompilerOutput(out.blob, out.depends, out.diagnostics)
+
+    def optimize(self, job: Job, blob: bytes) -> bytes:
+        return self.tools.optimize(job, blob)
+
+    def validate(self, job: Job, blob: bytes) -> None:
+        self.tools.validate(job, blob)
+
+
+def _refuse_preamble(job: Job) -> None:
+    """The hook for ``preamble`` (a file's text before the source): when the seam's Job carries
+    one, it goes to the preprocessing here (the worker's ``job.Job``); until then a variant with
+    one is refused rather than compiled without it."""
+    preamble = getattr(job, "preamble", None)
+    if preamble:
+        raise ConfigError(f"{job.variant.name}: compiler {NAME} does not take a preamble yet "
+                          f"({preamble}); build this variant with compiler = \"glslang\"")
