@@ -24,7 +24,7 @@ from typing import Callable, Mapping, Optional, Sequence
 from . import manifest as manifest_mod
 from .buildstate import STATE_DIR, CommittedManifest, OutputsRecord, Record, Versions, sha256_hex
 from .compile import Compiled
-from .config import Config, Variant
+from .config import Config
 from .manifest import Manifest, ManifestEntry, Toolchain, Unavailable
 from .variants import CompilerName
 
