@@ -127,6 +127,25 @@ def test_a_compiler_named_for_one_source(tmp_path):
     assert "new" not in default.compiles and dict(second.compiles) == {"new": 1}
 
 
+def test_a_blob_from_the_cache_keeps_the_compiler_that_built_it(tmp_path):
+    """The cache holds blobs only: under a new key, a blob is taken from it where the
+    variant's chain has one compiler (so which built it is known); a longer chain compiles."""
+    root = make_project(tmp_path / "p", '[tool.genspirv.shaders."other.comp"]\ncompiler = "slang-glslang"\n'
+                        + OPTIONAL_NEW, CHAIN)
+    default, second, compilers = fakes()
+    run(root, compilers)
+    for rel in ("glsl/other.comp", "glsl/new.comp"):
+        (root / rel).write_text((root / rel).read_text() + "// edited\n")
+    run(root, compilers)
+    for rel in ("glsl/other.comp", "glsl/new.comp"):
+        (root / rel).write_text((root / rel).read_text().replace("// edited\n", ""))
+    second.compiles.clear()
+    report, _ = run(root, compilers)
+    assert report.cached == ("other",) and sorted(report.compiled) == ["new"] and dict(second.compiles) == {"new": 1}
+    assert {e["name"]: e.get("compiler") for e in manifest(root)["shaders"]} == {
+        "new": "slang-glslang", "other": "slang-glslang", "plain": None}
+
+
 def test_explain_names_a_change_of_compiler(tmp_path):
     root = make_project(tmp_path / "p", OPTIONAL_NEW.replace("new.comp", "other.comp"))
     default, second, compilers = fakes()
