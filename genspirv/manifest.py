@@ -181,9 +181,10 @@ def build_facts(entry: ManifestEntry) -> dict[str, Any]:
 def manifest_to_dict(manifest: Manifest) -> dict[str, Any]:
     toolchain = {"glslang": manifest.toolchain.glslang, "target_env": manifest.toolchain.target_env,
                  "flags": list(manifest.toolchain.flags)}
-    for key in ("spirv_opt", "slang_glslang", "slangpy"):
-        if getattr(manifest.toolchain, key) is not None:
-            toolchain[key] = getattr(manifest.toolchain, key)
+    tc = manifest.toolchain
+    for key, value in (("spirv_opt", tc.spirv_opt), ("slang_glslang", tc.slang_glslang), ("slangpy", tc.slangpy)):
+        if value is not None:
+            toolchain[key] = value
     d = {
         "schema": SCHEMA,
         "toolchain": toolchain,

@@ -3,7 +3,8 @@
 A project over tests/slang_shaders/ holds a variant per feature the pinned
 glslang 13.1.1 lacks: cooperative matrix 2 (fp16, and 4-bit blocks decoded on
 load; ``compiler = "slang-glslang"``, vulkan1.3), the integer dot product
-(optional, built by the second compiler of the top-level chain) and bfloat16
+(optional, built by the second compiler of the top-level chain, then
+optimised by spirv-opt) and bfloat16
 (``compiler = "slang-glslang"``); fp4, which neither compiler has (optional:
 unavailable); and a plain shader the default compiler builds. Each blob passes
 spirv-val for its target, its manifest entry is its reflection, as spirv-cross
@@ -56,6 +57,7 @@ variants = [ { name = "matmul_cm2_f16", defines = { A_F16 = "1", ACC_TYPE = "flo
 
 [tool.genspirv.shaders."dot_i8.comp"]
 optional = true
+optimize = true                             # spirv-opt after slang-glslang, as after glslang
 
 [tool.genspirv.shaders."scale_bf16.comp"]
 compiler = "slang-glslang"
@@ -112,10 +114,11 @@ def test_a_build_compiles_each_feature_with_the_second_compiler(tmp_path, genspi
 def test_every_blob_validates_and_its_entry_is_its_reflection(built, tmp_path):
     doc = manifest(built)
     assert doc["toolchain"] == {"glslang": "13.1.1", "target_env": "vulkan1.2", "flags": [],
-                                "slang_glslang": "2026.12", "slangpy": "0.43.1"}
+                                "slang_glslang": "2026.12", "slangpy": "0.43.1", "spirv_opt": "2025.5"}
     entries = {e["name"]: e for e in doc["shaders"]}
     assert {n: e.get("compiler") for n, e in entries.items()} == {**dict.fromkeys(SECOND, "slang-glslang"),
                                                                  "copy_f32": None}
+    assert [n for n, e in entries.items() if e.get("optimized")] == ["dot_i8"]
     assert [(u["name"], u["missing"], u.get("compiler")) for u in doc["unavailable"]] == [
         ("scale_fp4", ["GL_EXT_float_e2m1"], "slang-glslang")]
     spirv_val = find_tool("spirv-val")
