@@ -142,7 +142,7 @@ def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, ha
             inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
             record = Record.of(inputs, result.deps, sha256_hex(result.blob), compiler=result.compiler)
         else:
-            deps = tuple(unavailable_deps(config.root, result))
+            deps = tuple(unavailable_deps(config.root, result, v.preamble))
             inputs = key_inputs(config, versions, v, deps, hashes, dirs)
             record = Record.of(inputs, deps, missing=result.missing,
                                compiler=compiler_named(result.compiler or None) or CompilerName.GLSLANG)

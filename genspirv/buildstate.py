@@ -3,8 +3,9 @@
 Takes a ``Config`` and gives the facts the build plans with:
 
 - ``KeyInputs``: everything that decides a variant's bytes (the source and
-  every file it read with their sha256, defines, compiler and optimiser
-  versions, flags, target env, include handling, whether it is validated);
+  every file it read with their sha256, its preamble, defines, compiler and
+  optimiser versions, flags, target env, include handling, whether it is
+  validated);
   its ``key`` (sha256 of its JSON) is the variant's content key. Two inputs
   compared field by field say *why* a variant is stale (``genspirv.plan``).
 - ``Record``: per variant what the last build knew: key, the files it read,
@@ -85,18 +86,14 @@ class Versions:
     # (name, label) of each other compiler: "slang-glslang 2026.12 (...)", or "... (not installed)"
     others: tuple[tuple[CompilerName, str], ...] = ()
 
-    def label(self, name: CompilerName) -> str:
-        if name is CompilerName.GLSLANG:
-            return f"glslang {self.compiler}"
-        return dict(self.others).get(name, f"{name.value} (not installed)")
-
     def of(self, variant: Variant) -> str:
         """The compiler part of ``variant``'s content key: the default compiler's version alone,
         as every key has always had it; else each compiler of its chain, named, in order
         (docs/COMPILERS.md, "In a build")."""
         if variant.chain == DEFAULT_COMPILERS:
             return self.compiler
-        return ", else ".join(self.label(name) for name in variant.chain)
+        labels = {CompilerName.GLSLANG: f"glslang {self.compiler}", **dict(self.others)}
+        return ", else ".join(labels.get(name, f"{name.value} (not installed)") for name in variant.chain)
 
 
 # -- content keys -------------------------------------------------------------
@@ -117,6 +114,7 @@ class KeyInputs:
     files: tuple[tuple[str, Optional[str]], ...]   # (path, sha256) sorted; None: the file is gone
     optimize: bool = False
     optimizer: Optional[str] = None                # the optimiser's version, when optimised
+    preamble: Optional[str] = None                 # its path; its sha256 is in ``files``
 
     @functools.cached_property
     def doc(self) -> dict[str, Any]:
@@ -127,6 +125,8 @@ class KeyInputs:
                "validate": self.validate}
         if self.optimize:
             doc["optimizer"] = self.optimizer
+        if self.preamble is not None:       # only when set: keys without one stay as they were
+            doc["preamble"] = self.preamble
         return doc
 
     @functools.cached_property
@@ -143,7 +143,7 @@ class KeyInputs:
                        compiler=d["compiler"], flags=tuple(d["flags"]), target_env=d["target_env"],
                        include_dirs=tuple(d["include_dirs"]), include_directive=bool(d["include_directive"]),
                        validate=bool(d["validate"]), files=tuple((str(p), h) for p, h in d["files"]),
-                       optimize="optimizer" in d, optimizer=d.get("optimizer"))
+                       optimize="optimizer" in d, optimizer=d.get("optimizer"), preamble=d.get("preamble"))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -151,12 +151,14 @@ class KeyInputs:
 def key_inputs(config: Config, versions: Versions, variant: Variant, deps: Sequence[str],
                hashes: FileHashes, dirs: Optional[tuple[str, ...]] = None) -> KeyInputs:
     """The inputs of ``variant`` compiled from ``deps`` (the files its last compile read)."""
-    files = tuple((dep, hashes.get(dep)) for dep in sorted(set(deps) | {variant.source}))
+    read = {variant.source, *([variant.preamble] if variant.preamble else [])}
+    files = tuple((dep, hashes.get(dep)) for dep in sorted(set(deps) | read))
     return KeyInputs(source=variant.source, defines=variant.defines, compiler=versions.of(variant),
                      flags=variant.flags, target_env=variant.target_env,
                      include_dirs=include_dirs(config) if dirs is None else dirs,
                      include_directive=config.include_directive, validate=variant.validate, files=files,
-                     optimize=variant.optimize, optimizer=versions.optimizer if variant.optimize else None)
+                     optimize=variant.optimize, optimizer=versions.optimizer if variant.optimize else None,
+                     preamble=variant.preamble)
 
 
 # -- records and the state file -----------------------------------------------

@@ -205,6 +205,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     write_depfile_from_args(config, args)
     for name, why in report.unavailable_because:
         _say(f"genspirv build: {name} unavailable: {why}")
+    if config.other_stages:
+        _say(f"genspirv build: {config.other_stages_note()}")
     _say(f"genspirv build: {report.summary()}")
     return 0
 

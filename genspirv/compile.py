@@ -74,10 +74,10 @@ def compile_variant(compilers: Compilers, job: Job) -> Compiled:
     return Compiled(v, blob, built.output.deps, reflect_blob(v.name, v.source, blob), built.name)
 
 
-def unavailable_deps(root: Path, exc: UnavailableError) -> list[str]:
-    """The files an unavailable variant's key covers: the source and the files the compiler's
-    messages name (where the #extension line is)."""
-    deps = [exc.source]
+def unavailable_deps(root: Path, exc: UnavailableError, preamble: Optional[str] = None) -> list[str]:
+    """The files an unavailable variant's key covers: the source, its preamble and the files the
+    compiler's messages name (where the #extension line is)."""
+    deps = [exc.source, *([preamble] if preamble else [])]
     for line in exc.messages.splitlines():
         path = line.split(":", 1)[0]
         if path and (root / path).is_file():

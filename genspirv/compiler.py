@@ -12,8 +12,11 @@ in-process library, say) implements the same five members:
 - ``optimizer_version``: the optimiser's, in the key of optimised variants
   (None when no variant is optimised).
 - ``compile(job)``: one variant's SPIR-V bytes, every file the compile read
-  (for the next build's content key: the source first, then each include,
-  relative to the project root where inside it) and the compiler's messages.
+  (for the next build's content key: the source first, then its preamble when
+  it has one, then each include, relative to the project root where inside
+  it) and the compiler's messages. A variant's ``preamble`` is a file whose
+  text goes before the source's first line; messages name each file's own
+  lines (``genspirv.preamble`` composes the two and maps lines back).
   A shader it refuses is a ``CompileError`` whose ``messages`` are
   ``file:line: error: ...`` lines; an extension or feature it lacks is an
   ``UnavailableError`` naming it; a broken compiler is a ``ToolchainError``.
@@ -59,7 +62,7 @@ class Job:
 @dataclass(frozen=True)
 class CompilerOutput:
     blob: bytes
-    deps: tuple[str, ...]           # every file read: the source first, root-relative where inside it
+    deps: tuple[str, ...]           # every file read: the source, its preamble, then includes; root-relative
     messages: str = ""              # warnings, in file:line form
 
 
@@ -102,9 +105,11 @@ class GlslangCompiler:
         result = compile_glsl(self.glslang, source=v.source, output=out, depfile=job.workdir / f"{v.name}.d",
                               cwd=job.root, target_env=v.target_env, defines=v.defines_dict,
                               include_dirs=job.include_dirs, flags=v.flags, what=v.name,
-                              include_preamble=_include_preamble(job), on_command=job.on_command)
+                              include_preamble=_include_preamble(job), on_command=job.on_command,
+                              preamble=v.preamble)
         # glslang names dependencies relative to its working directory, the root.
-        deps = dict.fromkeys([v.source] + [dep_path(job.root, d) for d in result.deps])
+        read = [v.source, *([v.preamble] if v.preamble else [])]
+        deps = dict.fromkeys(read + [dep_path(job.root, d) for d in result.deps])
         return CompilerOutput(result.blob, tuple(deps), result.warnings)
 
     def optimize(self, job: Job, blob: bytes) -> bytes:
@@ -140,10 +145,11 @@ def _blob_file(job: Job, step: str, blob: bytes) -> Path:
 def _include_preamble(job: Job) -> bool:
     if not job.include_directive:
         return False
+    files = [job.variant.source, *([job.variant.preamble] if job.variant.preamble else [])]
     try:
-        return uses_include((job.root / job.variant.source).read_bytes())
+        return any(uses_include((job.root / rel).read_bytes()) for rel in files)
     except OSError:
-        return False        # glslang names the missing source
+        return False        # the compile names the missing file
 
 
 def find_compiler(config: Config, version_cache: Optional[Path] = None) -> GlslangCompiler:

@@ -6,7 +6,8 @@ existing source. ``genspirv.config`` resolves each into a ``Variant`` (the
 variant's settings over its source's table over the top level; flags accumulate).
 Each variant is a mapping with ``name`` and ``source`` (relative to ``glsl_dir``)
 and optionally ``defines``, ``flags``, ``target_env``, ``optimize``,
-``validate``, ``optional``, ``compiler``. An unknown key, a bad value, a missing source or an
+``validate``, ``optional``, ``preamble`` (relative to the project root),
+``compiler``. An unknown key, a bad value, a missing source or an
 exception inside the generator is a ``ConfigError`` naming the generator file
 and the variant.
 
@@ -27,7 +28,7 @@ from typing import Any
 from .errors import ConfigError
 
 GENERATOR_KEYS = {"name", "source", "defines", "flags", "target_env", "optimize", "validate", "optional",
-                  "compiler"}
+                  "preamble", "compiler"}
 
 
 def _load(path: Path, rel: str):

@@ -27,13 +27,14 @@ except ImportError:     # not on Windows
     resource = None
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Callable, Mapping, Optional, Sequence
 
 from . import children, settings
 from .errors import CompileError, OutputError, ToolchainError, UnavailableError, ValidationError
 from .fsutil import atomic_write
 from .includes import cycle_text, find_include_cycle, unguarded_include_cycle
+from .preamble import missing_version, read_text, write_composed
 
 # Which wheel ships which tool; the wheels are pinned in pyproject.toml.
 WHEEL_OF = {
@@ -318,22 +319,37 @@ def parse_depfile(text: str, output: str) -> list[str]:
 def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path, cwd: Path,
                  target_env: str, defines: Mapping[str, str], include_dirs: Sequence[str] = (),
                  flags: Sequence[str] = (), what: str = "", include_preamble: bool = False,
-                 on_command: Optional[Callable[[Sequence[str]], None]] = None) -> CompileOutput:
+                 on_command: Optional[Callable[[Sequence[str]], None]] = None,
+                 preamble: Optional[str] = None) -> CompileOutput:
     """Compile ``source`` (a path relative to ``cwd``) to SPIR-V bytes.
 
     No ``-g``: debug info would embed the absolute source path and make the bytes
     depend on where the project lives. ``include_preamble`` enables ``#include``
     without the extension line (glslc does the same). A shader that needs an
     extension this glslang lacks is an ``UnavailableError`` naming it.
+    ``preamble`` (relative to ``cwd``) is a file whose text goes before the
+    source's first line: glslang compiles the two as one file beside ``output``,
+    its messages name each file's own lines (docs/RULES.md, "Preambles"). The
+    dependencies listed are the files included; neither the source nor the preamble.
     """
     what = what or source
+    composed = None
+    given = source                  # the file glslang reads
+    if preamble is not None:
+        # Beside the output, under the source's own name: glslang picks the stage from the suffix.
+        composed, written = write_composed(cwd, preamble, source, output.parent / f"{output.stem}.in", what)
+        given = str(written)
     args = ["-V", "--target-env", target_env, "--depfile", str(depfile), "-o", str(output)]
     if include_preamble:
         args += ["-P" + INCLUDE_PREAMBLE]
+    if composed is not None:
+        # The source's folder as the first -I: searched where the source's own folder was,
+        # after the includers' folders and before the others (docs/RULES.md, "Preambles").
+        args.append(f"-I{PurePosixPath(source).parent}")
     args += [f"-I{d}" for d in include_dirs]
     args += [f"-D{k}={v}" for k, v in sorted(defines.items())]
     args += list(flags)
-    args.append(source)
+    args.append(given)
     for stale in (output, depfile):
         stale.unlink(missing_ok=True)
     folders = [cwd / d for d in include_dirs]
@@ -358,7 +374,9 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
         raise ToolchainError(f"{exc}\n{what}: include cycle {cycle_text(cycle, cwd)}: glslang loops forever on one; "
                              "guard each header with #ifndef/#define (glslang ignores #pragma once)") from None
     messages = _clean_glslang_output(proc.stdout.decode("utf-8", "replace") + "\n" +
-                                     proc.stderr.decode("utf-8", "replace"), source)
+                                     proc.stderr.decode("utf-8", "replace"), given)
+    if composed is not None:
+        messages = composed.remap(messages, given)
     if proc.returncode < 0:
         cycle = find_include_cycle(cwd / source, folders)
         if cycle is not None:
@@ -374,6 +392,8 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
                 f"{what}: {source} needs {', '.join(missing)}, which glslang {compiler.version} "
                 f"does not support (mark the variant optional = true to build without it):\n{messages}",
                 missing=missing, messages=messages, source=source)
+        text = composed.text if composed is not None else read_text(cwd, source, what, source)
+        messages = missing_version(messages, text, source, preamble) or messages
         raise CompileError(f"{what}: {source} does not compile:\n{messages}", messages=messages, source=source)
     # glslang 12 exits 0 when it cannot write its output: trust only the file.
     blob = _written_output(output, what, "glslangValidator", messages, nothing="no SPIR-V")
@@ -381,7 +401,7 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
         deps = parse_depfile(depfile.read_text(encoding="utf-8"), str(output))
     except OSError:
         raise ToolchainError(f"{what}: glslangValidator wrote no depfile {depfile}") from None
-    return CompileOutput(blob=blob, deps=tuple(deps), warnings=messages)
+    return CompileOutput(blob=blob, deps=tuple(d for d in deps if d not in (source, given)), warnings=messages)
 
 
 # -- SPIR-V tools -------------------------------------------------------------

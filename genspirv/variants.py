@@ -5,8 +5,9 @@ defines, explicit ``variants``, common ``defines``) and the settings it
 inherits, and gives ``Variant`` records: name, source, sorted defines and the
 toolchain settings resolved variant over source over top level (``flags``
 accumulate; ``target_env``, ``optimize``, ``validate``, ``optional``,
-``compiler`` override). Also the small checkers every config value goes through, each
-refusing with a ``ConfigError`` that names the key. Pure: no file is read.
+``preamble``, ``compiler`` override). Also the small checkers every config value goes
+through, each refusing with a ``ConfigError`` that names the key. Pure: no
+file is read; given a root, a preamble is checked to be a file under it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import fnmatch
 import itertools
 import re
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Optional
 
 from .errors import ConfigError
@@ -25,7 +26,6 @@ from .variant_names import check_matrix_name, check_name, check_stem
 DEFAULT_TARGET_ENV = "vulkan1.2"
 TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3", "spirv1.3", "spirv1.4",
                "spirv1.5", "spirv1.6")
-
 
 
 class CompilerName(enum.Enum):
@@ -38,13 +38,20 @@ class CompilerName(enum.Enum):
 DEFAULT_COMPILERS = (CompilerName.GLSLANG,)
 
 # Toolchain settings a variant may take from the top level, its source's table or itself.
-SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional", "compiler"}
+SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional", "preamble", "compiler"}
 SHADER_KEYS = {"name", "defines", "matrix", "variants"} | SETTING_KEYS
 VARIANT_KEYS = {"name", "defines"} | SETTING_KEYS
 # Flags the build sets itself; a second copy would break reproducibility or the depfile.
 RESERVED_FLAGS = ("-o", "--depfile", "--target-env", "-g")
 
 DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# The stages glslang tells from a file's suffix, besides compute (.comp): genspirv builds compute
+# shaders only, so a file of another stage is left alone, and a variant naming one is refused.
+OTHER_STAGES = {".vert": "vertex", ".tesc": "tessellation control", ".tese": "tessellation evaluation",
+                ".geom": "geometry", ".frag": "fragment", ".mesh": "mesh", ".task": "task",
+                ".rgen": "ray generation", ".rint": "ray intersection", ".rahit": "ray any-hit",
+                ".rchit": "ray closest-hit", ".rmiss": "ray miss", ".rcall": "ray callable"}
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,7 @@ class Settings:
     optimize: bool = False                   # spirv-opt -O, bindings and spec constants preserved
     validate: bool = True                    # spirv-val
     optional: bool = False                   # a missing compiler feature makes it unavailable, not an error
+    preamble: Optional[str] = None           # a file (relative to the root) whose text goes before the source
     compilers: tuple[CompilerName, ...] = DEFAULT_COMPILERS     # ``compiler``: the first, then the fallbacks
 
 
@@ -69,6 +77,7 @@ class Variant:
     optimize: bool = False
     validate: bool = True
     optional: bool = False
+    preamble: Optional[str] = None           # posix path relative to the project root
     # The variant's compiler, then the ones that build it, in order, when it is optional and
     # the compilers before lack a feature it needs (docs/COMPILERS.md, "In a build").
     compilers: tuple[CompilerName, ...] = DEFAULT_COMPILERS
@@ -138,6 +147,12 @@ def parse_flags(value: Any, key: str) -> tuple[str, ...]:
     flags = expect(value, list, key, "an array of strings")
     for i, f in enumerate(flags):
         expect(f, str, f"{key}[{i}]", "a string")
+        m = _CONTROL.search(f)
+        if m:
+            # glslang keeps a -P text's first line only: the rest would vanish far from here.
+            raise ConfigError(f"{key}[{i}]: {f!r} holds the control character {m.group()!r}; a flag is one "
+                              "line (glslang keeps only the first): put lines that go before the source "
+                              "in a file and name it with preamble = \"path/header.glsl\"")
         if f in RESERVED_FLAGS or f.startswith("-g"):
             raise ConfigError(f"{key}[{i}]: {f!r} is set by genspirv itself "
                               "(-g would also embed absolute paths)")
@@ -185,9 +200,21 @@ def _compiler_names() -> str:
     return ", ".join(c.value for c in CompilerName)
 
 
-def settings_of(table: Mapping[str, Any], base: Settings, key: str) -> Settings:
+def parse_preamble(value: Any, key: str, root: Optional[Path] = None) -> Optional[str]:
+    """A preamble's path relative to the root; "" (no preamble) turns off an inherited one."""
+    if value == "":
+        return None
+    path = relative_path(value, key)
+    if root is not None and not (root / path).is_file():
+        raise ConfigError(f"{key}: no such file {path} (a preamble is a path relative to the project root)")
+    return path
+
+
+def settings_of(table: Mapping[str, Any], base: Settings, key: str, root: Optional[Path] = None) -> Settings:
     """``base`` overridden by the setting keys ``table`` holds; flags accumulate."""
     s = base
+    if "preamble" in table:
+        s = replace(s, preamble=parse_preamble(table["preamble"], f"{key}.preamble", root))
     if "flags" in table:
         s = replace(s, flags=s.flags + parse_flags(table["flags"], f"{key}.flags"))
     if "target_env" in table:
@@ -202,7 +229,8 @@ def settings_of(table: Mapping[str, Any], base: Settings, key: str) -> Settings:
 
 def make_variant(name: str, source: str, defines: Mapping[str, str], s: Settings) -> Variant:
     return Variant(name, source, tuple(sorted(defines.items())), flags=s.flags, target_env=s.target_env,
-                   optimize=s.optimize, validate=s.validate, optional=s.optional, compilers=s.compilers)
+                   optimize=s.optimize, validate=s.validate, optional=s.optional, preamble=s.preamble,
+                   compilers=s.compilers)
 
 
 # -- variants -----------------------------------------------------------------
@@ -230,12 +258,12 @@ def _matrix_axes(value: Any, key: str) -> list[list[tuple[str, str, str]]]:
 
 
 def variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Settings,
-                 generated: bool = False) -> list[Variant]:
+                 generated: bool = False, root: Optional[Path] = None) -> list[Variant]:
     """The table's variants of one source; its stem variant only when nothing else builds it."""
     where = f'tool.genspirv.shaders."{source_key}"'
     expect(table, dict, where, "a table")
     check_keys(table, SHADER_KEYS, where)
-    settings = settings_of(table, top, where)
+    settings = settings_of(table, top, where, root)
     builds_stem = "matrix" not in table and "variants" not in table and not generated
     if "name" in table:
         prefix = check_name(expect(table["name"], str, f"{where}.name", "a string"), f"{where}.name")
@@ -257,16 +285,25 @@ def variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Set
             raise ConfigError(f"{k}.name: missing (every explicit variant needs a name)")
         name = check_name(expect(v["name"], str, f"{k}.name", "a string"), f"{k}.name")
         defines = {**common, **parse_defines(v.get("defines", {}), f"{k}.defines")}
-        variants.append(make_variant(name, source, defines, settings_of(v, settings, k)))
+        variants.append(make_variant(name, source, defines, settings_of(v, settings, k, root)))
     if builds_stem:
         variants.append(make_variant(prefix, source, common, settings))
     return variants
 
 
-def source_settings(shaders: Mapping[str, Any], rel: str, top: Settings) -> Settings:
+def source_settings(shaders: Mapping[str, Any], rel: str, top: Settings, root: Optional[Path] = None) -> Settings:
     """The settings a generator variant of ``rel`` starts from: the source's table over the top level."""
     table = shaders.get(rel, {})
-    return settings_of(table, top, f'tool.genspirv.shaders."{rel}"') if isinstance(table, dict) else top
+    return settings_of(table, top, f'tool.genspirv.shaders."{rel}"', root) if isinstance(table, dict) else top
+
+
+def check_compute(source: str, key: str) -> None:
+    """Refuse a source of another shader stage, naming the stage."""
+    stage = OTHER_STAGES.get(PurePosixPath(source).suffix)
+    if stage is not None:
+        raise ConfigError(f"{key}: {source} is a {stage} shader ({PurePosixPath(source).suffix}); genspirv "
+                          "builds compute shaders (.comp) only: remove it from the variants (files of "
+                          "other stages are left alone)")
 
 
 def is_excluded(rel: str, exclude: tuple[str, ...]) -> bool:

@@ -5,7 +5,10 @@ lines (beside the including file, then on the include path) to list every
 file it read, and makes a small valid SPIR-V compute module whose
 ``OpSourceExtension`` carries a digest of everything real bytes depend on
 (each file's text, the defines, flags and target env): a changed input gives
-changed bytes. A source line ``// fake: error`` is a CompileError at its line; a line
+changed bytes. A variant's preamble is read as glslang's compile reads it
+(``genspirv.preamble.compose``: a ``#version`` in both is refused), listed
+after the source, and in the digest. A source or preamble line ``// fake:
+error`` is a CompileError at its line; a line
 ``#extension NAME : require`` with NAME in ``missing`` is an UnavailableError;
 a line ``// fake: invalid`` makes a blob that ``validate`` refuses and that
 ``optimize`` refuses too unless the variant has ``validate = false`` (as
@@ -24,6 +27,7 @@ from typing import Callable, Optional
 
 from genspirv.compiler import CompilerOutput, Job, dep_path
 from genspirv.errors import CompileError, UnavailableError, ValidationError
+from genspirv.preamble import compose
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 EXTENSION = re.compile(r"^\s*#\s*extension\s+(\w+)\s*:\s*require", re.M)
@@ -81,12 +85,17 @@ class FakeCompiler:
             self.on_compile(job)
         read: dict[str, str] = {}
         self._read(job, job.root / v.source, read)
+        if v.preamble:
+            self._read(job, job.root / v.preamble, read)
+            compose(v.preamble, read[v.preamble], v.source, read[v.source], v.name)
+            read = {v.source: read[v.source], v.preamble: read[v.preamble], **read}     # the seam's order
         text = read[v.source]
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip() == ERROR_MARK:
-                messages = f"{v.source}:{n}: error: '{ERROR_MARK}' : the fake refuses this line"
-                raise CompileError(f"{v.name}: {v.source} does not compile:\n{messages}",
-                                   messages=messages, source=v.source)
+        for rel in (v.source, *([v.preamble] if v.preamble else [])):
+            for n, line in enumerate(read[rel].splitlines(), 1):
+                if line.strip() == ERROR_MARK:
+                    messages = f"{rel}:{n}: error: '{ERROR_MARK}' : the fake refuses this line"
+                    raise CompileError(f"{v.name}: {v.source} does not compile:\n{messages}",
+                                       messages=messages, source=v.source)
         lacking = [x for x in EXTENSION.findall("\n".join(read.values())) if x in self.missing]
         if lacking:
             messages = f"{v.source}:1: error: extension not supported: {lacking[0]}"

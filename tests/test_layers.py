@@ -23,7 +23,7 @@ PACKAGE = Path(genspirv.__file__).parent
 LAYERS = [
     {"errors"},
     {"__init__", "settings", "spirv", "variant_names", "fsutil", "children"},
-    {"generator", "variants", "reflect", "includes"},   # variant lists and tables; the SPIR-V facts
+    {"generator", "variants", "reflect", "includes", "preamble"},   # variant lists and tables; the SPIR-V facts; preambles
     {"config"},                                     # the project's settings
     {"manifest", "toolchain"},                      # the JSON format; the pinned tools
     {"buildstate", "compiler", "runtime"},

@@ -60,7 +60,7 @@ def _refuse_preamble(job: Job) -> None:
     """The hook for ``preamble`` (a file's text before the source): when the seam's Job carries
     one, it goes to the preprocessing here (the worker's ``job.Job``); until then a variant with
     one is refused rather than compiled without it."""
-    preamble = getattr(job, "preamble", None)
+    preamble = job.variant.preamble
     if preamble:
         raise ConfigError(f"{job.variant.name}: compiler {NAME} does not take a preamble yet "
                           f"({preamble}); build this variant with compiler = \"glslang\"")

@@ -8,8 +8,8 @@
   the union of the manifest entries' ``depends`` (the sources and their
   includes; before manifests carried them, every file under ``glsl_dir``),
   the folders under ``glsl_dir`` (so a new source counts), ``pyproject.toml``,
-  the generator file and the project's templates. ``genspirv build --depfile
-  FILE`` writes it after a successful build.
+  the generator file, the project's templates and every preamble.
+  ``genspirv build --depfile FILE`` writes it after a successful build.
 - ``python -m genspirv.emit.cmake table --root DIR``: the C table's header
   and source (absolute, one a line), or an error naming what is missing; the
   package runs it at configure time, which also proves genspirv importable.
@@ -68,6 +68,7 @@ def depfile_inputs(config: Config) -> list[Path]:
     if generator:
         inputs.add(config.path(str(generator)))
     inputs |= {config.path(g.template) for g in config.generate if getattr(g, "template", None)}
+    inputs |= {config.path(v.preamble) for v in config.variants if v.preamble}     # may lie outside glsl_dir
     return sorted(inputs)
 
 
