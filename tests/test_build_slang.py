@@ -292,3 +292,54 @@ def test_sigterm_kills_a_worker_in_the_middle_of_a_long_compile(tmp_path):
         for pid in workers:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+# -- a preamble ------------------------------------------------------------------------------
+
+HEADER = """#version 450
+#extension GL_EXT_bfloat16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types : require
+#extension GL_EXT_shader_16bit_storage : require
+#define FLOAT bfloat16_t
+"""
+SCALE = """#include "helper.glsl"
+layout(local_size_x = 64) in;
+layout(binding = 0) writeonly buffer Y { FLOAT y[]; };
+void main() {
+    y[gl_GlobalInvocationID.x] = FLOAT(twice(1.5));
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_preamble_goes_before_the_source_as_with_the_default_compiler(tmp_path, genspirv):
+    """The blob is the hand-concatenated file's; includes resolve from the source's folder;
+    each error names its own file and line; the preamble is in depends and in the key."""
+    root = tmp_path / "p"
+    for rel, text in {"glsl/headers/bf16.glsl": HEADER, "glsl/sub/scale.comp": SCALE,
+                      "glsl/sub/helper.glsl": "float twice(float x) { return 2.0 * x; }\n",
+                      "pyproject.toml": '[tool.genspirv]\ncompiler = "slang-glslang"\n'
+                                        'preamble = "glsl/headers/bf16.glsl"\n'}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    result = genspirv("--root", root, "build", "-q")
+    assert result.code == 0, result.err
+    entry = manifest(root)["shaders"][0]
+    assert entry["depends"] == ["glsl/sub/scale.comp", "glsl/headers/bf16.glsl", "glsl/sub/helper.glsl"]
+    assert entry["compiler"] == "slang-glslang" and entry["bindings"][0]["access"] == "write"
+    (root / "glsl/sub/by_hand.comp").write_text(HEADER + SCALE)
+    with slang_glslang.open_slang_glslang("13.1.1", jobs=1) as slang:
+        by_hand = slang.compile("glsl/sub/by_hand.comp", root=root).blob
+    (root / "glsl/sub/by_hand.comp").unlink()
+    assert (root / "spirv/scale.spv").read_bytes() == by_hand
+    (root / "glsl/sub/scale.comp").write_text(SCALE.replace("twice(1.5)", "twice(oops)"))
+    result = genspirv("--root", root, "build", "-q")
+    assert result.code == 1 and "\nglsl/sub/scale.comp:5: error: 'oops' : undeclared identifier\n" in result.err
+    (root / "glsl/sub/scale.comp").write_text(SCALE)
+    (root / "glsl/headers/bf16.glsl").write_text(HEADER + "const float k = undeclared_thing;\n")
+    result = genspirv("--root", root, "build", "-q")
+    assert result.code == 1 and "\nglsl/headers/bf16.glsl:6: error: 'undeclared_thing' : undeclared identifier" \
+        in result.err, result.err
+    (root / "glsl/headers/bf16.glsl").write_text(HEADER + "// retuned\n")
+    result = genspirv("--root", root, "build", "-q", "--explain")
+    assert result.out.splitlines()[0] == "explain: scale: compile: glsl/headers/bf16.glsl changed"

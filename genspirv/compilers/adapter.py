@@ -5,7 +5,8 @@ shares; gives ``SlangGlslangCompiler``: ``compile(job)`` preprocesses and
 compiles the variant in a worker (``SlangGlslang.compile``), ``optimize`` and
 ``validate`` are the default compiler's own spirv-opt and spirv-val steps for
 the variant's ``target_env``, so a blob is optimised and validated exactly as
-glslang's are (docs/COMPILERS.md, "In a build").
+glslang's are; a variant's ``preamble`` goes before its source as for glslang
+(docs/COMPILERS.md, "In a build").
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from ..compiler import Compiler, CompilerOutput, Job
-from ..errors import ConfigError
 from .slang_glslang import NAME, SlangGlslang
 
 
@@ -38,15 +38,14 @@ class SlangGlslangCompiler:
 
     def compile(self, job: Job) -> CompilerOutput:
         v = job.variant
-        _refuse_preamble(job)
         if job.on_command is not None:
             # In-process: no command runs; -v still says which compiler built what, and how.
             job.on_command([str(self.slang.library.path), "--target-env", v.target_env,
                             *(f"-D{k}={val}" for k, val in v.defines), *(f"-I{d}" for d in job.include_dirs),
-                            *v.flags, v.source])
+                            *v.flags, *([f"--preamble={v.preamble}"] if v.preamble else []), v.source])
         out = self.slang.compile(v.source, root=job.root, defines=v.defines_dict, include_dirs=job.include_dirs,
                                  target_env=v.target_env, flags=v.flags, include_directive=job.include_directive,
-                                 what=v.name)
+                                 what=v.name, preamble=v.preamble)
         return CompilerOutput(out.blob, out.depends, out.diagnostics)
 
     def optimize(self, job: Job, blob: bytes) -> bytes:
@@ -54,13 +53,3 @@ class SlangGlslangCompiler:
 
     def validate(self, job: Job, blob: bytes) -> None:
         self.tools.validate(job, blob)
-
-
-def _refuse_preamble(job: Job) -> None:
-    """The hook for ``preamble`` (a file's text before the source): when the seam's Job carries
-    one, it goes to the preprocessing here (the worker's ``job.Job``); until then a variant with
-    one is refused rather than compiled without it."""
-    preamble = job.variant.preamble
-    if preamble:
-        raise ConfigError(f"{job.variant.name}: compiler {NAME} does not take a preamble yet "
-                          f"({preamble}); build this variant with compiler = \"glslang\"")
