@@ -1,9 +1,10 @@
 """Check: are the committed blobs, manifest and generated files what the sources give?
 
 Takes a ``Config``; runs the build's own plan, forced, into a temporary
-directory with the build's compilers (no cache, no state file, nothing under the
-project written; slang-glslang is asked what it predefines afresh): every variant compiled, reflected, the manifest and any
-generated files rendered; then compares each with the committed bytes. Gives
+directory with the build's compilers (no cache, no state file, nothing under
+the project written; slang-glslang is asked what it predefines afresh): every
+variant compiled, reflected, the manifest and any generated files rendered;
+then compares each with the committed bytes. Gives
 a ``CheckReport`` listing every ``Difference``: a differing file (first
 differing byte and word, and a short ``spirv-dis`` or text diff), a missing
 file, an orphan blob, a temp file an interrupted write left.
