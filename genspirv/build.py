@@ -32,7 +32,8 @@ from typing import Callable, Iterator, Mapping, Optional
 
 from . import manifest as manifest_mod
 from . import settings
-from .buildstate import (STATE_DIR, BlobCache, CommittedManifest, FileHashes, Journal, OutputsRecord, Record,
+from .blobcache import BlobCache
+from .buildstate import (STATE_DIR, CommittedManifest, FileHashes, Journal, OutputsRecord, Record,
                          RecordedInputs, Versions, clear_journal, committed_manifest, include_dirs, journal_path, key_inputs,
                          load_state, sha256_hex, stage_state)
 from .compile import Compiled, Log, compile_all, make_jobs, raise_failures, reflect_blob, unavailable_deps
@@ -41,6 +42,7 @@ from .compilers.chain import Compilers, compilers_for
 from .config import Config, Variant
 from .errors import GenspirvError, LockError, OutputError, UnavailableError
 from .fsutil import StagedFiles, signals_deferred
+from .generated import GENERATED_DIR, origin_note, provenance, write_generated
 from .manifest import Unavailable
 from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, outputs_current, outputs_key,
                       remove_stale_temp_files)
@@ -65,7 +67,7 @@ def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -
         timeout = settings.get("GENSPIRV_LOCK_TIMEOUT")
     path = root / STATE_DIR / LOCK_FILE
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_state_dir(path.parent)
         lock_file = open(path, "a+b")
     except OSError as exc:
         raise OutputError(f"{path}: cannot create the build lock: {exc.strerror or exc}") from None
@@ -91,6 +93,16 @@ def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -
             yield
         finally:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _make_state_dir(folder: Path) -> None:
+    """``.genspirv/``, with a ``.gitignore`` of ``*`` in it (as pytest's and ruff's caches have):
+    git never lists the state, the cache or the generated files, whatever the project ignores."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        with contextlib.suppress(OSError):
+            ignore.write_text("# genspirv's build state, cache and generated sources\n*\n")
 
 
 # -- planning and running -----------------------------------------------------
@@ -126,23 +138,32 @@ class Ran:
 
 
 def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, hashes: FileHashes, *,
-             jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None) -> Ran:
+             jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None,
+             generated_dir: Optional[Path] = None) -> Ran:
     """Compile the plan's stale variants into ``workdir`` and reflect its cached ones.
 
-    ``keep(name, record, blob)`` hears of each compile as it finishes (blob None: unavailable)."""
+    ``keep(name, record, blob)`` hears of each compile as it finishes (blob None: unavailable).
+    The generator's files are written first, into ``.genspirv/generated/`` or, for check,
+    ``generated_dir``."""
     versions = compilers.versions()
     dirs = include_dirs(config)
     records: dict[str, Record] = {}
     absent = compilers.missing_required([s.variant for s in plan.to_compile])
     if absent is not None:
         raise absent
+    folder = generated_dir or config.path(GENERATED_DIR)
+    if plan.to_compile and (config.generated or folder.is_dir()):
+        try:
+            write_generated(config.generated, folder)
+        except OSError as exc:
+            raise _output_error(exc) from None
 
     def done(v: Variant, result: Compiled | UnavailableError) -> None:
         if isinstance(result, Compiled):
             inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
             record = Record.of(inputs, result.deps, sha256_hex(result.blob), compiler=result.compiler)
         else:
-            deps = tuple(unavailable_deps(config.root, result, v.preamble))
+            deps = tuple(unavailable_deps(config.root, result, v.preamble, config.generated_files))
             inputs = key_inputs(config, versions, v, deps, hashes, dirs)
             record = Record.of(inputs, deps, missing=result.missing,
                                compiler=compiler_named(result.compiler or None) or CompilerName.GLSLANG)
@@ -150,8 +171,8 @@ def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, ha
         if keep is not None:
             keep(v.name, record, result.blob if isinstance(result, Compiled) else None)
 
-    outcome = compile_all(compilers, make_jobs(config, [s.variant for s in plan.to_compile], workdir, on_command),
-                          jobs, log, done)
+    outcome = compile_all(compilers, make_jobs(config, [s.variant for s in plan.to_compile], workdir, on_command,
+                                               generated_dir), jobs, log, done)
     compiled = dict(outcome.compiled)
     for step in plan.from_cache:
         compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
@@ -165,8 +186,9 @@ def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, ha
 
 def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
     """The manifest's ``unavailable`` list, in variant order."""
-    return [Unavailable(v.name, v.source, r.missing, r.key or "", r.deps,
-                        None if r.compiler is CompilerName.GLSLANG else r.compiler.value)
+    files = config.generated_files
+    return [Unavailable(v.name, v.source, r.missing, r.key or "", provenance(r.deps, files, config.generator),
+                        None if r.compiler is CompilerName.GLSLANG else r.compiler.value, v.meta_json)
             for v in config.variants if (r := records.get(v.name)) is not None and r.unavailable]
 
 
@@ -201,6 +223,23 @@ class BuildReport:
             parts.append(f"{len(self.failed)} failed")
         return ", ".join(parts) + f", {len(self.removed)} removed, {len(self.written)} files written"
 
+    def unavailable_lines(self, verbose: bool = False) -> list[str]:
+        """What a build says of its unavailable variants: in full the ones this build found (a
+        change), every one with ``verbose``, each with why (what its compiler lacks, or how to
+        install the compiler it needs); the ones it knew already in one line, so a no-op stays
+        quiet."""
+        known = {s.name for s in self.plan.unavailable} if self.plan is not None else set()
+        why = dict(self.unavailable_because)
+        lines = [f"{name} unavailable: {why.get(name) or 'the pinned compiler lacks ' + ', '.join(missing)}"
+                 for name, missing in self.unavailable if verbose or name not in known]
+        if len(lines) < len(self.unavailable):
+            # A compiler's own name is what a variant lacks when that compiler is not installed.
+            names = {c.value for c in CompilerName}
+            lacking = dict.fromkeys(f"{m} (not installed)" if m in names else m
+                                    for _, missing in self.unavailable for m in missing)
+            lines.append(f"{len(self.unavailable)} unavailable: {', '.join(lacking)}; genspirv list --unavailable")
+        return lines
+
 
 class BuildInterrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM stopped the build; ``kept`` of the ``total`` compiles it ran finished
@@ -213,10 +252,11 @@ class BuildInterrupted(KeyboardInterrupt):
 
 def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: Log = None,
           on_command: CommandLog = None, explain: Log = None,
-          compiler: Optional[Compiler | Compilers] = None) -> BuildReport:
+          compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> BuildReport:
     """Bring blobs, manifest and generated files up to date with the sources.
 
     ``explain`` hears one line per variant compiled or taken from the cache, saying why.
+    ``verbose``: a compile error keeps every line the compiler printed, not only the first error.
     ``compiler`` replaces the pinned glslang as the default compiler (tests pass a fake), or
     is every compiler of the build (``Compilers``). On failure raises the error
     (CompileError for a shader) with ``.report``: what was compiled and kept in the cache,
@@ -225,11 +265,11 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     state_dir = config.root / STATE_DIR
     with compilers_for(config, compiler, jobs=jobs, version_cache=state_dir / TOOLS_FILE,
                        probe_cache=state_dir / PROBES_FILE) as compilers:
-        return _build(config, compilers, jobs, force, log, on_command, explain)
+        return _build(config, compilers, jobs, force, log, on_command, explain, verbose)
 
 
 def _build(config: Config, compilers: Compilers, jobs: Optional[int], force: bool, log: Log,
-           on_command: CommandLog, explain: Log) -> BuildReport:
+           on_command: CommandLog, explain: Log, verbose: bool) -> BuildReport:
     versions = compilers.versions()
     optimizer = versions.optimizer
     with project_lock(config.root, log=log):
@@ -238,7 +278,7 @@ def _build(config: Config, compilers: Compilers, jobs: Optional[int], force: boo
         committed = committed_manifest(config)
         # A fresh clone has no state: the committed manifest's provenance stands in for it.
         records = {**committed.records, **state.records}
-        hashes = FileHashes(config.root)
+        hashes = FileHashes.for_config(config)
         cache = BlobCache.for_config(config)
         plan = make_plan(config.variants, records, lookups(config, versions, hashes, cache, state.inputs), force)
         if explain is not None:
@@ -274,7 +314,8 @@ def _build(config: Config, compilers: Compilers, jobs: Optional[int], force: boo
             report = _report(config, compilers, plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
             try:
                 raise_failures(ran.failures, f"genspirv build: {report.summary()} "
-                               "(nothing committed written; the compiled variants wait in the cache)")
+                               "(nothing committed written; the compiled variants wait in the cache)",
+                               verbose, origin_note(config.generated_files, config.generator))
             except GenspirvError as exc:
                 exc.report = report
                 raise

@@ -1,4 +1,4 @@
-"""What a build remembers: content keys, state records, the journal, the blob caches.
+"""What a build remembers: content keys, state records, the journal.
 
 Takes a ``Config`` and gives the facts the build plans with:
 
@@ -20,11 +20,9 @@ Takes a ``Config`` and gives the facts the build plans with:
   applies it over the state file, and the next state written folds it in;
 - ``committed_manifest``: the committed manifest's provenance (``inputs``,
   ``depends``) as records, so a fresh clone with no state builds as a no-op
-  when the committed outputs match;
-- ``BlobCache``: compiled blobs by content key, in ``.genspirv/cache/`` and, when
-  ``GENSPIRV_CACHE_DIR`` names one, in a folder shared by clones and CI runs;
-  bounded by ``GENSPIRV_CACHE_MAX_MB`` (default 1024): past it, the least
-  recently used blobs (by mtime, which a hit refreshes) go first.
+  when the committed outputs match.
+
+The blobs themselves, by content key, are ``genspirv.blobcache``'s.
 """
 
 from __future__ import annotations
@@ -33,26 +31,23 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from . import settings
 from .config import Config, Variant
 from .errors import ManifestError
-from .variants import DEFAULT_COMPILERS, CompilerName, compiler_named
-from .fsutil import StagedFiles, atomic_write
+from .fsutil import StagedFiles
+from .generated import compiled_deps, is_generated
 from .manifest import read_manifest_json
+from .variants import DEFAULT_COMPILERS, CompilerName, compiler_named
 
 STATE_DIR = ".genspirv"
 STATE_FILE = "state.json"
 INPUTS_FILE = "inputs.json"
 JOURNAL_FILE = "journal.jsonl"
-CACHE_SUBDIR = "cache"
 STATE_SCHEMA = "genspirv-state/1"
 INPUTS_SCHEMA = "genspirv-inputs/1"
-EVICT_TO = 0.8          # eviction stops at this share of the cap, so it does not run on every build
 
 
 def sha256_hex(data: bytes) -> str:
@@ -60,22 +55,35 @@ def sha256_hex(data: bytes) -> str:
 
 
 def include_dirs(config: Config) -> tuple[str, ...]:
-    return (config.include_dir,) if config.path(config.include_dir).is_dir() else ()
+    return config.include_dirs
 
 
 @dataclass
 class FileHashes:
-    """sha256 of each file read during one build: a header shared by 2,000 variants is read once."""
+    """sha256 of each file read during one build: a header shared by 2,000 variants is read once.
+
+    A generated file is hashed from the text the generator gave (``generated``), never from
+    disk: the key is the same whether its copy on disk is there, stale or elsewhere (check)."""
 
     root: Path
+    generated: Mapping[str, bytes] = field(default_factory=dict)
     _seen: dict = field(default_factory=dict)
+
+    @classmethod
+    def for_config(cls, config: Config) -> "FileHashes":
+        return cls(config.root, {f.path: f.data for f in config.generated})
 
     def get(self, rel: str) -> Optional[str]:
         if rel not in self._seen:
-            try:
-                self._seen[rel] = sha256_hex((self.root / rel).read_bytes())
-            except OSError:
-                self._seen[rel] = None
+            if rel in self.generated:
+                self._seen[rel] = sha256_hex(self.generated[rel])
+            elif is_generated(rel):
+                self._seen[rel] = None      # a generated file the generator no longer gives: gone
+            else:
+                try:
+                    self._seen[rel] = sha256_hex((self.root / rel).read_bytes())
+                except OSError:
+                    self._seen[rel] = None
         return self._seen[rel]
 
 
@@ -389,110 +397,24 @@ def committed_manifest(config: Config) -> CommittedManifest:
         doc = {}
     records: dict[str, Record] = {}
     entries: dict[str, Mapping[str, Any]] = {}
+    files = config.generated_files
+
+    def deps(depends: list) -> tuple[str, ...]:
+        # depends lists the templates behind generated files too; the key covers what was compiled.
+        return compiled_deps(tuple(map(str, depends)), files, config.generator, config.glsl_dir)
+
     for e in doc.get("shaders", ()) if isinstance(doc.get("shaders"), list) else ():
         if isinstance(e, dict) and isinstance(e.get("name"), str):
             entries[e["name"]] = e
             compiler = compiler_named(e.get("compiler"))
             if isinstance(e.get("inputs"), str) and isinstance(e.get("depends"), list) and compiler is not None:
                 sha = e.get("sha256")
-                records[e["name"]] = Record(e["inputs"], tuple(map(str, e["depends"])),
-                                            sha if isinstance(sha, str) else None, compiler=compiler)
+                records[e["name"]] = Record(e["inputs"], deps(e["depends"]), sha if isinstance(sha, str) else None,
+                                            compiler=compiler)
     for u in doc.get("unavailable", ()) if isinstance(doc.get("unavailable"), list) else ():
         compiler = compiler_named(u.get("compiler")) if isinstance(u, dict) else None
         if isinstance(u, dict) and isinstance(u.get("name"), str) and isinstance(u.get("inputs"), str) \
                 and isinstance(u.get("depends"), list) and u.get("missing") and compiler is not None:
-            records[u["name"]] = Record(u["inputs"], tuple(map(str, u["depends"])),
-                                        missing=tuple(map(str, u["missing"])), compiler=compiler)
+            records[u["name"]] = Record(u["inputs"], deps(u["depends"]), missing=tuple(map(str, u["missing"])),
+                                        compiler=compiler)
     return CommittedManifest(doc, records, entries)
-
-
-# -- blob caches --------------------------------------------------------------
-
-
-def shared_cache_dir() -> Optional[Path]:
-    """GENSPIRV_CACHE_DIR: a blob cache shared by clones and CI runs (None when unset)."""
-    raw = settings.get("GENSPIRV_CACHE_DIR")
-    return Path(raw).expanduser() if raw else None
-
-
-def cache_max_bytes() -> int:
-    """GENSPIRV_CACHE_MAX_MB (default 1024): the size each blob cache is trimmed to."""
-    return int(settings.get("GENSPIRV_CACHE_MAX_MB") * (1 << 20))
-
-
-class BlobCache:
-    """Blobs by content key, ``<dir>/<key[:2]>/<key>.spv``, in every folder given (first is local).
-
-    Best effort: a cache that cannot be read or written is only a slower build.
-    """
-
-    def __init__(self, folders: Sequence[Path], limit: Optional[int] = None):
-        self.folders = tuple(folders)
-        self.stored = 0
-        self.limit = limit
-
-    @classmethod
-    def for_config(cls, config: Config) -> "BlobCache":
-        folders = [config.root / STATE_DIR / CACHE_SUBDIR]
-        shared = shared_cache_dir()
-        if shared is not None:
-            folders.append(shared)
-        return cls(folders, cache_max_bytes())      # a bad setting stops the build before it starts
-
-    @staticmethod
-    def _path(folder: Path, key: str) -> Path:
-        return folder / key[:2] / f"{key}.spv"
-
-    def get(self, key: str, sha256: Optional[str] = None) -> Optional[bytes]:
-        for folder in self.folders:
-            path = self._path(folder, key)
-            try:
-                blob = path.read_bytes()
-            except OSError:
-                continue
-            if not blob or (sha256 is not None and sha256_hex(blob) != sha256):
-                continue
-            with contextlib.suppress(OSError):
-                os.utime(path)          # a hit is a use: LRU by mtime
-            if folder is not self.folders[0]:
-                self._put(self.folders[0], key, blob)
-            return blob
-        return None
-
-    def put(self, key: str, blob: bytes) -> None:
-        for folder in self.folders:
-            self._put(folder, key, blob)
-        self.stored += 1
-
-    @staticmethod
-    def _put(folder: Path, key: str, blob: bytes) -> None:
-        path = BlobCache._path(folder, key)
-        if path.is_file():
-            return
-        try:
-            atomic_write(path, blob, durable=False)
-        except OSError:
-            pass          # a cache that cannot take a blob costs a recompile, nothing more
-
-    def trim(self, limit: Optional[int] = None) -> int:
-        """Delete the least recently used blobs of each folder past ``limit`` bytes; how many went."""
-        limit = limit if limit is not None else self.limit if self.limit is not None else cache_max_bytes()
-        gone = 0
-        for folder in self.folders:
-            entries = []
-            with contextlib.suppress(OSError):
-                for path in folder.glob("??/*.spv"):
-                    with contextlib.suppress(OSError):
-                        st = path.stat()
-                        entries.append((st.st_mtime_ns, st.st_size, path))
-            total = sum(size for _, size, _ in entries)
-            if total <= limit:
-                continue
-            for _, size, path in sorted(entries):
-                if total <= limit * EVICT_TO:
-                    break
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                    total -= size
-                    gone += 1
-        return gone

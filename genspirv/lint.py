@@ -24,8 +24,10 @@ binding is ever read).  It reports:
   they differ in: a define that changes nothing in the bytes, so one variant
   would serve them all.
 
-No Vulkan, no side effects apart from reading the blobs.  The CLI prints one
-line per finding and exits 1 when there is any.
+No Vulkan, no side effects apart from reading the blobs.  The rule names are
+``genspirv.lint_rules``; ``genspirv.suppress`` takes away the findings a
+project silences (``lint = { ignore = [...] }``, ``// genspirv: ignore[...]``).
+The CLI prints one line per finding and exits 1 when there is any.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional, Sequence
 
+from .lint_rules import Rule
 from .manifest import Manifest, ManifestEntry
 from .reflect import BindingUsage, ShaderInfo, binding_usage
 
@@ -43,13 +46,15 @@ STORAGE_KINDS = ("storage_buffer", "storage_image", "storage_texel_buffer")
 class Finding:
     shader: str
     binding: Optional[int]      # None for a finding about a whole set
-    kind: str                   # never-written, never-read, never-accessed, sparse-bindings,
-                                # spec-defaults-disagree, identical-blobs
+    kind: str                   # a lint_rules.Rule value
     message: str
     set: Optional[int] = 0          # None for a finding about the whole shader
     spec_id: Optional[int] = None   # set for a finding about spec constants
+    where: str = ""                 # for a finding about no shader: the config key or file:line it is about
 
     def __str__(self) -> str:
+        if self.where:
+            return f"{self.where}: {self.message} [{self.kind}]"
         if self.spec_id is not None:
             where = f"spec id {self.spec_id}: "
         elif self.set is None:
@@ -66,19 +71,20 @@ def lint_info(shader: str, info: ShaderInfo,
     for b in info.bindings:
         label = f"{b.type} {b.name!r}" if b.name else b.type
         if not b.accessed:
-            findings.append(Finding(shader, b.binding, "never-accessed",
-                                    f"{label} is never accessed by {info.entry_point!r}; "
-                                    "remove it or use it", b.set))
+            findings.append(Finding(shader, b.binding, Rule.NEVER_ACCESSED.value,
+                                    f"{label} is never accessed by {info.entry_point!r}; use it or "
+                                    "remove it (where binding numbers must stay, suppress it: "
+                                    "// genspirv: ignore[never-accessed])", b.set))
             continue
         if b.access != "read_write" or b.type not in STORAGE_KINDS:
             continue
         if not b.written:
-            findings.append(Finding(shader, b.binding, "never-written",
+            findings.append(Finding(shader, b.binding, Rule.NEVER_WRITTEN.value,
                                     f"{label} is read_write but never written; declare it "
                                     "readonly (it costs barriers)", b.set))
         used = usage.get((b.set, b.binding)) if usage is not None else None
         if used is not None and not used.read:
-            findings.append(Finding(shader, b.binding, "never-read",
+            findings.append(Finding(shader, b.binding, Rule.NEVER_READ.value,
                                     f"{label} is read_write but never read; declare it "
                                     "writeonly", b.set))
     findings.extend(_sparse_sets(shader, info))
@@ -94,7 +100,7 @@ def _disagreeing_spec_defaults(shader: str, info: ShaderInfo) -> Iterable[Findin
         if len({(type(c.default), c.default) for c in consts}) < 2:
             continue
         listed = ", ".join(f"{c.name or _unnamed(info, spec_id)} = {c.default!r}" for c in consts)
-        yield Finding(shader, None, "spec-defaults-disagree",
+        yield Finding(shader, None, Rule.SPEC_DEFAULTS_DISAGREE.value,
                       f"constants sharing spec id {spec_id} have different defaults ({listed}); "
                       "make them agree: unspecialised, Vulkan gives each its own", spec_id=spec_id)
 
@@ -116,7 +122,7 @@ def _sparse_sets(shader: str, info: ShaderInfo) -> Iterable[Finding]:
             missing = [n for n in range(min(distinct[-1], 64)) if n not in present]
             gaps = ", ".join(map(str, missing[:16])) + (", ..." if len(missing) > 16 or
                                                        distinct[-1] > 64 else "")
-            yield Finding(shader, None, "sparse-bindings",
+            yield Finding(shader, None, Rule.SPARSE_BINDINGS.value,
                           f"binding numbers {distinct} are not dense (missing {gaps})", dset)
 
 
@@ -135,7 +141,7 @@ def identical_blobs(entries: Sequence[ManifestEntry]) -> list[Finding]:
         if len(group) < 2:
             continue
         names = ", ".join(e.name for e in group)
-        findings.append(Finding(group[0].name, None, "identical-blobs",
+        findings.append(Finding(group[0].name, None, Rule.IDENTICAL_BLOBS.value,
                                 f"{names} are byte-identical blobs of {source}: {_what_differs(group)}, which "
                                 "changes nothing in the bytes; one variant would serve them all", set=None))
     return sorted(findings, key=lambda f: f.shader)

