@@ -12,7 +12,9 @@ reads it where spirv-cross parses it, and ``check`` rebuilds every one byte for
 byte (a changed byte is caught: the negative control). The default compiler's
 blob and entry are what a project without the second compiler gives. Without
 the ``slang-glslang`` extra (the library made not found) the optional variants
-are unavailable and the required ones fail, each saying how to install it.
+are unavailable and the required ones fail, each saying how to install it
+(and, known already, fold into one line). A generator's generated source and
+header compile with it in a build and in check's temporary folder.
 Skipped without the slangpy wheel; the tests that compile with it are marked
 slow (a build starts workers and asks the compiler what it predefines: 2-4 s).
 """
@@ -343,3 +345,75 @@ def test_a_preamble_goes_before_the_source_as_with_the_default_compiler(tmp_path
     (root / "glsl/headers/bf16.glsl").write_text(HEADER + "// retuned\n")
     result = genspirv("--root", root, "build", "-q", "--explain")
     assert result.out.splitlines()[0] == "explain: scale: compile: glsl/headers/bf16.glsl changed"
+
+
+# -- a generated source ----------------------------------------------------------------------
+
+GENERATOR = '''\
+from pathlib import Path
+
+TEMPLATE = Path(__file__).parent / "templates/scale.comp.in"
+
+
+def files():
+    return [{"path": "bf16_types.glslh", "text": """\\
+#extension GL_EXT_bfloat16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types : require
+#extension GL_EXT_shader_16bit_storage : require
+#define FLOAT bfloat16_t
+float twice(float x) { return 2.0 * x; }
+"""}]
+
+
+def variants():
+    return [{"name": "gen_scale_bf16", "source": "scale.comp", "compiler": "slang-glslang",
+             "source_text": TEMPLATE.read_text().replace("${TYPE}", "bf16"),
+             "template": "templates/scale.comp.in", "meta": {"tile": 4}}]
+'''
+TEMPLATE = """#version 450
+#include "${TYPE}_types.glslh"
+layout(local_size_x = 64) in;
+layout(binding = 0) writeonly buffer Y { FLOAT y[]; };
+void main() {
+    y[gl_GlobalInvocationID.x] = FLOAT(twice(1.5));
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_generated_source_builds_with_the_second_compiler_and_check_reads_it_from_its_temporary_folder(
+        tmp_path, genspirv):
+    """The generated source and its generated header are found through the compile job (build:
+    .genspirv/generated; check: its temporary folder) and named as .genspirv/generated/... in
+    depends, messages and keys either way."""
+    root = tmp_path / "p"
+    (root / "templates").mkdir(parents=True)
+    (root / "templates/scale.comp.in").write_text(TEMPLATE)
+    (root / "gen.py").write_text(GENERATOR)
+    (root / "pyproject.toml").write_text('[tool.genspirv]\ngenerator = "gen.py"\n')
+    result = genspirv("--root", root, "build", "-q")
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[-1].startswith("genspirv build: 1 compiled (1 by slang-glslang)")
+    entry = manifest(root)["shaders"][0]
+    assert entry["source"] == ".genspirv/generated/scale.comp" and entry["compiler"] == "slang-glslang"
+    assert entry["meta"] == {"tile": 4} and entry["bindings"][0]["access"] == "write"
+    assert entry["depends"][:2] == [".genspirv/generated/scale.comp", ".genspirv/generated/bf16_types.glslh"]
+    assert {"gen.py", "templates/scale.comp.in"} <= set(entry["depends"])
+    assert not any(d.startswith("/") for d in entry["depends"])
+
+    # check on a copy without .genspirv/: the generated files exist only in check's temporary folder.
+    clone = tmp_path / "clone"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".genspirv"))
+    result = genspirv("--root", clone, "check")
+    assert result.code == 0, result.err
+    assert result.out == "genspirv check: 2 files up to date\n"
+    assert not (clone / ".genspirv/generated").exists()
+
+    # An error in the generated header names it as the build does, in build and in check alike.
+    (clone / "gen.py").write_text(GENERATOR.replace("2.0 * x", "2.0 * oops"))
+    for command in ("build", "check"):
+        result = genspirv("--root", clone, command, "-q")
+        assert result.code == 1, result.err
+        assert "\n.genspirv/generated/bf16_types.glslh:5: error: 'oops' : undeclared identifier\n" in result.err, \
+            result.err
+        assert "genspirv-check" not in result.err and str(tmp_path) not in result.err, result.err

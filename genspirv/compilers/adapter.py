@@ -6,7 +6,9 @@ compiles the variant in a worker (``SlangGlslang.compile``), ``optimize`` and
 ``validate`` are the default compiler's own spirv-opt and spirv-val steps for
 the variant's ``target_env``, so a blob is optimised and validated exactly as
 glslang's are; a variant's ``preamble`` goes before its source as for glslang
-(docs/COMPILERS.md, "In a build").
+(docs/COMPILERS.md, "In a build"). Files are found through the job's path helpers
+(``Job.tool_path``, ``Job.named``), so a generated source compiles in check's
+temporary folder as in ``.genspirv/generated/``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from ..compiler import Compiler, CompilerOutput, Job
+from ..compiler import Compiler, CompilerOutput, Job, dep_path
+from ..errors import GenspirvError
 from .slang_glslang import NAME, SlangGlslang
 
 
@@ -38,15 +41,25 @@ class SlangGlslangCompiler:
 
     def compile(self, job: Job) -> CompilerOutput:
         v = job.variant
+        # Files are found through the job: a generated source, header or include folder lies in
+        # check's temporary folder, not the root; what comes back names it as every key does.
+        source = job.tool_path(v.source)
+        preamble = job.tool_path(v.preamble) if v.preamble else None
+        dirs = tuple(map(job.tool_path, job.include_dirs))
         if job.on_command is not None:
             # In-process: no command runs; -v still says which compiler built what, and how.
             job.on_command([str(self.slang.library.path), "--target-env", v.target_env,
-                            *(f"-D{k}={val}" for k, val in v.defines), *(f"-I{d}" for d in job.include_dirs),
-                            *v.flags, *([f"--preamble={v.preamble}"] if v.preamble else []), v.source])
-        out = self.slang.compile(v.source, root=job.root, defines=v.defines_dict, include_dirs=job.include_dirs,
-                                 target_env=v.target_env, flags=v.flags, include_directive=job.include_directive,
-                                 what=v.name, preamble=v.preamble)
-        return CompilerOutput(out.blob, out.depends, out.diagnostics)
+                            *(f"-D{k}={val}" for k, val in v.defines), *(f"-I{d}" for d in dirs),
+                            *v.flags, *([f"--preamble={preamble}"] if preamble else []), source])
+        try:
+            out = self.slang.compile(source, root=job.root, defines=v.defines_dict, include_dirs=dirs,
+                                     target_env=v.target_env, flags=v.flags, include_directive=job.include_directive,
+                                     what=v.name, preamble=preamble)
+        except GenspirvError as exc:
+            raise job.renamed(exc) from None
+        read = [v.source, *([v.preamble] if v.preamble else [])]
+        deps = dict.fromkeys(read + [dep_path(job.root, job.named(d)) for d in out.depends])
+        return CompilerOutput(out.blob, tuple(deps), job.named(out.diagnostics))
 
     def optimize(self, job: Job, blob: bytes) -> bytes:
         return self.tools.optimize(job, blob)

@@ -78,6 +78,12 @@ def _own_lines(messages: str, composed: Optional[Composed]) -> str:
     return composed.remap(messages, composed.source) if composed is not None and messages else messages
 
 
+def _shown(path: Path, root: Path) -> str:
+    """A file as messages name it: relative to ``root`` where inside it (check's generated
+    files lie outside, named as the caller gave their folder)."""
+    return os.path.relpath(path, root) if Path(path).is_relative_to(root) else str(path)
+
+
 def _version_key(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 
@@ -170,8 +176,8 @@ class SlangGlslang:
         # glslang 13 recurses without end on an unguarded include cycle: name it instead.
         cycle = unguarded_include_cycle(root / source, [root / d for d in folders])
         if cycle is not None:
-            chain = " -> ".join(os.path.relpath(p, root) for p in cycle)
-            text = (f"{os.path.relpath(cycle[-2], root)}: error: include cycle {chain}: no file in it has an "
+            chain = " -> ".join(_shown(p, root) for p in cycle)
+            text = (f"{_shown(cycle[-2], root)}: error: include cycle {chain}: no file in it has an "
                     "include guard (#ifndef X / #define X; glslang ignores #pragma once)")
             raise CompileError(f"{what}: {source} does not compile:\n{text}", messages=text, source=source)
 
