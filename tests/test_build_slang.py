@@ -228,6 +228,22 @@ def test_without_the_extra_optional_variants_are_listed_unavailable(tmp_path, no
         "genspirv build: 1 compiled, 0 up to date, 5 unavailable, 0 removed, 2 files written"]
     doc = manifest(root)
     assert [e["name"] for e in doc["shaders"]] == ["copy_f32"] and "slang_glslang" not in doc["toolchain"]
+    # Known already, they are one line on the next build (in full with -v); list names the compilers.
+    result = genspirv("--root", root, "build", "-q")
+    assert result.out.splitlines() == [
+        "genspirv build: 5 unavailable: GL_EXT_integer_dot_product, slang-glslang (not installed), "
+        "GL_EXT_float_e2m1; genspirv list --unavailable",
+        "genspirv build: 0 compiled, 1 up to date, 5 unavailable, 0 removed, 0 files written"]
+    result = genspirv("--root", root, "build", "-q", "-v")
+    assert f"genspirv build: matmul_cm2_f16 unavailable: {HINT}" in result.out.splitlines()
+    result = genspirv("--root", root, "list", "--unavailable")
+    assert [line.split() for line in result.out.splitlines()] == [
+        ["name", "lacks", "source", "compiler"],
+        ["dot_i8", "GL_EXT_integer_dot_product", "glsl/dot_i8.comp", "glslang"],
+        ["matmul_cm2_f16", "slang-glslang", "glsl/matmul_cm2.comp", "slang-glslang", "(not", "installed)"],
+        ["matmul_cm2_q4", "slang-glslang", "glsl/matmul_cm2.comp", "slang-glslang", "(not", "installed)"],
+        ["scale_bf16", "slang-glslang", "glsl/scale_bf16.comp", "slang-glslang", "(not", "installed)"],
+        ["scale_fp4", "GL_EXT_float_e2m1", "glsl/scale_fp4.comp", "glslang"]]
 
 
 # -- an interrupt ---------------------------------------------------------------------------
