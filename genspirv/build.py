@@ -2,8 +2,9 @@
 
 Under a lock file: makes the plan (``genspirv.plan``: per variant up to date,
 from the cache, compile or unavailable, and why), runs it (``run_plan``,
-shared with ``check``: compiles in parallel through the ``Compiler`` seam,
-reflects, renders the manifest and generated files), then writes what changed.
+shared with ``check``: compiles in parallel through the ``Compiler`` seam, each
+variant with the first compiler of its chain that can build it, reflects,
+renders the manifest and generated files), then writes what changed.
 
 Nothing is lost: each compile lands in the blob cache and the journal as it
 finishes, so a build that fails or is interrupted (SIGINT, SIGTERM) keeps
@@ -24,17 +25,20 @@ import fcntl
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Optional
 
 from . import manifest as manifest_mod
 from . import settings
-from .buildstate import (STATE_DIR, BlobCache, CommittedManifest, FileHashes, Journal, OutputsRecord, Record,
+from .blobcache import BlobCache
+from .buildstate import (STATE_DIR, CommittedManifest, FileHashes, Journal, OutputsRecord, Record,
                          RecordedInputs, Versions, clear_journal, committed_manifest, include_dirs, journal_path, key_inputs,
                          load_state, sha256_hex, stage_state)
 from .compile import Compiled, Log, compile_all, make_jobs, raise_failures, reflect_blob, unavailable_deps
-from .compiler import CommandLog, Compiler, find_compiler
+from .compiler import CommandLog, Compiler
+from .compilers.chain import Compilers, compilers_for
 from .config import Config, Variant
 from .errors import GenspirvError, LockError, OutputError, UnavailableError
 from .fsutil import StagedFiles, signals_deferred
@@ -44,9 +48,11 @@ from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs
                       remove_stale_temp_files)
 from .plan import Lookups, Plan, make_plan
 from .reflect import ShaderInfo
+from .variants import CompilerName, compiler_named
 
 LOCK_FILE = "lock"
 TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
+PROBES_FILE = "slang-glslang.json"    # what slang-glslang predefines, asked of it once per version
 
 Keep = Optional[Callable[[str, Record, Optional[bytes]], None]]
 
@@ -131,7 +137,7 @@ class Ran:
     compiled_now: tuple[str, ...]
 
 
-def run_plan(config: Config, compiler: Compiler, plan: Plan, workdir: Path, hashes: FileHashes, *,
+def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, hashes: FileHashes, *,
              jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None,
              generated_dir: Optional[Path] = None) -> Ran:
     """Compile the plan's stale variants into ``workdir`` and reflect its cached ones.
@@ -139,9 +145,12 @@ def run_plan(config: Config, compiler: Compiler, plan: Plan, workdir: Path, hash
     ``keep(name, record, blob)`` hears of each compile as it finishes (blob None: unavailable).
     The generator's files are written first, into ``.genspirv/generated/`` or, for check,
     ``generated_dir``."""
-    versions = Versions(compiler.version, compiler.optimizer_version)
+    versions = compilers.versions()
     dirs = include_dirs(config)
     records: dict[str, Record] = {}
+    absent = compilers.missing_required([s.variant for s in plan.to_compile])
+    if absent is not None:
+        raise absent
     folder = generated_dir or config.path(GENERATED_DIR)
     if plan.to_compile and (config.generated or folder.is_dir()):
         try:
@@ -152,21 +161,22 @@ def run_plan(config: Config, compiler: Compiler, plan: Plan, workdir: Path, hash
     def done(v: Variant, result: Compiled | UnavailableError) -> None:
         if isinstance(result, Compiled):
             inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
-            record = Record.of(inputs, result.deps, sha256_hex(result.blob))
+            record = Record.of(inputs, result.deps, sha256_hex(result.blob), compiler=result.compiler)
         else:
             deps = tuple(unavailable_deps(config.root, result, v.preamble, config.generated_files))
             inputs = key_inputs(config, versions, v, deps, hashes, dirs)
-            record = Record.of(inputs, deps, missing=result.missing)
+            record = Record.of(inputs, deps, missing=result.missing,
+                               compiler=compiler_named(result.compiler or None) or CompilerName.GLSLANG)
         records[v.name] = record
         if keep is not None:
             keep(v.name, record, result.blob if isinstance(result, Compiled) else None)
 
-    outcome = compile_all(compiler, make_jobs(config, [s.variant for s in plan.to_compile], workdir, on_command,
-                                              generated_dir), jobs, log, done)
+    outcome = compile_all(compilers, make_jobs(config, [s.variant for s in plan.to_compile], workdir, on_command,
+                                               generated_dir), jobs, log, done)
     compiled = dict(outcome.compiled)
     for step in plan.from_cache:
         compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
-                                       reflect_blob(step.name, "cache", step.blob))
+                                       reflect_blob(step.name, "cache", step.blob), step.record.compiler)
         records[step.name] = step.record
     for step in plan.unavailable:
         records[step.name] = step.record
@@ -177,9 +187,9 @@ def run_plan(config: Config, compiler: Compiler, plan: Plan, workdir: Path, hash
 def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
     """The manifest's ``unavailable`` list, in variant order."""
     files = config.generated_files
-    return [Unavailable(v.name, v.source, records[v.name].missing, records[v.name].key or "",
-                        provenance(records[v.name].deps, files, config.generator), v.meta_json)
-            for v in config.variants if v.name in records and records[v.name].unavailable]
+    return [Unavailable(v.name, v.source, r.missing, r.key or "", provenance(r.deps, files, config.generator),
+                        None if r.compiler is CompilerName.GLSLANG else r.compiler.value, v.meta_json)
+            for v in config.variants if (r := records.get(v.name)) is not None and r.unavailable]
 
 
 # -- build --------------------------------------------------------------------
@@ -195,9 +205,15 @@ class BuildReport:
     unavailable: tuple[tuple[str, tuple[str, ...]], ...] = ()   # (name, missing) of optional variants
     failed: tuple[str, ...] = ()   # variant names that failed (only on a BuildFailed's report)
     plan: Optional[Plan] = field(default=None, compare=False, repr=False)    # what was decided, and why
+    # (name, compiler) of each variant compiled this time by a compiler other than the default
+    compiled_by: tuple[tuple[str, str], ...] = ()
+    # (name, why) of each unavailable variant: what its compiler lacks, or how to install one
+    unavailable_because: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def summary(self) -> str:
-        parts = [f"{len(self.compiled)} compiled"]
+        by = Counter(compiler for _, compiler in self.compiled_by)
+        parts = [f"{len(self.compiled)} compiled"
+                 + "".join(f" ({n} by {compiler})" for compiler, n in sorted(by.items()))]
         if self.cached:
             parts.append(f"{len(self.cached)} from cache")
         parts.append(f"{len(self.up_to_date)} up to date")
@@ -209,13 +225,18 @@ class BuildReport:
 
     def unavailable_lines(self, verbose: bool = False) -> list[str]:
         """What a build says of its unavailable variants: in full the ones this build found (a
-        change), every one with ``verbose``; the ones it knew already in one line, so a no-op
-        stays quiet."""
+        change), every one with ``verbose``, each with why (what its compiler lacks, or how to
+        install the compiler it needs); the ones it knew already in one line, so a no-op stays
+        quiet."""
         known = {s.name for s in self.plan.unavailable} if self.plan is not None else set()
-        lines = [f"{name} unavailable: the pinned compiler lacks {', '.join(missing)}"
+        why = dict(self.unavailable_because)
+        lines = [f"{name} unavailable: {why.get(name) or 'the pinned compiler lacks ' + ', '.join(missing)}"
                  for name, missing in self.unavailable if verbose or name not in known]
         if len(lines) < len(self.unavailable):
-            lacking = dict.fromkeys(m for _, missing in self.unavailable for m in missing)
+            # A compiler's own name is what a variant lacks when that compiler is not installed.
+            names = {c.value for c in CompilerName}
+            lacking = dict.fromkeys(f"{m} (not installed)" if m in names else m
+                                    for _, missing in self.unavailable for m in missing)
             lines.append(f"{len(self.unavailable)} unavailable: {', '.join(lacking)}; genspirv list --unavailable")
         return lines
 
@@ -230,19 +251,27 @@ class BuildInterrupted(KeyboardInterrupt):
 
 
 def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: Log = None,
-          on_command: CommandLog = None, explain: Log = None, compiler: Optional[Compiler] = None,
-          verbose: bool = False) -> BuildReport:
+          on_command: CommandLog = None, explain: Log = None,
+          compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> BuildReport:
     """Bring blobs, manifest and generated files up to date with the sources.
 
     ``explain`` hears one line per variant compiled or taken from the cache, saying why.
     ``verbose``: a compile error keeps every line the compiler printed, not only the first error.
-    ``compiler`` replaces the pinned glslang (tests pass a fake). On failure raises the
-    error (CompileError for a shader) with ``.report``: what was compiled and kept in
-    the cache, what failed. Interrupted, raises ``BuildInterrupted``.
+    ``compiler`` replaces the pinned glslang as the default compiler (tests pass a fake), or
+    is every compiler of the build (``Compilers``). On failure raises the error
+    (CompileError for a shader) with ``.report``: what was compiled and kept in the cache,
+    what failed. Interrupted, raises ``BuildInterrupted``.
     """
-    if compiler is None:
-        compiler = find_compiler(config, version_cache=config.root / STATE_DIR / TOOLS_FILE)
-    versions = Versions(compiler.version, compiler.optimizer_version)
+    state_dir = config.root / STATE_DIR
+    with compilers_for(config, compiler, jobs=jobs, version_cache=state_dir / TOOLS_FILE,
+                       probe_cache=state_dir / PROBES_FILE) as compilers:
+        return _build(config, compilers, jobs, force, log, on_command, explain, verbose)
+
+
+def _build(config: Config, compilers: Compilers, jobs: Optional[int], force: bool, log: Log,
+           on_command: CommandLog, explain: Log, verbose: bool) -> BuildReport:
+    versions = compilers.versions()
+    optimizer = versions.optimizer
     with project_lock(config.root, log=log):
         remove_stale_temp_files(config, log)
         state = load_state(config)
@@ -262,7 +291,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
                 outputs_current(config, state.outputs, outputs_key(config, versions, keys)):
             if journal_path(config).exists():
                 _save_state(config, _kept_records(config, records, known), state.outputs, state.inputs)
-            return _report(plan, known)
+            return _report(config, compilers, plan, known)
         journal = Journal(config)
 
         def keep(name: str, record: Record, blob: Optional[bytes]) -> None:
@@ -272,7 +301,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
 
         try:
             with tempfile.TemporaryDirectory(prefix="compile-", dir=config.root / STATE_DIR) as tmp:
-                ran = run_plan(config, compiler, plan, Path(tmp), hashes, jobs=jobs, log=log,
+                ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log,
                                on_command=on_command, keep=keep)
         except KeyboardInterrupt:
             raise BuildInterrupted(journal.appended, len(plan.to_compile)) from None
@@ -282,7 +311,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         if ran.failures:
             # Keep what compiled (state and cache): the next build compiles only what failed or changed.
             _save_state(config, records, state.outputs, state.inputs)
-            report = _report(plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
+            report = _report(config, compilers, plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
             try:
                 raise_failures(ran.failures, f"genspirv build: {report.summary()} "
                                "(nothing committed written; the compiled variants wait in the cache)",
@@ -293,13 +322,14 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         keys = {name: r.key for name, r in records.items()}
         unavailable = unavailable_entries(config, records)
         fresh = {s.name: records[s.name] for s in plan.up_to_date}
+        facts = compilers.manifest_facts()
         if not state.found and not ran.compiled and not config.generate and committed_manifest_current(
-                config, committed, fresh, compiler.optimizer_version, unavailable):
+                config, committed, fresh, optimizer, unavailable, facts):
             # A fresh clone whose committed outputs match their inputs: nothing to render or write.
             manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
             _save_state(config, records, OutputsRecord(outputs_key(config, versions, keys),
                                                        {config.manifest: manifest_sha}), state.inputs)
-            return _report(plan, records)
+            return _report(config, compilers, plan, records)
         compiled = dict(ran.compiled)
         trusted = _manifest_trusted(config, state)
         for step in plan.up_to_date:
@@ -307,26 +337,32 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             blob = config.path(rel).read_bytes()
             info = (_manifest_info(committed, step.name, step.record.sha256) if trusted else None) \
                 or reflect_blob(step.name, rel, blob)
-            compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info)
+            compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info, step.record.compiler)
         ordered = [compiled[v.name] for v in config.variants if v.name in compiled]
         # Render everything before writing anything, so a codegen failure leaves no mix.
-        outputs = expected_outputs(config, ordered, unavailable, keys, compiler.optimizer_version)
+        outputs = expected_outputs(config, ordered, unavailable, keys, optimizer, facts)
         blobs = {config.blob_relpath(c.variant) for c in ordered}
         rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blobs}
         written, removed = _commit(config, outputs, records,
                                    OutputsRecord(outputs_key(config, versions, keys), rendered), state.inputs, log)
         if cache.stored:
             cache.trim()
-    return _report(plan, records, ran.compiled_now, tuple(removed), tuple(written))
+    return _report(config, compilers, plan, records, ran.compiled_now, tuple(removed), tuple(written))
 
 
-def _report(plan: Plan, records: Mapping[str, Record], compiled: tuple[str, ...] = (),
-            removed: tuple[str, ...] = (), written: tuple[str, ...] = (), failed: tuple[str, ...] = ()) -> BuildReport:
+def _report(config: Config, compilers: Compilers, plan: Plan, records: Mapping[str, Record],
+            compiled: tuple[str, ...] = (), removed: tuple[str, ...] = (), written: tuple[str, ...] = (),
+            failed: tuple[str, ...] = ()) -> BuildReport:
+    variants = {v.name: v for v in config.variants}
+    # A variant that failed is not also unavailable (its old record may say it was).
+    unavailable = [(n, r) for n, r in sorted(records.items()) if r.unavailable and n not in failed]
     return BuildReport(compiled=compiled, up_to_date=tuple(s.name for s in plan.up_to_date), removed=removed,
                        written=written, cached=tuple(s.name for s in plan.from_cache),
-                       # A variant that failed is not also unavailable (its old record may say it was).
-                       unavailable=tuple((n, r.missing) for n, r in sorted(records.items())
-                                         if r.unavailable and n not in failed),
+                       compiled_by=tuple((n, records[n].compiler.value) for n in compiled
+                                         if records[n].compiler is not CompilerName.GLSLANG),
+                       unavailable_because=tuple((n, compilers.lacks(variants[n], r.missing, r.compiler))
+                                                 for n, r in unavailable),
+                       unavailable=tuple((n, r.missing) for n, r in unavailable),
                        failed=failed, plan=plan)
 
 

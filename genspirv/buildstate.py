@@ -1,4 +1,4 @@
-"""What a build remembers: content keys, state records, the journal, the blob caches.
+"""What a build remembers: content keys, state records, the journal.
 
 Takes a ``Config`` and gives the facts the build plans with:
 
@@ -9,7 +9,8 @@ Takes a ``Config`` and gives the facts the build plans with:
   its ``key`` (sha256 of its JSON) is the variant's content key. Two inputs
   compared field by field say *why* a variant is stale (``genspirv.plan``).
 - ``Record``: per variant what the last build knew: key, the files it read,
-  and the blob's sha256 (or what the compiler lacked, for an unavailable one).
+  the blob's sha256 (or what the compiler lacked, for an unavailable one) and
+  which compiler built it (or lacked what it needs).
 - the state ``.genspirv/state.json`` (``load_state``; ``stage_state`` writes
   it): the records and the outputs' own key; beside it
   ``.genspirv/inputs.json``, the ``KeyInputs`` behind each record's key,
@@ -19,11 +20,9 @@ Takes a ``Config`` and gives the facts the build plans with:
   applies it over the state file, and the next state written folds it in;
 - ``committed_manifest``: the committed manifest's provenance (``inputs``,
   ``depends``) as records, so a fresh clone with no state builds as a no-op
-  when the committed outputs match;
-- ``BlobCache``: compiled blobs by content key, in ``.genspirv/cache/`` and, when
-  ``GENSPIRV_CACHE_DIR`` names one, in a folder shared by clones and CI runs;
-  bounded by ``GENSPIRV_CACHE_MAX_MB`` (default 1024): past it, the least
-  recently used blobs (by mtime, which a hit refreshes) go first.
+  when the committed outputs match.
+
+The blobs themselves, by content key, are ``genspirv.blobcache``'s.
 """
 
 from __future__ import annotations
@@ -32,26 +31,23 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from . import settings
 from .config import Config, Variant
 from .errors import ManifestError
-from .fsutil import StagedFiles, atomic_write
+from .fsutil import StagedFiles
 from .generated import compiled_deps, is_generated
 from .manifest import read_manifest_json
+from .variants import DEFAULT_COMPILERS, CompilerName, compiler_named
 
 STATE_DIR = ".genspirv"
 STATE_FILE = "state.json"
 INPUTS_FILE = "inputs.json"
 JOURNAL_FILE = "journal.jsonl"
-CACHE_SUBDIR = "cache"
 STATE_SCHEMA = "genspirv-state/1"
 INPUTS_SCHEMA = "genspirv-inputs/1"
-EVICT_TO = 0.8          # eviction stops at this share of the cap, so it does not run on every build
 
 
 def sha256_hex(data: bytes) -> str:
@@ -93,8 +89,19 @@ class FileHashes:
 
 @dataclass(frozen=True)
 class Versions:
-    compiler: str
+    compiler: str                       # the default compiler's (the pinned glslang's) version
     optimizer: Optional[str] = None     # spirv-opt's, when any variant is optimised
+    # (name, label) of each other compiler: "slang-glslang 2026.12 (...)", or "... (not installed)"
+    others: tuple[tuple[CompilerName, str], ...] = ()
+
+    def of(self, variant: Variant) -> str:
+        """The compiler part of ``variant``'s content key: the default compiler's version alone,
+        as every key has always had it; else each compiler of its chain, named, in order
+        (docs/COMPILERS.md, "In a build")."""
+        if variant.chain == DEFAULT_COMPILERS:
+            return self.compiler
+        labels = {CompilerName.GLSLANG: f"glslang {self.compiler}", **dict(self.others)}
+        return ", else ".join(labels.get(name, f"{name.value} (not installed)") for name in variant.chain)
 
 
 # -- content keys -------------------------------------------------------------
@@ -154,13 +161,12 @@ def key_inputs(config: Config, versions: Versions, variant: Variant, deps: Seque
     """The inputs of ``variant`` compiled from ``deps`` (the files its last compile read)."""
     read = {variant.source, *([variant.preamble] if variant.preamble else [])}
     files = tuple((dep, hashes.get(dep)) for dep in sorted(set(deps) | read))
-    return KeyInputs(source=variant.source, defines=variant.defines, compiler=versions.compiler,
+    return KeyInputs(source=variant.source, defines=variant.defines, compiler=versions.of(variant),
                      flags=variant.flags, target_env=variant.target_env,
                      include_dirs=include_dirs(config) if dirs is None else dirs,
                      include_directive=config.include_directive, validate=variant.validate, files=files,
                      optimize=variant.optimize, optimizer=versions.optimizer if variant.optimize else None,
                      preamble=variant.preamble)
-
 
 
 # -- records and the state file -----------------------------------------------
@@ -174,14 +180,15 @@ class Record:
     deps: tuple[str, ...]
     sha256: Optional[str] = None
     missing: tuple[str, ...] = ()                  # unavailable: what the compiler lacks
+    compiler: CompilerName = CompilerName.GLSLANG  # the one that built it, or whose lack stands
     # The KeyInputs behind the key, as JSON, when this build made the record (the state file
     # keeps them apart, in RecordedInputs: a no-op build of 2,000 variants never reads them).
     inputs_doc: Optional[Mapping[str, Any]] = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, inputs: KeyInputs, deps: Sequence[str], sha256: Optional[str] = None,
-           missing: Sequence[str] = ()) -> "Record":
-        return cls(inputs.key, tuple(deps), sha256, tuple(missing), inputs.doc)
+           missing: Sequence[str] = (), compiler: CompilerName = CompilerName.GLSLANG) -> "Record":
+        return cls(inputs.key, tuple(deps), sha256, tuple(missing), compiler, inputs.doc)
 
     @functools.cached_property
     def inputs(self) -> Optional[KeyInputs]:
@@ -197,6 +204,8 @@ class Record:
             doc["sha256"] = self.sha256
         if self.missing:
             doc["unavailable"] = list(self.missing)
+        if self.compiler is not CompilerName.GLSLANG:
+            doc["compiler"] = self.compiler.value
         if with_inputs and self.inputs_doc is not None:
             doc["inputs"] = self.inputs_doc
         return doc
@@ -210,8 +219,11 @@ class Record:
         sha, missing, inputs = d.get("sha256"), d.get("unavailable", ()), d.get("inputs")
         if not isinstance(sha, (str, type(None))) or not isinstance(missing, (list, tuple)):
             return None
+        compiler = compiler_named(d.get("compiler"))
+        if compiler is None:
+            return None
         return cls(key=d["key"], deps=tuple(map(str, d["deps"])), sha256=sha, missing=tuple(map(str, missing)),
-                   inputs_doc=inputs if isinstance(inputs, dict) else None)
+                   compiler=compiler, inputs_doc=inputs if isinstance(inputs, dict) else None)
 
 
 @dataclass(frozen=True)
@@ -394,103 +406,15 @@ def committed_manifest(config: Config) -> CommittedManifest:
     for e in doc.get("shaders", ()) if isinstance(doc.get("shaders"), list) else ():
         if isinstance(e, dict) and isinstance(e.get("name"), str):
             entries[e["name"]] = e
-            if isinstance(e.get("inputs"), str) and isinstance(e.get("depends"), list):
+            compiler = compiler_named(e.get("compiler"))
+            if isinstance(e.get("inputs"), str) and isinstance(e.get("depends"), list) and compiler is not None:
                 sha = e.get("sha256")
-                records[e["name"]] = Record(e["inputs"], deps(e["depends"]), sha if isinstance(sha, str) else None)
+                records[e["name"]] = Record(e["inputs"], deps(e["depends"]), sha if isinstance(sha, str) else None,
+                                            compiler=compiler)
     for u in doc.get("unavailable", ()) if isinstance(doc.get("unavailable"), list) else ():
+        compiler = compiler_named(u.get("compiler")) if isinstance(u, dict) else None
         if isinstance(u, dict) and isinstance(u.get("name"), str) and isinstance(u.get("inputs"), str) \
-                and isinstance(u.get("depends"), list) and u.get("missing"):
-            records[u["name"]] = Record(u["inputs"], deps(u["depends"]), missing=tuple(map(str, u["missing"])))
+                and isinstance(u.get("depends"), list) and u.get("missing") and compiler is not None:
+            records[u["name"]] = Record(u["inputs"], deps(u["depends"]), missing=tuple(map(str, u["missing"])),
+                                        compiler=compiler)
     return CommittedManifest(doc, records, entries)
-
-
-# -- blob caches --------------------------------------------------------------
-
-
-def shared_cache_dir() -> Optional[Path]:
-    """GENSPIRV_CACHE_DIR: a blob cache shared by clones and CI runs (None when unset)."""
-    raw = settings.get("GENSPIRV_CACHE_DIR")
-    return Path(raw).expanduser() if raw else None
-
-
-def cache_max_bytes() -> int:
-    """GENSPIRV_CACHE_MAX_MB (default 1024): the size each blob cache is trimmed to."""
-    return int(settings.get("GENSPIRV_CACHE_MAX_MB") * (1 << 20))
-
-
-class BlobCache:
-    """Blobs by content key, ``<dir>/<key[:2]>/<key>.spv``, in every folder given (first is local).
-
-    Best effort: a cache that cannot be read or written is only a slower build.
-    """
-
-    def __init__(self, folders: Sequence[Path], limit: Optional[int] = None):
-        self.folders = tuple(folders)
-        self.stored = 0
-        self.limit = limit
-
-    @classmethod
-    def for_config(cls, config: Config) -> "BlobCache":
-        folders = [config.root / STATE_DIR / CACHE_SUBDIR]
-        shared = shared_cache_dir()
-        if shared is not None:
-            folders.append(shared)
-        return cls(folders, cache_max_bytes())      # a bad setting stops the build before it starts
-
-    @staticmethod
-    def _path(folder: Path, key: str) -> Path:
-        return folder / key[:2] / f"{key}.spv"
-
-    def get(self, key: str, sha256: Optional[str] = None) -> Optional[bytes]:
-        for folder in self.folders:
-            path = self._path(folder, key)
-            try:
-                blob = path.read_bytes()
-            except OSError:
-                continue
-            if not blob or (sha256 is not None and sha256_hex(blob) != sha256):
-                continue
-            with contextlib.suppress(OSError):
-                os.utime(path)          # a hit is a use: LRU by mtime
-            if folder is not self.folders[0]:
-                self._put(self.folders[0], key, blob)
-            return blob
-        return None
-
-    def put(self, key: str, blob: bytes) -> None:
-        for folder in self.folders:
-            self._put(folder, key, blob)
-        self.stored += 1
-
-    @staticmethod
-    def _put(folder: Path, key: str, blob: bytes) -> None:
-        path = BlobCache._path(folder, key)
-        if path.is_file():
-            return
-        try:
-            atomic_write(path, blob, durable=False)
-        except OSError:
-            pass          # a cache that cannot take a blob costs a recompile, nothing more
-
-    def trim(self, limit: Optional[int] = None) -> int:
-        """Delete the least recently used blobs of each folder past ``limit`` bytes; how many went."""
-        limit = limit if limit is not None else self.limit if self.limit is not None else cache_max_bytes()
-        gone = 0
-        for folder in self.folders:
-            entries = []
-            with contextlib.suppress(OSError):
-                for path in folder.glob("??/*.spv"):
-                    with contextlib.suppress(OSError):
-                        st = path.stat()
-                        entries.append((st.st_mtime_ns, st.st_size, path))
-            total = sum(size for _, size, _ in entries)
-            if total <= limit:
-                continue
-            for _, size, path in sorted(entries):
-                if total <= limit * EVICT_TO:
-                    break
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                    total -= size
-                    gone += 1
-        return gone

@@ -1,10 +1,11 @@
 """Check: are the committed blobs, manifest and generated files what the sources give?
 
 Takes a ``Config``; runs the build's own plan, forced, into a temporary
-directory with the pinned compiler (no cache, no state file, nothing under the
-project written, not even the generator's files, which go to the temporary
-directory too): every variant compiled, reflected, the manifest and any
-generated files rendered; then compares each with the committed bytes. Gives
+directory with the build's compilers (no cache, no state file, nothing under
+the project written, not even the generator's files, which go to the temporary
+directory too; slang-glslang is asked what it predefines afresh): every
+variant compiled, reflected, the manifest and any generated files rendered;
+then compares each with the committed bytes. Gives
 a ``CheckReport`` listing every ``Difference``: a differing file (first
 differing byte and word, and a short ``spirv-dis`` or text diff), a missing
 file, an orphan blob, a temp file an interrupted write left.
@@ -19,9 +20,10 @@ from pathlib import Path
 from typing import Optional
 
 from .build import lookups, run_plan, unavailable_entries
-from .buildstate import FileHashes, Versions
+from .buildstate import FileHashes
 from .compile import Log, raise_failures
-from .compiler import Compiler, find_compiler
+from .compiler import Compiler
+from .compilers.chain import Compilers, compilers_for
 from .config import Config
 from .errors import ToolchainError
 from .generated import origin_note
@@ -101,23 +103,24 @@ def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
 
 
 def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None,
-          compiler: Optional[Compiler] = None, verbose: bool = False) -> CheckReport:
+          compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> CheckReport:
     """Compare every committed output with a fresh build made in a temporary directory."""
-    compiler = compiler or find_compiler(config)
-    versions = Versions(compiler.version, compiler.optimizer_version)
     hashes = FileHashes.for_config(config)
-    # The build's plan, forced and with no cache: every variant compiles.
-    plan = make_plan(config.variants, {}, lookups(config, versions, hashes, cache=None), force=True)
-    with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
-        # The generator's files go to the temporary folder too: check writes nothing in the project.
-        ran = run_plan(config, compiler, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command,
-                       generated_dir=Path(tmp) / "generated")
+    with compilers_for(config, compiler, jobs=jobs) as compilers:
+        versions = compilers.versions()
+        # The build's plan, forced and with no cache: every variant compiles.
+        plan = make_plan(config.variants, {}, lookups(config, versions, hashes, cache=None), force=True)
+        with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
+            # The generator's files go to the temporary folder too: check writes nothing in the project.
+            ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command,
+                           generated_dir=Path(tmp) / "generated")
+        facts = compilers.manifest_facts()
     if ran.failures:
         raise_failures(ran.failures, verbose=verbose, note=origin_note(config.generated_files, config.generator))
     compiled = [ran.compiled[v.name] for v in config.variants if v.name in ran.compiled]
     keys = {name: r.key for name, r in ran.records.items()}
     expected = expected_outputs(config, compiled, unavailable_entries(config, ran.records), keys,
-                                compiler.optimizer_version)
+                                versions.optimizer, facts)
     blobs = {config.blob_relpath(c.variant): c.variant.name for c in compiled}
     try:
         spirv_dis: Optional[Tool] = find_tool("spirv-dis")

@@ -247,7 +247,7 @@ def cmd_reflect(args: argparse.Namespace) -> int:
 def _list_args(p: argparse.ArgumentParser) -> None:
     _add_manifest_option(p)
     p.add_argument("--unavailable", action="store_true",
-                   help="the optional variants the pinned compiler cannot build, and what it lacks")
+                   help="the optional variants no configured compiler can build, and what they lack")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -256,8 +256,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         if not manifest.unavailable:
             _say("genspirv list: no variant is unavailable")
             return 0
-        rows = [("name", "lacks", "source")]
-        rows += [(u.name, ", ".join(u.missing), u.source) for u in manifest.unavailable]
+        # A compiler column once a second compiler is involved: which one lacks it, or is not installed.
+        named = any(u.compiler for u in manifest.unavailable)
+        rows = [("name", "lacks", "source") + (("compiler",) if named else ())]
+        rows += [(u.name, ", ".join(u.missing), u.source) + ((_lacking_compiler(u),) if named else ())
+                 for u in manifest.unavailable]
     else:
         rows = [("name", "local size", "bindings", "push", "source")]
         for e in manifest.shaders:
@@ -268,6 +271,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     for r in rows:
         _say("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
     return 0
+
+
+def _lacking_compiler(u) -> str:
+    compiler = u.compiler or "glslang"
+    return f"{compiler} (not installed)" if u.missing == (compiler,) else compiler
 
 
 def _show_args(p: argparse.ArgumentParser) -> None:

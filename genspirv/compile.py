@@ -1,9 +1,10 @@
 """Compile: variants in, compiled, optimised, validated and reflected blobs out.
 
-Takes a ``Config``, a ``Compiler`` (``genspirv.compiler``: the pinned glslang,
-or any other behind the same seam) and the variants to compile; gives a
-``CompileOutcome``: the ``Compiled`` blobs (with the files each read), the
-optional variants the compiler cannot build, and the failures. Compiles run
+Takes a ``Config``, the build's ``Compilers`` (``genspirv.compilers.chain``:
+the pinned glslang and any other behind the same seam, ``genspirv.compiler``)
+and the variants to compile; gives a ``CompileOutcome``: the ``Compiled`` blobs
+(with the files each read and the compiler that built each), the optional
+variants no compiler of their chain can build, and the failures. Compiles run
 in parallel; ``on_done`` hears of each as it finishes (the build keeps it
 then, so an interrupt loses only what was still running). One failure does
 not stop the others (a broken toolchain does). An interrupt (SIGINT, SIGTERM)
@@ -26,10 +27,12 @@ from typing import Callable, Collection, Mapping, Optional, Sequence, Union
 from . import children
 from . import reflect as reflect_mod
 from .buildstate import include_dirs
-from .compiler import CommandLog, Compiler, Job, dep_path
+from .compiler import CommandLog, Job, dep_path
+from .compilers.chain import Compilers
 from .config import Config, Variant
 from .errors import CompileError, GenspirvError, ReflectError, SpirvError, ToolchainError, UnavailableError
 from .reflect import ShaderInfo
+from .variants import CompilerName, compiler_named
 
 Log = Optional[Callable[[str], None]]
 
@@ -40,6 +43,7 @@ class Compiled:
     blob: bytes
     deps: tuple[str, ...]        # every file the compile read, relative to the root where inside it
     info: ShaderInfo
+    compiler: CompilerName = CompilerName.GLSLANG       # which compiler of its chain built it
 
 
 Done = Optional[Callable[[Variant, Union[Compiled, UnavailableError]], None]]
@@ -63,14 +67,15 @@ def make_jobs(config: Config, variants: Sequence[Variant], workdir: Path,
             for v in variants]
 
 
-def compile_variant(compiler: Compiler, job: Job) -> Compiled:
-    """Compile, optimise, validate and reflect one variant; files land in ``job.workdir`` only."""
+def compile_variant(compilers: Compilers, job: Job) -> Compiled:
+    """Compile (with the first compiler of its chain that can), optimise, validate and reflect
+    one variant; files land in ``job.workdir`` only."""
     v = job.variant
-    out = compiler.compile(job)
-    blob = compiler.optimize(job, out.blob) if v.optimize else out.blob
+    built = compilers.compile(job)
+    blob = built.compiler.optimize(job, built.output.blob) if v.optimize else built.output.blob
     if v.validate:
-        compiler.validate(job, blob)
-    return Compiled(v, blob, out.deps, reflect_blob(v.name, v.source, blob))
+        built.compiler.validate(job, blob)
+    return Compiled(v, blob, built.output.deps, reflect_blob(v.name, v.source, blob), built.name)
 
 
 def unavailable_deps(root: Path, exc: UnavailableError, preamble: Optional[str] = None,
@@ -94,7 +99,7 @@ class CompileOutcome:
     failures: dict = field(default_factory=dict)       # name -> GenspirvError
 
 
-def compile_all(compiler: Compiler, jobs: Sequence[Job], workers: Optional[int] = None, log: Log = None,
+def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int] = None, log: Log = None,
                 on_done: Done = None) -> CompileOutcome:
     """Compile every job, ``workers`` at a time (default: the CPUs); ``on_done`` and then the
     ``[n/N] name`` progress line follow each finished compile, on the calling thread."""
@@ -104,10 +109,10 @@ def compile_all(compiler: Compiler, jobs: Sequence[Job], workers: Optional[int] 
     workers = max(1, workers or os.cpu_count() or 1)
     try:
         with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            futures = {pool.submit(compile_variant, compiler, job): job.variant for job in jobs}
+            futures = {pool.submit(compile_variant, compilers, job): job.variant for job in jobs}
             try:
                 for n, future in enumerate(as_completed(futures), 1):
-                    status = _collect(outcome, futures[future], future, compiler.version, on_done)
+                    status = _collect(outcome, futures[future], future, compilers, on_done)
                     if status is None:
                         continue
                     if isinstance(outcome.failures.get(futures[future].name), ToolchainError):
@@ -127,7 +132,8 @@ def compile_all(compiler: Compiler, jobs: Sequence[Job], workers: Optional[int] 
     return outcome
 
 
-def _collect(outcome: CompileOutcome, variant: Variant, future, version: str, on_done: Done) -> Optional[str]:
+def _collect(outcome: CompileOutcome, variant: Variant, future, compilers: Compilers,
+             on_done: Done) -> Optional[str]:
     """File one finished compile in ``outcome``; its progress suffix (None: it never ran)."""
     if future.cancelled():
         return None
@@ -140,7 +146,7 @@ def _collect(outcome: CompileOutcome, variant: Variant, future, version: str, on
         outcome.unavailable[variant.name] = exc
         if on_done:
             on_done(variant, exc)
-        return f" unavailable (compiler {version} lacks {', '.join(exc.missing)})"
+        return f" unavailable ({compilers.lacks(variant, exc.missing, compiler_named(exc.compiler or None))})"
     except GenspirvError as exc:
         outcome.failures[variant.name] = exc
         return " FAILED"

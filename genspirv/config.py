@@ -4,8 +4,8 @@ Takes the project root (the folder holding ``pyproject.toml``) and gives a
 ``Config``: where sources, blobs and the manifest live, the toolchain pin and
 flags, optional generated outputs, and every ``Variant`` (name, source, defines)
 to build, in name order, each with its resolved toolchain settings (flags,
-target env, optimise, validate, optional, preamble: variant over source over
-top level, flags accumulating). Variants come from the shader table and from
+target env, optimise, validate, optional, preamble, compiler: variant over
+source over top level, flags accumulating). Variants come from the shader table and from
 an optional ``generator`` file (``genspirv.generator``), which may also give
 sources and headers as text (``Config.generated``; ``glsl_dir`` may then be
 absent); ``exclude`` globs keep sources out.
@@ -56,7 +56,7 @@ INCLUDE_DIR = "include"          # under glsl_dir; headers there are never compi
 SOURCE_SUFFIX = ".comp"
 
 TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders", "generator", "exclude", "include_directive",
-                            "optimize", "validate", "preamble", "lint"}
+                            "optimize", "validate", "preamble", "compiler", "lint"}
 GENERATE_KEYS = {"target", "output", "template"}
 
 
@@ -183,7 +183,7 @@ def load_config(root: Path | str) -> Config:
     target_env = parse_target_env(values["target_env"], "tool.genspirv.target_env")
     glslang = expect(values["glslang"], str, "tool.genspirv.glslang", "a version string such as \"13.1.1\"")
     flags = parse_flags(table.get("flags", []), "tool.genspirv.flags")
-    top = settings_of({k: table[k] for k in ("optimize", "validate", "preamble", "lint") if k in table},
+    top = settings_of({k: table[k] for k in ("optimize", "validate", "preamble", "compiler", "lint") if k in table},
                       Settings(flags=flags, target_env=target_env), "tool.genspirv", root)
     include_directive = expect(table.get("include_directive", True), bool,
                                 "tool.genspirv.include_directive", "true or false")

@@ -59,11 +59,14 @@ class CompileError(GenspirvError):
 
 
 class UnavailableError(CompileError):
-    """The pinned compiler lacks an extension the shader needs (``missing`` names them)."""
+    """A compiler lacks an extension the shader needs (``missing`` names them), or is not
+    installed (``missing`` names the compiler); ``compiler`` names it ("" : the default)."""
 
-    def __init__(self, message: str, missing: tuple = (), messages: str = "", source: str = ""):
+    def __init__(self, message: str, missing: tuple = (), messages: str = "", source: str = "",
+                 compiler: str = ""):
         super().__init__(message, messages=messages, source=source)
         self.missing = tuple(missing)
+        self.compiler = compiler
 
 
 class CompilerCrashError(CompileError):

@@ -8,7 +8,8 @@ into a ``Variant`` (the variant's settings over its source's table over the
 top level; flags accumulate).
 Each variant is a mapping with ``name`` and ``source`` (relative to ``glsl_dir``)
 and optionally ``defines``, ``flags``, ``target_env``, ``optimize``,
-``validate``, ``optional``, ``preamble`` (relative to the project root), ``meta``, ``lint``. A template-driven backend gives the text
+``validate``, ``optional``, ``preamble`` (relative to the project root), ``compiler``,
+``meta``, ``lint``. A template-driven backend gives the text
 instead of a file: with ``source_text``, ``source`` names the generated file
 (kept under ``.genspirv/generated/``, ``genspirv.generated``) and ``template``
 the file or files it was rendered from; ``files()`` returns more generated
@@ -36,7 +37,7 @@ from .errors import ConfigError
 from .generated import GeneratedFile, generated_path
 
 GENERATOR_KEYS = {"name", "source", "defines", "flags", "target_env", "optimize", "validate", "optional", "preamble",
-                  "meta", "lint", "source_text", "template"}
+                  "compiler", "meta", "lint", "source_text", "template"}
 FILE_KEYS = {"path", "text", "template"}
 
 

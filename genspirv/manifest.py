@@ -34,17 +34,21 @@ class Toolchain:
     target_env: str
     flags: tuple[str, ...] = ()
     spirv_opt: Optional[str] = None     # the optimiser's version, when some variant is optimised
+    # slang-glslang's library version and its slangpy wheel's, when it built some variant
+    slang_glslang: Optional[str] = None
+    slangpy: Optional[str] = None
 
 
 @dataclass(frozen=True)
 class Unavailable:
-    """An optional variant the pinned compiler cannot build, and what it lacks."""
+    """An optional variant no compiler of its chain can build, and what the last one lacks."""
 
     name: str
     source: str
     missing: tuple[str, ...]
     inputs: str = ""                    # content key, as for a built variant
     depends: tuple[str, ...] = ()
+    compiler: Optional[str] = None      # the compiler that lacks it, when not the default
     meta_json: str = ""                 # the variant's meta, canonical JSON ("" when none)
 
 
@@ -63,6 +67,7 @@ class ManifestEntry:
     validated: bool = True               # False: spirv-val was skipped (validate = false)
     optimized: bool = False              # spirv-opt -O ran
     target_env: Optional[str] = None     # when it differs from the toolchain's
+    compiler: Optional[str] = None       # the compiler that built it, when not the default
     meta_json: str = ""                  # the variant's meta (data for templates), canonical JSON
 
     @property
@@ -160,7 +165,7 @@ def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
 
 
 # Build facts written only when they say something (the schema does not require them).
-OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env", "meta")
+OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env", "compiler", "meta")
 
 
 def build_facts(entry: ManifestEntry) -> dict[str, Any]:
@@ -175,6 +180,8 @@ def build_facts(entry: ManifestEntry) -> dict[str, Any]:
         d["optimized"] = True
     if entry.target_env is not None:
         d["target_env"] = entry.target_env
+    if entry.compiler is not None:
+        d["compiler"] = entry.compiler
     if entry.meta_json:
         d["meta"] = json.loads(entry.meta_json)
     return d
@@ -188,18 +195,27 @@ def _meta_text(value: Any) -> str:
 def manifest_to_dict(manifest: Manifest) -> dict[str, Any]:
     toolchain = {"glslang": manifest.toolchain.glslang, "target_env": manifest.toolchain.target_env,
                  "flags": list(manifest.toolchain.flags)}
-    if manifest.toolchain.spirv_opt is not None:
-        toolchain["spirv_opt"] = manifest.toolchain.spirv_opt
+    tc = manifest.toolchain
+    for key, value in (("spirv_opt", tc.spirv_opt), ("slang_glslang", tc.slang_glslang), ("slangpy", tc.slangpy)):
+        if value is not None:
+            toolchain[key] = value
     d = {
         "schema": SCHEMA,
         "toolchain": toolchain,
         "shaders": [entry_to_dict(e) for e in sorted(manifest.shaders, key=lambda e: e.name)],
     }
     if manifest.unavailable:
-        d["unavailable"] = [{"name": u.name, "source": u.source, "missing": list(u.missing),
-                             "inputs": u.inputs, "depends": list(u.depends),
-                             **({"meta": json.loads(u.meta_json)} if u.meta_json else {})}
-                            for u in sorted(manifest.unavailable, key=lambda u: u.name)]
+        d["unavailable"] = [_unavailable_to_dict(u) for u in sorted(manifest.unavailable, key=lambda u: u.name)]
+    return d
+
+
+def _unavailable_to_dict(u: Unavailable) -> dict[str, Any]:
+    d = {"name": u.name, "source": u.source, "missing": list(u.missing), "inputs": u.inputs,
+         "depends": list(u.depends)}
+    if u.compiler is not None:
+        d["compiler"] = u.compiler
+    if u.meta_json:
+        d["meta"] = json.loads(u.meta_json)
     return d
 
 
@@ -358,7 +374,8 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
     toolchain = Toolchain(glslang=_need(tc, "glslang", str, f"{where}, toolchain"),
                           target_env=_need(tc, "target_env", str, f"{where}, toolchain"),
                           flags=tuple(_need(tc, "flags", list, f"{where}, toolchain")),
-                          spirv_opt=tc.get("spirv_opt"))
+                          spirv_opt=tc.get("spirv_opt"), slang_glslang=tc.get("slang_glslang"),
+                          slangpy=tc.get("slangpy"))
     entries = []
     seen = set()
     for i, e in enumerate(_need(d, "shaders", list, where)):
@@ -381,10 +398,10 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
             inputs=e.get("inputs", ""),
             depends=tuple(check_relative_path(p, w) for p in e.get("depends", ())),
             validated=e.get("validated", True), optimized=e.get("optimized", False),
-            target_env=e.get("target_env"), meta_json=_meta_text(e.get("meta"))))
+            target_env=e.get("target_env"), compiler=e.get("compiler"), meta_json=_meta_text(e.get("meta"))))
     unavailable = tuple(Unavailable(u["name"], check_relative_path(u["source"], f"{where}, unavailable"),
                                     tuple(u["missing"]), u.get("inputs", ""), tuple(u.get("depends", ())),
-                                    _meta_text(u.get("meta")))
+                                    u.get("compiler"), _meta_text(u.get("meta")))
                         for u in d.get("unavailable", ()))
     return Manifest(toolchain=toolchain, shaders=tuple(sorted(entries, key=lambda e: e.name)), root=root,
                     unavailable=unavailable)

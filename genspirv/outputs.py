@@ -24,9 +24,14 @@ from typing import Callable, Mapping, Optional, Sequence
 from . import manifest as manifest_mod
 from .buildstate import STATE_DIR, CommittedManifest, OutputsRecord, Record, Versions, sha256_hex
 from .compile import Compiled
-from .config import Config, Variant
+from .config import Config
 from .generated import provenance
 from .manifest import Manifest, ManifestEntry, Toolchain, Unavailable
+from .variants import CompilerName
+
+# What the manifest's toolchain records of each compiler besides the default, by compiler
+# ({"slang_glslang": "2026.12", "slangpy": "0.43.1"}): written when it built some variant.
+Facts = Mapping[CompilerName, Mapping[str, str]]
 
 Log = Optional[Callable[[str], None]]
 
@@ -42,20 +47,26 @@ def manifest_entry(config: Config, compiled: Compiled, key: Optional[str] = None
                          size=len(compiled.blob), info=compiled.info, inputs=key or "", depends=depends,
                          validated=v.validate, optimized=v.optimize,
                          target_env=v.target_env if v.target_env != config.target_env else None,
+                         compiler=None if compiled.compiler is CompilerName.GLSLANG else compiled.compiler.value,
                          meta_json=v.meta_json)
 
 
-def _toolchain(config: Config, optimizer: Optional[str], variants: Sequence[Variant]) -> Toolchain:
+def _toolchain(config: Config, optimizer: Optional[str], compiled: Sequence[Compiled],
+               facts: Optional[Facts] = None) -> Toolchain:
+    """The manifest's toolchain: the default's, and each other compiler's facts where it built a variant."""
+    used = {}
+    for name in dict.fromkeys(c.compiler for c in compiled):
+        used.update((facts or {}).get(name, {}))
     return Toolchain(glslang=config.glslang, target_env=config.target_env, flags=config.flags,
-                     spirv_opt=optimizer if any(v.optimize for v in variants) else None)
+                     spirv_opt=optimizer if any(c.variant.optimize for c in compiled) else None, **used)
 
 
 def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable] = (),
                    keys: Optional[Mapping[str, Optional[str]]] = None,
-                   optimizer: Optional[str] = None) -> dict[str, bytes]:
+                   optimizer: Optional[str] = None, facts: Optional[Facts] = None) -> dict[str, bytes]:
     """The manifest and every generated file, as {posix path relative to root: bytes}."""
     keys = keys or {}
-    manifest = Manifest(toolchain=_toolchain(config, optimizer, [c.variant for c in compiled]),
+    manifest = Manifest(toolchain=_toolchain(config, optimizer, compiled, facts),
                         shaders=tuple(sorted((manifest_entry(config, c, keys.get(c.variant.name))
                                               for c in compiled), key=lambda e: e.name)),
                         root=config.root, unavailable=tuple(sorted(unavailable, key=lambda u: u.name)))
@@ -72,11 +83,12 @@ def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Se
 
 
 def expected_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable],
-                     keys: Mapping[str, Optional[str]], optimizer: Optional[str]) -> dict[str, bytes]:
+                     keys: Mapping[str, Optional[str]], optimizer: Optional[str],
+                     facts: Optional[Facts] = None) -> dict[str, bytes]:
     """Every committed output, in the order a build replaces them: the blobs, the generated
     files, the manifest last (a reader never sees a manifest newer than its blobs)."""
     out = {config.blob_relpath(c.variant): c.blob for c in compiled}
-    rendered = render_outputs(config, compiled, unavailable, keys, optimizer)
+    rendered = render_outputs(config, compiled, unavailable, keys, optimizer, facts)
     manifest = rendered.pop(config.manifest)
     out.update(rendered)
     out[config.manifest] = manifest
@@ -127,7 +139,8 @@ def remove_stale_temp_files(config: Config, log: Log = None) -> None:
 
 
 def committed_manifest_current(config: Config, committed: CommittedManifest, fresh: Mapping[str, Record],
-                               optimizer: Optional[str], unavailable: Sequence[Unavailable]) -> bool:
+                               optimizer: Optional[str], unavailable: Sequence[Unavailable],
+                               facts: Optional[Facts] = None) -> bool:
     """Does the committed manifest say, for every variant, what a build would write besides the
     reflection (names, paths, sha256, provenance, toolchain, unavailable variants)?
 
@@ -137,20 +150,22 @@ def committed_manifest_current(config: Config, committed: CommittedManifest, fre
     """
     doc = committed.doc
     variants = [v for v in config.variants if v.name in fresh]
-    head = manifest_mod.manifest_to_dict(Manifest(toolchain=_toolchain(config, optimizer, variants),
+    # The reflection is not needed for what is compared here.
+    built = [Compiled(v, b"", fresh[v.name].deps, None, fresh[v.name].compiler) for v in variants]
+    head = manifest_mod.manifest_to_dict(Manifest(toolchain=_toolchain(config, optimizer, built, facts),
                                                   shaders=(), unavailable=tuple(unavailable)))
     if {k: val for k, val in doc.items() if k != "shaders"} != {k: val for k, val in head.items() if k != "shaders"}:
         return False
     if len(committed.entries) != len(variants) or len(doc.get("shaders", ())) != len(variants):
         return False
-    for v in variants:
-        e = committed.entries.get(v.name)
-        record = fresh[v.name]
-        facts = manifest_mod.build_facts(manifest_entry(config, Compiled(v, b"", record.deps, None), record.key))
-        facts.update(sha256=record.sha256)
-        facts.pop("size")
-        if e is None or any(e.get(k) != val for k, val in facts.items()) or \
-                any(k in e for k in manifest_mod.OPTIONAL_FACTS if k not in facts):
+    for c in built:
+        e = committed.entries.get(c.variant.name)
+        record = fresh[c.variant.name]
+        written = manifest_mod.build_facts(manifest_entry(config, c, record.key))
+        written.update(sha256=record.sha256)
+        written.pop("size")
+        if e is None or any(e.get(k) != val for k, val in written.items()) or \
+                any(k in e for k in manifest_mod.OPTIONAL_FACTS if k not in written):
             return False
     return True
 

@@ -21,6 +21,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from .buildstate import KeyInputs, Record, sha256_hex
 from .config import Variant
+from .variants import CompilerName
 
 
 class Action(enum.Enum):
@@ -124,7 +125,7 @@ def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool =
     now = lookups.inputs(v, record.deps)
     key = now.key
     if key is not None and key == record.key:
-        kept = Record.of(now, record.deps, record.sha256, record.missing)
+        kept = Record.of(now, record.deps, record.sha256, record.missing, record.compiler)
         if record.unavailable:
             if v.optional:
                 return Step(v, Action.UNAVAILABLE, Reason.UNCHANGED, f"lacks {', '.join(record.missing)}", kept)
@@ -141,11 +142,13 @@ def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool =
             return Step(v, Action.FROM_CACHE, Reason.BLOB_CHANGED, f"{what}; its blob is in the cache", kept, blob)
         return Step(v, Action.COMPILE, Reason.CACHE_MISSING, f"{what}, and the cache has no blob for it")
     reason, detail = why_stale(record.inputs or lookups.recorded(v.name, record.key), now)
-    if key is not None:
-        blob = lookups.cached(key, None)     # a shared cache may hold what the inputs now give
+    # A shared cache may hold what the inputs now give. It keeps blobs only, so which compiler
+    # built one is known only for a variant with one compiler in its chain.
+    if key is not None and len(v.chain) == 1:
+        blob = lookups.cached(key, None)
         if blob is not None:
             return Step(v, Action.FROM_CACHE, reason, f"{detail}; its blob for these inputs is in the cache",
-                        Record.of(now, record.deps, sha256_hex(blob)), blob)
+                        Record.of(now, record.deps, sha256_hex(blob), compiler=v.chain[0]), blob)
     return Step(v, Action.COMPILE, reason, detail)
 
 
@@ -170,7 +173,11 @@ def differences(old: KeyInputs, now: KeyInputs) -> list[tuple[Reason, str]]:
         if a != b:
             found.append((reason, f"{what} changed: {a} -> {b}"))
 
-    changed(Reason.COMPILER_CHANGED, "compiler version", old.compiler, now.compiler)
+    if compiler_names(old.compiler) != compiler_names(now.compiler):
+        found.append((Reason.COMPILER_CHANGED, f"compiler changed: {compiler_label(old.compiler)} -> "
+                                               f"{compiler_label(now.compiler)}"))
+    else:
+        changed(Reason.COMPILER_CHANGED, "compiler version", old.compiler, now.compiler)
     changed(Reason.OPTIMIZE_CHANGED, "optimize", _bool(old.optimize), _bool(now.optimize))
     if old.optimize and now.optimize:
         changed(Reason.OPTIMIZER_CHANGED, "optimiser version", old.optimizer, now.optimizer)
@@ -195,6 +202,27 @@ def differences(old: KeyInputs, now: KeyInputs) -> list[tuple[Reason, str]]:
             Reason.PREAMBLE_CHANGED if now.preamble in edited else Reason.INCLUDE_CHANGED
         found.append((reason, " and ".join(edited) + " changed"))
     return found
+
+
+def compiler_names(key_compiler: str) -> tuple[str, ...]:
+    """The compilers a key's ``compiler`` names: the default's version alone, or a chain of
+    named compilers ("glslang 13.1.1, else slang-glslang 2026.12 (...)"; buildstate.Versions.of)."""
+    parts = key_compiler.split(", else ")
+    names = tuple(part.split(" ", 1)[0] for part in parts)
+    if len(parts) == 1 and names[0] not in _NAMES:
+        return (CompilerName.GLSLANG.value,)
+    return names
+
+
+def compiler_label(key_compiler: str) -> str:
+    """A key's ``compiler`` as a sentence names it: the default's version gets its name."""
+    if compiler_names(key_compiler) == (CompilerName.GLSLANG.value,) and \
+            not key_compiler.startswith(CompilerName.GLSLANG.value + " "):
+        return f"{CompilerName.GLSLANG.value} {key_compiler}"
+    return key_compiler
+
+
+_NAMES = {c.value for c in CompilerName}
 
 
 def _bool(value: bool) -> str:

@@ -5,15 +5,16 @@ defines, explicit ``variants``, common ``defines``) and the settings it
 inherits, and gives ``Variant`` records: name, source, sorted defines and the
 toolchain settings resolved variant over source over top level (``flags``
 and ``lint.ignore`` accumulate; ``target_env``, ``optimize``, ``validate``,
-``optional``, ``preamble`` override), and the variant's ``meta`` (a table of JSON data
-for project templates; a variant's keys over its source's). Also the small checkers
-every config value goes through, each refusing with a ``ConfigError`` that names the
-key. Pure: no file is read; given a root, a preamble is checked to be a file under it.
+``optional``, ``preamble``, ``compiler`` override), and the variant's ``meta`` (a table
+of JSON data for project templates; a variant's keys over its source's). Also the small
+checkers every config value goes through, each refusing with a ``ConfigError`` that names
+the key. Pure: no file is read; given a root, a preamble is checked to be a file under it.
 """
 
 from __future__ import annotations
 
 import datetime
+import enum
 import fnmatch
 import itertools
 import json
@@ -31,9 +32,19 @@ DEFAULT_TARGET_ENV = "vulkan1.2"
 TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3", "spirv1.3", "spirv1.4",
                "spirv1.5", "spirv1.6")
 
+
+class CompilerName(enum.Enum):
+    """The compilers a variant may name with ``compiler`` (docs/COMPILERS.md, "In a build")."""
+
+    GLSLANG = "glslang"                 # the pinned glslangValidator: the default
+    SLANG_GLSLANG = "slang-glslang"     # the slangpy wheel's newer glslang, in-process
+
+
+DEFAULT_COMPILERS = (CompilerName.GLSLANG,)
+
 # Settings a variant may take from the top level, its source's table or itself (lint: its
 # suppressions, ``lint = { ignore = [...] }``, which accumulate as flags do).
-SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional", "preamble", "lint"}
+SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional", "preamble", "compiler", "lint"}
 LINT_KEYS = {"ignore"}
 SHADER_KEYS = {"name", "defines", "matrix", "variants", "meta"} | SETTING_KEYS
 VARIANT_KEYS = {"name", "defines", "meta"} | SETTING_KEYS
@@ -60,6 +71,7 @@ class Settings:
     validate: bool = True                    # spirv-val
     optional: bool = False                   # a missing compiler feature makes it unavailable, not an error
     preamble: Optional[str] = None           # a file (relative to the root) whose text goes before the source
+    compilers: tuple[CompilerName, ...] = DEFAULT_COMPILERS     # ``compiler``: the first, then the fallbacks
     lint_ignore: tuple[tuple[str, str], ...] = ()    # (rule, the key that says so), top then source then variant
 
 
@@ -74,12 +86,20 @@ class Variant:
     validate: bool = True
     optional: bool = False
     preamble: Optional[str] = None           # posix path relative to the project root
+    # The variant's compiler, then the ones that build it, in order, when it is optional and
+    # the compilers before lack a feature it needs (docs/COMPILERS.md, "In a build").
+    compilers: tuple[CompilerName, ...] = DEFAULT_COMPILERS
     meta_json: str = ""                      # the variant's meta as canonical JSON ("" when none)
     lint_ignore: tuple[tuple[str, str], ...] = ()   # lint rules not reported, with the key that says so
 
     @property
     def defines_dict(self) -> dict[str, str]:
         return dict(self.defines)
+
+    @property
+    def chain(self) -> tuple[CompilerName, ...]:
+        """The compilers that may build it: all of ``compilers`` for an optional variant, else the first."""
+        return self.compilers if self.optional else self.compilers[:1]
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -161,6 +181,40 @@ def parse_target_env(value: Any, key: str) -> str:
     return value
 
 
+def parse_compiler(value: Any, key: str) -> tuple[CompilerName, ...]:
+    """``compiler = "slang-glslang"``, or a list: the first builds the variant, the next ones the
+    optional variants the ones before cannot build."""
+    names = [value] if isinstance(value, str) else expect(value, list, key, 'a compiler name or an array of them')
+    if not names:
+        raise ConfigError(f"{key}: empty: name at least one compiler ({_compiler_names()})")
+    chain = []
+    for i, name in enumerate(names):
+        where = key if isinstance(value, str) else f"{key}[{i}]"
+        expect(name, str, where, "a compiler name")
+        try:
+            compiler = CompilerName(name)
+        except ValueError:
+            raise ConfigError(f"{where}: {name!r} is not a compiler genspirv knows ({_compiler_names()})") from None
+        if compiler in chain:
+            raise ConfigError(f"{where}: {name!r} is listed twice")
+        chain.append(compiler)
+    return tuple(chain)
+
+
+def compiler_named(value: Any) -> Optional[CompilerName]:
+    """A record's or manifest entry's ``compiler`` (absent: the default); None when it names none."""
+    if value is None:
+        return CompilerName.GLSLANG
+    try:
+        return CompilerName(value)
+    except ValueError:
+        return None
+
+
+def _compiler_names() -> str:
+    return ", ".join(c.value for c in CompilerName)
+
+
 def parse_preamble(value: Any, key: str, root: Optional[Path] = None) -> Optional[str]:
     """A preamble's path relative to the root; "" (no preamble) turns off an inherited one."""
     if value == "":
@@ -183,6 +237,8 @@ def settings_of(table: Mapping[str, Any], base: Settings, key: str, root: Option
     for flag in ("optimize", "validate", "optional"):
         if flag in table:
             s = replace(s, **{flag: expect(table[flag], bool, f"{key}.{flag}", "true or false")})
+    if "compiler" in table:
+        s = replace(s, compilers=parse_compiler(table["compiler"], f"{key}.compiler"))
     if "lint" in table:
         s = replace(s, lint_ignore=s.lint_ignore + parse_lint(table["lint"], f"{key}.lint"))
     return s
@@ -205,7 +261,7 @@ def make_variant(name: str, source: str, defines: Mapping[str, str], s: Settings
                  meta: Mapping[str, Any] | None = None) -> Variant:
     return Variant(name, source, tuple(sorted(defines.items())), flags=s.flags, target_env=s.target_env,
                    optimize=s.optimize, validate=s.validate, optional=s.optional, preamble=s.preamble,
-                   meta_json=meta_text(meta or {}), lint_ignore=s.lint_ignore)
+                   compilers=s.compilers, meta_json=meta_text(meta or {}), lint_ignore=s.lint_ignore)
 
 
 # -- meta ---------------------------------------------------------------------

@@ -163,7 +163,7 @@ def test_a_shared_cache_serves_a_clone_without_outputs(backend, tmp_path, monkey
 
 
 def test_the_cache_is_trimmed_least_recently_used_first(tmp_path):
-    from genspirv.buildstate import BlobCache
+    from genspirv.blobcache import BlobCache
     import os
     cache = BlobCache([tmp_path / "c"])
     for i in range(10):

@@ -17,7 +17,8 @@ string holds the word ``test`` is run (other blocks are only shown):
   that quote generated files stay true).
 - ``needs=TOOL``: skipped where TOOL is not on PATH; ``needs=vulkan``: where
   no Vulkan device can be opened; ``needs=vulkan-validation``: where the
-  Khronos validation layer cannot be enabled.
+  Khronos validation layer cannot be enabled; ``needs=slang-glslang``: where
+  the ``slang-glslang`` extra is not installed.
 
 `genspirv` on PATH is this source tree (a shim), whatever else is installed.
 """
@@ -193,6 +194,8 @@ _vulkan: dict[str, bool] = {}
 VULKAN_PROBES = {
     "vulkan": "from genspirv.runtime import Device\nDevice().close()\n",
     "vulkan-validation": "from genspirv.runtime import Device\nDevice(validation=True).close()\n",
+    # Not Vulkan, but asked the same way: the `slang-glslang` extra is installed.
+    "slang-glslang": "from genspirv.compilers.library import find_library\nfind_library()\n",
 }
 
 

@@ -28,7 +28,9 @@ LAYERS = [
     {"config"},                                     # the project's settings
     {"manifest", "toolchain"},                      # the JSON format; the pinned tools
     {"spirv_tools"},                                # spirv-opt, spirv-val, spirv-dis on a blob
-    {"buildstate", "compiler", "compilers", "runtime"},
+    {"buildstate", "compiler", "runtime"},
+    {"blobcache"},                                  # compiled blobs by content key
+    {"compilers"},                                  # every compiler of a build, and each variant's chain
     {"plan", "compile", "emit", "lint"},
     {"outputs", "suppress"},
     {"build"},

@@ -44,11 +44,12 @@ def sample_manifest() -> dict:
     entry = ManifestEntry(name="add_f32", source="glsl/add.comp", defines=(("TYPE", "float"),),
                           spirv="spirv/add_f32.spv", sha256="ab" * 32, size=1236, info=info,
                           inputs="cd" * 32, depends=("glsl/add.comp", "glsl/include/t.glsl"),
-                          validated=False, optimized=True, target_env="vulkan1.3",
+                          validated=False, optimized=True, target_env="vulkan1.3", compiler="slang-glslang",
                           meta_json='{"subgroup":32,"tile":[8,4]}')
-    m = Manifest(Toolchain("13.1.1", "vulkan1.2", ("-Os",), spirv_opt="2025.5"), (entry,),
+    m = Manifest(Toolchain("13.1.1", "vulkan1.2", ("-Os",), spirv_opt="2025.5", slang_glslang="2026.12",
+                           slangpy="0.43.1"), (entry,),
                  unavailable=(Unavailable("add_cm2", "glsl/add.comp", ("GL_NV_cooperative_matrix2",),
-                                          "ef" * 32, ("glsl/add.comp",), '{"cm2":true}'),))
+                                          "ef" * 32, ("glsl/add.comp",), "slang-glslang", '{"cm2":true}'),))
     return json.loads(dumps(m))
 
 
@@ -150,6 +151,9 @@ BAD = [
     ("toolchain flags not a list", lambda d: _set(d, ("toolchain", "flags"), "-Os"), "$.toolchain.flags"),
     ("toolchain flag not a string", lambda d: _set(d, ("toolchain", "flags"), [1]), "$.toolchain.flags[0]"),
     ("extra toolchain field", lambda d: _set(d, ("toolchain", "spirv_val"), "x"), "$.toolchain"),
+    ("unknown compiler", lambda d: _set(d, S0 + ("compiler",), "glslc"), "$.shaders[0].compiler"),
+    ("default compiler written", lambda d: _set(d, S0 + ("compiler",), "glslang"), "$.shaders[0].compiler"),
+    ("slang version empty", lambda d: _set(d, ("toolchain", "slang_glslang"), ""), "$.toolchain.slang_glslang"),
     ("shaders not a list", lambda d: _set(d, ("shaders",), {}), "$.shaders"),
     ("shader not an object", lambda d: _set(d, S0, "add_f32"), "$.shaders[0]"),
     ("missing sha256", lambda d: _delete(d, S0 + ("sha256",)), "$.shaders[0]"),

@@ -24,6 +24,7 @@ class Job:
     name: str                               # the source's path relative to root, or what to call the text
     text: Optional[bytes] = None            # compile this as it is (probes) ...
     root: Optional[str] = None              # ... or read the source ``name`` under ``root`` and preprocess it
+    source_text: Optional[bytes] = None     # ... or preprocess this text as the source ``name`` (a preamble's and its)
     preamble: str = ""
     include_dirs: tuple[str, ...] = ()
     include_preamble: bool = False          # the preamble ends with the #include extension (its echo is cut)
@@ -51,7 +52,7 @@ def run(job: Job, handles: Handles) -> Reply:
         return Reply(result=library.compile_text(handles.compiler, job.text, job.name, job.spirv_version))
     root = Path(job.root)
     try:
-        source = (root / job.name).read_bytes()
+        source = job.source_text if job.source_text is not None else (root / job.name).read_bytes()
     except OSError as exc:
         return Reply(preprocessed_ok=False, read_error=f"cannot read {job.name}: {exc.strerror}")
     pre = pinned_glslang.preprocess(handles.preprocessor, root=root, source=job.name, text=source,

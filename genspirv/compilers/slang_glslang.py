@@ -29,12 +29,14 @@ from .. import settings
 from ..errors import CompileError, ConfigError, ToolchainError, UnavailableError
 from ..fsutil import write_json_atomic
 from ..includes import unguarded_include_cycle
+from ..preamble import Composed, compose, missing_version, read_text
 from ..toolchain import Glslang, find_glslang, missing_extensions, uses_include
 from . import probes
 from .job import Job, Reply
 from .library import Library, find_library
 from .pinned_glslang import library_files
-from .preprocess import check_flags, clean_messages, dependency_paths, include_folders, preamble
+from .preprocess import check_flags, clean_messages, dependency_paths, include_folders
+from .preprocess import preamble as defines_preamble
 from .probes import Support
 from .workers import WorkerPool
 
@@ -69,6 +71,17 @@ def _kept_warnings(reply: Reply, source: str) -> str:
     # The pinned preprocessor's view of extensions does not matter: the compiler after it decides.
     return "\n".join(ln for ln in clean_messages(reply.preprocess_messages, source).splitlines()
                      if "extension not supported" not in ln)
+
+
+def _own_lines(messages: str, composed: Optional[Composed]) -> str:
+    """Messages about a preamble and its source composed: each line named in its own file."""
+    return composed.remap(messages, composed.source) if composed is not None and messages else messages
+
+
+def _shown(path: Path, root: Path) -> str:
+    """A file as messages name it: relative to ``root`` where inside it (check's generated
+    files lie outside, named as the caller gave their folder)."""
+    return os.path.relpath(path, root) if Path(path).is_relative_to(root) else str(path)
 
 
 def _version_key(version: tuple[int, int]) -> str:
@@ -112,48 +125,64 @@ class SlangGlslang:
 
     def compile(self, source: str, *, root: Path, defines: Optional[Mapping[str, str]] = None,
                 include_dirs: Sequence[str] = (), target_env: str = "vulkan1.2", flags: Sequence[str] = (),
-                include_directive: bool = True, what: str = "") -> CompileResult:
-        """Compile ``source`` (relative to ``root``) to SPIR-V for ``target_env``."""
+                include_directive: bool = True, what: str = "", preamble: Optional[str] = None) -> CompileResult:
+        """Compile ``source`` (relative to ``root``) to SPIR-V for ``target_env``; ``preamble``
+        (relative to ``root``) is a file whose text goes before the source's first line."""
         what = what or source
         version = spirv_version(target_env, what)
         check_flags(flags, what, NAME)
-        try:
-            text = (root / source).read_bytes()
-        except OSError as exc:
-            raise CompileError(f"{what}: cannot read {source}: {exc.strerror}", source=source) from None
+        composed = None
+        if preamble is not None:
+            # The composed text is preprocessed under the source's own name, as if it lay in the
+            # source's place: includes resolve from its folder (docs/RULES.md, "Preambles").
+            composed = compose(preamble, read_text(root, preamble, what, source), source,
+                               read_text(root, source, what, source), what)
+            text = composed.text.encode("utf-8", "surrogateescape")
+        else:
+            try:
+                text = (root / source).read_bytes()
+            except OSError as exc:
+                raise CompileError(f"{what}: cannot read {source}: {exc.strerror}", source=source) from None
         folders = include_folders(include_dirs, flags)
         self._refuse_include_cycle(root, source, folders, what)
         include_preamble = include_directive and uses_include(text)
         reply = self.pool.compile(Job(version, source, root=str(root), include_dirs=folders,
                                       include_preamble=include_preamble,
-                                      preamble=preamble(predefined=self.predefined_macros(), defines=defines or {},
-                                                        flags=flags, include_preamble=include_preamble)), what)
+                                      source_text=text if composed is not None else None,
+                                      preamble=defines_preamble(predefined=self.predefined_macros(),
+                                                                defines=defines or {}, flags=flags,
+                                                                include_preamble=include_preamble)), what)
         if not reply.preprocessed_ok:
             if reply.read_error:
                 raise CompileError(f"{what}: {reply.read_error}", source=source)
-            messages = clean_messages(reply.preprocess_messages, source)
+            messages = _own_lines(clean_messages(reply.preprocess_messages, source), composed)
+            messages = missing_version(messages, text.decode("utf-8", "replace"), source, preamble) or messages
             raise CompileError(f"{what}: {source} does not preprocess:\n{messages}", messages=messages,
                                source=source)
         raw = reply.result
-        messages = clean_messages(raw.diagnostics, source)
+        messages = _own_lines(clean_messages(raw.diagnostics, source), composed)
         if raw.code != 0 or not raw.spirv:
-            self._refuse(source, messages, target_env, what)
+            self._refuse(source, messages, target_env, what,
+                         missing_version(messages, text.decode("utf-8", "replace"), source, preamble))
         if len(raw.spirv) % 4 or not raw.spirv.startswith(SPIRV_MAGIC):
             raise ToolchainError(f"{what}: {NAME} returned {len(raw.spirv)} bytes that are not SPIR-V")
-        depends = tuple(dict.fromkeys((source, *dependency_paths(root, reply.included))))
-        return CompileResult(raw.spirv, depends, "\n".join(m for m in (_kept_warnings(reply, source), messages) if m))
+        read = (source, *([preamble] if preamble is not None else []))
+        depends = tuple(dict.fromkeys((*read, *dependency_paths(root, reply.included))))
+        warnings = _own_lines(_kept_warnings(reply, source), composed)
+        return CompileResult(raw.spirv, depends, "\n".join(m for m in (warnings, messages) if m))
 
     @staticmethod
     def _refuse_include_cycle(root: Path, source: str, folders: Sequence[str], what: str) -> None:
         # glslang 13 recurses without end on an unguarded include cycle: name it instead.
         cycle = unguarded_include_cycle(root / source, [root / d for d in folders])
         if cycle is not None:
-            chain = " -> ".join(os.path.relpath(p, root) for p in cycle)
-            text = (f"{os.path.relpath(cycle[-2], root)}: error: include cycle {chain}: no file in it has an "
+            chain = " -> ".join(_shown(p, root) for p in cycle)
+            text = (f"{_shown(cycle[-2], root)}: error: include cycle {chain}: no file in it has an "
                     "include guard (#ifndef X / #define X; glslang ignores #pragma once)")
             raise CompileError(f"{what}: {source} does not compile:\n{text}", messages=text, source=source)
 
-    def _refuse(self, source: str, messages: str, target_env: str, what: str) -> None:
+    def _refuse(self, source: str, messages: str, target_env: str, what: str,
+                no_version: Optional[str] = None) -> None:
         missing = missing_extensions(messages)
         if missing:
             raise UnavailableError(
@@ -166,6 +195,7 @@ class SlangGlslang:
                 f"{what}: {source} uses {', '.join(newer)}, which {NAME} builds only for a newer SPIR-V "
                 f"than {target_env} gives: set target_env = \"vulkan1.3\" for this variant:\n{messages}",
                 messages=messages, source=source)
+        messages = no_version or messages
         raise CompileError(f"{what}: {source} does not compile:\n{messages}", messages=messages, source=source)
 
     # -- what the compiler says about itself -----------------------------------------

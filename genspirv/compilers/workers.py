@@ -14,7 +14,9 @@ the build's compile threads.
 
 Workers are started with ``subprocess`` (not ``multiprocessing``), so no
 ``__main__`` module is imported again in them and nothing is forked from a
-process that runs threads.
+process that runs threads; through ``genspirv.children``, so an interrupted
+build kills them with its other tool processes, a busy one included, instead
+of waiting for its compile.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from .. import children
 from ..errors import CompilerCrashError, GenspirvError, ToolchainError
 from .job import Job, Reply
 
@@ -42,15 +45,17 @@ class _Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
         try:
-            self.proc = subprocess.Popen(
+            self.proc = children.start(
                 [sys.executable, "-c", "from genspirv.compilers.workers import serve; serve()",
                  str(to_child_r), str(from_child_w), str(memory_bytes), *map(str, libraries)],
                 pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=self.stderr, env=env)
-        except OSError as exc:
+        except (OSError, children.Stopped) as exc:
             for fd in (to_child_r, to_child_w, from_child_r, from_child_w):
                 os.close(fd)
-            raise ToolchainError(f"cannot start a slang-glslang worker ({sys.executable}): {exc.strerror}") from None
+            self.stderr.close()
+            why = "the build was interrupted" if isinstance(exc, children.Stopped) else exc.strerror
+            raise ToolchainError(f"cannot start a slang-glslang worker ({sys.executable}): {why}") from None
         os.close(to_child_r)
         os.close(from_child_w)
         self.send = Connection(to_child_w, readable=False)
@@ -60,6 +65,7 @@ class _Worker:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        children.finished(self.proc)
         self.send.close()
         self.recv.close()
 
