@@ -4,6 +4,7 @@
 # 1. apt: what the build and the tests need from the system — the Vulkan
 #    loader, Mesa's CPU Vulkan device (lavapipe), the Khronos validation
 #    layers, spirv-cross, cmake + ninja (the CMake package's tests),
+#    nginx-light (a WebDAV store for the remote cache's tests and benchmark),
 #    python3-venv (Debian's python3 makes no virtual environment without it).
 # 2. The project's own virtual environment, .venv/ in the repository, made by
 #    the system python3: Debian marks its python3 externally managed (PEP 668)
@@ -19,7 +20,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
 apt_packages=(python3 python3-venv mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-cross
-              cmake ninja-build)
+              cmake ninja-build nginx-light)
 
 missing=()
 for p in "${apt_packages[@]}"; do
