@@ -47,7 +47,7 @@ TARGET_ENVS = ("vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3", "spirv1.3", "
 # Toolchain settings a variant may take from the top level, its source's table or itself.
 SETTING_KEYS = {"flags", "target_env", "optimize", "validate", "optional"}
 TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders", "generator", "exclude", "include_directive",
-                            "optimize", "validate"}
+                            "optimize", "validate", "remote_cache"}
 SHADER_KEYS = {"name", "defines", "matrix", "variants"} | SETTING_KEYS
 VARIANT_KEYS = {"name", "defines"} | SETTING_KEYS
 GENERATE_KEYS = {"target", "output", "template"}
@@ -107,6 +107,7 @@ class Config:
     variants: tuple[Variant, ...]            # sorted by name
     include_directive: bool = True           # #include without GL_GOOGLE_include_directive, as glslc
     generator: Optional[str] = None          # posix path relative to the root
+    remote_cache: Optional[str] = None       # a remote compile cache's URL (GENSPIRV_REMOTE_CACHE overrides)
 
     def path(self, relative: str) -> Path:
         """An absolute path for a posix path relative to the root."""
@@ -322,6 +323,12 @@ def load_config(root: Path | str) -> Config:
     for i, pattern in enumerate(exclude):
         _expect(pattern, str, f"tool.genspirv.exclude[{i}]", "a glob relative to glsl_dir")
 
+    remote_cache = table.get("remote_cache")
+    if remote_cache is not None:
+        from .remote_cache import URL_FORM, parse_url
+        _expect(remote_cache, str, "tool.genspirv.remote_cache", f"a URL, {URL_FORM}")
+        parse_url(remote_cache, "tool.genspirv.remote_cache", allow_credentials=False)
+
     generate = []
     for i, g in enumerate(_expect(table.get("generate", []), list, "tool.genspirv.generate", "an array of tables")):
         k = f"tool.genspirv.generate[{i}]"
@@ -373,7 +380,7 @@ def load_config(root: Path | str) -> Config:
     config = Config(root=root, glsl_dir=glsl_dir, spirv_dir=values["spirv_dir"], manifest=values["manifest"],
                     target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
                     variants=tuple(sorted(variants.values(), key=lambda v: v.name)),
-                    include_directive=include_directive, generator=generator)
+                    include_directive=include_directive, generator=generator, remote_cache=remote_cache)
     _check_collisions(config)
     return config
 
