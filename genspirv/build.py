@@ -44,6 +44,7 @@ from .errors import GenspirvError, LockError, OutputError, UnavailableError
 from .fsutil import atomic_write
 from .manifest import Manifest, ManifestEntry, Toolchain, Unavailable
 from .reflect import ShaderInfo
+from .remote_cache import Lookup, RemoteCache
 from .compile import (CommandLog, Compiled, Log, Tools, _dep_path, compile_all, compile_variants,
                       find_tools, raise_failures, reflect_blob)
 
@@ -206,9 +207,12 @@ class BuildReport:
     cached: tuple[str, ...] = ()   # variant names taken from a blob cache instead of compiled
     unavailable: tuple[tuple[str, tuple[str, ...]], ...] = ()   # (name, missing) of optional variants
     failed: tuple[str, ...] = ()   # variant names that failed (only on a BuildFailed's report)
+    remote: Optional[tuple[str, ...]] = None   # variant names taken from the remote cache; None: none set
 
     def summary(self) -> str:
         parts = [f"{len(self.compiled)} compiled"]
+        if self.remote is not None:
+            parts.append(f"{len(self.remote)} from the remote cache")
         if self.cached:
             parts.append(f"{len(self.cached)} from cache")
         parts.append(f"{len(self.up_to_date)} up to date")
@@ -232,8 +236,8 @@ def _unavailable_deps(config: Config, exc: UnavailableError) -> list[str]:
 class _Plan:
     """Which variants a build can take as they are, from a cache, or must compile."""
 
-    def __init__(self, config: Config, tools: Tools, force: bool):
-        self.config, self.tools = config, tools
+    def __init__(self, config: Config, tools: Tools, force: bool, remote: RemoteCache):
+        self.config, self.tools, self.remote = config, tools, remote
         self.hashes = FileHashes(config.root)
         self.cache = BlobCache.for_config(config)
         self.state_doc = {} if force else load_state_file(config)
@@ -250,6 +254,10 @@ class _Plan:
         self.stale: list[Variant] = []
         for v in config.variants:
             self._place(v, records.get(v.name))
+        self.from_remote: list[str] = []      # names of the cached blobs the remote cache gave
+        self.infos: dict[str, ShaderInfo] = {}    # their reflection, made when they were verified
+        if not force:
+            self._ask_remote()
         self.fresh_names = {v.name for v in self.fresh}
 
     def key(self, v: Variant, deps) -> Optional[str]:
@@ -280,6 +288,29 @@ class _Plan:
                     self.cached[v.name] = blob
                     return
         self.stale.append(v)
+
+    def _ask_remote(self) -> None:
+        """What the remote cache holds of the local misses (docs/GUIDE.md, "Sharing compiles
+        across machines"): each verified hit is a cache hit, and lands in the local cache."""
+        lookups = []
+        for v in self.stale:
+            record = self.records.get(v.name)
+            key = sha = None
+            if isinstance(record, dict) and isinstance(record.get("deps"), list) and "unavailable" not in record:
+                key = self.key(v, record["deps"])
+                sha = record.get("sha256") if key == record.get("key") else None
+            lookups.append(Lookup(v, key, sha))
+        hits = self.remote.fetch(lookups, self.key, self.cache.get,
+                                 lambda v, blob: reflect_blob(v.name, "remote cache", blob))
+        for v in [v for v in self.stale if v.name in hits]:
+            hit = hits[v.name]
+            self.stale.remove(v)
+            self.cached[v.name] = hit.blob
+            self.records[v.name] = {"key": hit.key, "deps": list(hit.deps), "sha256": sha256_hex(hit.blob)}
+            if hit.remote:
+                self.cache.put(hit.key, hit.blob)
+                self.from_remote.append(v.name)
+                self.infos[v.name] = hit.info
 
     @functools.cached_property
     def manifest_trusted(self) -> bool:
@@ -314,9 +345,12 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     was compiled and kept in the cache, what failed.
     """
     tools = find_tools(config, version_cache=config.root / STATE_DIR / TOOLS_FILE)
-    with project_lock(config.root, log=log):
+    remote = RemoteCache.for_config(config)     # a bad URL stops the build before it starts
+    with project_lock(config.root, log=log), remote:
         remove_stale_temp_files(config, log)
-        plan = _Plan(config, tools, force)
+        plan = _Plan(config, tools, force, remote)
+        from_remote = tuple(plan.from_remote) if remote.enabled else None
+        local_hits = tuple(n for n in plan.cached if n not in plan.from_remote)
         fresh_names = {v.name for v in plan.fresh}
         variant_keys = {v.name: plan.records[v.name]["key"] for v in plan.fresh}
         variant_keys.update({n: plan.records[n]["key"] for n in plan.unavailable})
@@ -324,7 +358,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         if not plan.stale and not plan.cached and not orphan_blobs(config) and outputs_current(
                 config, plan.state_doc.get("outputs"), outputs_key(config, tools.versions, variant_keys)):
             return BuildReport(compiled=(), up_to_date=tuple(v.name for v in plan.fresh), removed=(),
-                               written=(), unavailable=_unavailable_pairs(plan.unavailable))
+                               written=(), unavailable=_unavailable_pairs(plan.unavailable), remote=from_remote)
         work = config.root / STATE_DIR
         with tempfile.TemporaryDirectory(prefix="compile-", dir=work) as tmp:
             outcome = compile_all(config, tools, plan.stale, Path(tmp), jobs=jobs, log=log, on_command=on_command)
@@ -333,6 +367,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             key = plan.key(c.variant, c.deps)
             if key is not None:
                 plan.cache.put(key, c.blob)
+                remote.publish(c.variant, key, c.deps, c.blob, plan.key)
             records[name] = {"key": key, "deps": list(c.deps), "sha256": sha256_hex(c.blob)}
         by_name = {v.name: v for v in config.variants}
         for name, exc in outcome.unavailable.items():
@@ -348,9 +383,9 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             # Keep what compiled (state and cache): the next build compiles only what failed or changed.
             _write_state(config, records, plan.state_doc.get("outputs"))
             report = BuildReport(compiled=tuple(outcome.compiled), up_to_date=tuple(sorted(fresh_names)),
-                                 removed=(), written=(), cached=tuple(plan.cached),
+                                 removed=(), written=(), cached=local_hits,
                                  unavailable=_unavailable_pairs(plan.unavailable),
-                                 failed=tuple(sorted(outcome.failures)))
+                                 failed=tuple(sorted(outcome.failures)), remote=from_remote)
             try:
                 raise_failures(outcome.failures, f"genspirv build: {report.summary()} "
                                "(nothing committed written; the compiled variants wait in the cache)")
@@ -361,7 +396,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         for name, blob in plan.cached.items():
             v = by_name[name]
             deps = tuple(plan.records[name]["deps"]) if name in plan.records else (v.source,)
-            compiled[name] = Compiled(v, blob, deps, reflect_blob(name, "cache", blob))
+            compiled[name] = Compiled(v, blob, deps, plan.infos.get(name) or reflect_blob(name, "cache", blob))
             records[name] = {"key": plan.key(v, deps), "deps": list(deps), "sha256": sha256_hex(blob)}
         unavailable = [Unavailable(v.name, v.source, tuple(plan.unavailable[v.name]["unavailable"]),
                                    plan.unavailable[v.name]["key"], tuple(plan.unavailable[v.name]["deps"]))
@@ -374,7 +409,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             _write_state(config, records, {"key": outputs_key(config, tools.versions, keys),
                                            "files": {config.manifest: manifest_sha}})
             return BuildReport(compiled=(), up_to_date=tuple(v.name for v in plan.fresh), removed=(),
-                               written=(), unavailable=_unavailable_pairs(plan.unavailable))
+                               written=(), unavailable=_unavailable_pairs(plan.unavailable), remote=from_remote)
         for v in plan.fresh:
             rel = config.blob_relpath(v)
             blob = config.path(rel).read_bytes()
@@ -404,8 +439,8 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             plan.cache.trim()
     return BuildReport(compiled=tuple(v.name for v in plan.stale if v.name in outcome.compiled),
                        up_to_date=tuple(v.name for v in plan.fresh), removed=tuple(removed),
-                       written=tuple(written), cached=tuple(plan.cached),
-                       unavailable=_unavailable_pairs(plan.unavailable))
+                       written=tuple(written), cached=local_hits,
+                       unavailable=_unavailable_pairs(plan.unavailable), remote=from_remote)
 
 
 def _committed_manifest_current(config: Config, plan: _Plan, tools, keys: Mapping[str, Optional[str]],
