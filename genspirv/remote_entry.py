@@ -106,15 +106,14 @@ def decode(data: bytes, key: str, kind: EntryKind, secret: Optional[str] = None)
     expected = end + 1 + fields["size"] + (MAC_BYTES if signed else 0)
     if len(data) != expected:
         raise EntryError("truncated" if len(data) < expected else "trailing bytes")
+    if secret:         # under a secret the signature speaks first: nothing unsigned is read further
+        if not signed:
+            raise EntryError("not signed, and GENSPIRV_REMOTE_CACHE_SECRET is set")
+        if not hmac.compare_digest(_mac(secret, data[:-MAC_BYTES]), data[-MAC_BYTES:]):
+            raise EntryError("bad signature (signed with another secret, or altered)")
     blob = data[end + 1:end + 1 + fields["size"]]
     if hashlib.sha256(blob).hexdigest() != fields["sha256"]:
         raise EntryError("sha256 does not match its blob")
-    if secret:
-        if not signed:
-            raise EntryError("not signed, and GENSPIRV_REMOTE_CACHE_SECRET is set")
-        body = data[:-MAC_BYTES]
-        if not hmac.compare_digest(_mac(secret, body), data[-MAC_BYTES:]):
-            raise EntryError("bad signature (signed with another secret, or altered)")
     return Entry(EntryKind(fields["kind"]), fields["key"], tuple(fields["deps"]), blob,
                  fields.get("content_key"))
 
