@@ -403,7 +403,7 @@ class RemoteCache:
     def __enter__(self) -> "RemoteCache":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type, *_exc) -> None:
         # A failed build still stores what it compiled; an interrupt does not wait.
         self.close(wait=exc_type is None or issubclass(exc_type, Exception))
 

@@ -665,3 +665,47 @@ def test_the_guide_shows_the_server_block_the_tests_run():
     expected = server_block("8080", "/srv/build-cache/store", "/srv/build-cache/tmp",
                             extra=_writers_only(Path("/etc/nginx/build-cache.htpasswd")))
     assert block.group(1) + "\n" == expected
+
+
+# -- the benchmark ---------------------------------------------------------------------------------
+
+
+def _bench_remote(tiny_project, repeat: int):
+    from genspirv.bench.harness import BenchOptions, Recorder
+    from genspirv.bench.remote_suite import bench_remote
+    rec = Recorder("build-generator")
+    bench_remote(BenchOptions(suite="build-generator", sizes=(4,), jobs=(2,), repeat=repeat, quiet=True,
+                              root=tiny_project(), per_source=1, remote=True), rec)
+    return rec
+
+
+@pytest.mark.slow
+def test_the_remote_benchmark_records_three_cold_builds_and_checks_the_second(tiny_project, remote):
+    remote()
+    try:
+        rec = _bench_remote(tiny_project, repeat=2)
+    except StoreError as exc:
+        pytest.skip(f"nginx cannot start here: {exc}")
+    arms = [(r["repeat"], r["arm"]) for r in rec.runs]
+    assert arms == [(0, "cold"), (0, "first machine"), (0, "store entries"), (0, "second machine"),
+                    (1, "first machine"), (1, "store entries"), (1, "cold"), (1, "second machine")]
+    assert [r["value"] for r in rec.runs if r["arm"] == "store entries"] == [8, 8]   # a fresh store each run
+    from genspirv.bench import harness
+    labels = {d["label"] for d in harness.resolve_derived(harness.summarize(rec.runs), rec.derived)}
+    assert {"second machine / first machine", "second machine / first machine, CPU time"} <= labels
+
+
+@pytest.mark.slow
+def test_the_remote_benchmark_refuses_a_second_machine_that_compiled(tiny_project, remote, monkeypatch):
+    """Control for the check above: a second machine without the store must fail the run."""
+    from genspirv.bench import remote_suite
+    from genspirv.bench.harness import BenchError
+    remote()
+    env = remote_suite._env
+    monkeypatch.setattr(remote_suite, "_env", lambda code, **kw: env(code) if kw.get("mode") == "read"
+                        else env(code, **kw))
+    try:
+        with pytest.raises(BenchError, match="the second machine compiled 4 and took 0 of 4"):
+            _bench_remote(tiny_project, repeat=1)
+    except StoreError as exc:
+        pytest.skip(f"nginx cannot start here: {exc}")
