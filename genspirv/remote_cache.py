@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
@@ -267,7 +267,6 @@ class RemoteCache:
         self._lock = threading.Lock()
         self._http: Optional[_Http] = None
         self._pool: Optional[ThreadPoolExecutor] = None
-        self._stores: list[Future] = []
         self._down = False              # after the first failure: ask nothing more
         self._refused = False           # the server took no store: store nothing more
         self._unverified = 0
@@ -291,7 +290,7 @@ class RemoteCache:
         """Verified entries for ``lookups``, by variant name; the rest are the build's to compile."""
         if not self.enabled or not lookups or self._down:
             return {}
-        futures = [(lk, self._executor().submit(self._lookup, lk, key_of, local_get, reflect))
+        futures = [(lk, self._executor().submit(self._guarded, self._lookup, lk, key_of, local_get, reflect))
                    for lk in lookups]
         hits = {}
         try:
@@ -350,6 +349,9 @@ class RemoteCache:
         except GenspirvError as exc:
             self._unverified_entry(key, v, str(exc))
             return None
+        except Exception as exc:                 # noqa: BLE001 - a reader's bug on junk is still junk
+            self._unverified_entry(key, v, f"does not reflect: {type(exc).__name__}")
+            return None
         return Hit(key, entry.deps, entry.blob, info, remote=True)
 
     def _get(self, key: str) -> Optional[bytes]:
@@ -375,7 +377,7 @@ class RemoteCache:
         if source_key is not None:       # the blob first: an index never names a blob not yet stored
             where = index_key(source_key)
             puts.append((where, encode(Entry(EntryKind.INDEX, where, tuple(deps), content_key=key), secret)))
-        self._stores.append(self._executor().submit(self._store, puts))
+        self._executor().submit(self._guarded, self._store, puts)
 
     def _store(self, puts) -> None:
         for key, data in puts:
@@ -408,6 +410,15 @@ class RemoteCache:
         self.close(wait=exc_type is None or issubclass(exc_type, Exception))
 
     # -- shared -------------------------------------------------------------------
+
+    def _guarded(self, work, *args):
+        """``work(*args)`` on a pool thread: whatever goes wrong there ends the remote cache's
+        part in the build with a warning, never the build."""
+        try:
+            return work(*args)
+        except Exception as exc:                 # noqa: BLE001 - the store is never needed
+            self._go_down(f"could not be used ({type(exc).__name__}: {exc})")
+            return None
 
     def _client(self) -> _Http:
         with self._lock:

@@ -432,6 +432,19 @@ def test_a_server_that_trickles_is_as_slow_as_a_silent_one(remote):
     assert len(said) == 1 and "more than 0.5 s" in said[0]
 
 
+def test_a_fault_on_a_pool_thread_costs_a_warning_not_the_build(remote):
+    remote(_refused_url(), "read-write", SECRET)
+    said: list[str] = []
+
+    def key_of(variant, deps):
+        raise RuntimeError("boom")
+
+    with RemoteCache(remote_settings(), warn=said.append) as cache:
+        assert cache.fetch([Lookup(_Named("v"))], key_of, lambda k: None, lambda v, b: None) == {}
+        cache.publish(_Named("v"), "ab" * 32, ("glsl/v.comp",), b"blob", key_of)   # asked nothing more
+    assert len(said) == 1 and "could not be used (RuntimeError: boom)" in said[0]
+
+
 class _Named:
     def __init__(self, name: str):
         self.name = name
