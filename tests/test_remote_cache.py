@@ -9,6 +9,7 @@ be written, where the rule under test does not apply.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import shutil
 import socket
@@ -430,6 +431,21 @@ def test_a_server_that_trickles_is_as_slow_as_a_silent_one(remote):
         elapsed = time.monotonic() - t0
     assert hits == {} and elapsed < 1.5, elapsed
     assert len(said) == 1 and "more than 0.5 s" in said[0]
+
+
+def test_past_five_unverified_entries_the_rest_are_counted(store, remote):
+    keys = {f"v{i}": hashlib.sha256(bytes([i])).hexdigest() for i in range(8)}
+    for name, key in keys.items():
+        path = _entry_path(store, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(encode(Entry(EntryKind.BLOB, key, ("glsl/v.comp",), b"blob"), "their-secret"))
+    remote(store.url, "read", SECRET)
+    said: list[str] = []
+    with RemoteCache(remote_settings(), warn=said.append) as cache:
+        hits = cache.fetch([Lookup(_Named(n), k) for n, k in keys.items()], lambda v, deps: keys[v.name],
+                           lambda k: None, lambda v, b: None)
+    assert hits == {} and len(said) == 6
+    assert sum("bad signature" in line for line in said) == 5 and "3 more entries did not verify" in said[-1]
 
 
 def test_a_fault_on_a_pool_thread_costs_a_warning_not_the_build(remote):
