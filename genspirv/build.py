@@ -1,9 +1,13 @@
 """Build: a ``Config`` in, committed blobs, manifest and generated files out.
 
 Under a lock file: makes the plan (``genspirv.plan``: per variant up to date,
-from the cache, compile or unavailable, and why), runs it (``run_plan``,
+from the cache, compile or unavailable, and why), asks the remote cache, when
+one is set, for the variants the plan would compile (``ask_remote``: its
+verified entries become remote hits in the plan), runs it (``run_plan``,
 shared with ``check``: compiles in parallel through the ``Compiler`` seam,
 reflects, renders the manifest and generated files), then writes what changed.
+In read-write mode each blob compiled is handed to the remote cache's
+background stores as it finishes; the build waits for them before it returns.
 
 Nothing is lost: each compile lands in the blob cache and the journal as it
 finishes, so a build that fails or is interrupted (SIGINT, SIGTERM) keeps
@@ -41,8 +45,9 @@ from .fsutil import StagedFiles, signals_deferred
 from .manifest import Unavailable
 from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, outputs_current, outputs_key,
                       remove_stale_temp_files)
-from .plan import Lookups, Plan, make_plan
+from .plan import Found, Reason, Lookups, Plan, found_elsewhere, make_plan
 from .reflect import ShaderInfo
+from .remote_cache import Lookup, RemoteCache
 
 LOCK_FILE = "lock"
 TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
@@ -144,14 +149,37 @@ def run_plan(config: Config, compiler: Compiler, plan: Plan, workdir: Path, hash
     outcome = compile_all(compiler, make_jobs(config, [s.variant for s in plan.to_compile], workdir, on_command),
                           jobs, log, done)
     compiled = dict(outcome.compiled)
-    for step in plan.from_cache:
+    for step in plan.from_cache + plan.from_remote:
         compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
-                                       reflect_blob(step.name, "cache", step.blob))
+                                       step.info or reflect_blob(step.name, "cache", step.blob))
         records[step.name] = step.record
     for step in plan.unavailable:
         records[step.name] = step.record
     return Ran(compiled, records, outcome.failures,
                tuple(s.name for s in plan.to_compile if s.name in outcome.compiled))
+
+
+def ask_remote(plan: Plan, remote: RemoteCache, records: Mapping[str, Record], lookups: Lookups,
+               cache: BlobCache) -> Plan:
+    """``plan`` with what the remote cache holds of its compile steps taken from there
+    (docs/GUIDE.md, "Sharing compiles across machines"). All requests are in flight before
+    the first compile starts; ``--force`` asks nothing."""
+    asked = [s for s in plan.to_compile if s.reason is not Reason.FORCED]
+    if not remote.enabled or not asked:
+        return plan
+
+    def lookup(step) -> Lookup:
+        # A key the last build's files give now is fetched directly; else the store's index
+        # entry says which files to hash. The recorded sha256 holds only for the same key.
+        record = records.get(step.name)
+        if record is None or record.unavailable:
+            return Lookup(step.variant)
+        key = lookups.inputs(step.variant, record.deps).key
+        return Lookup(step.variant, key, record.sha256 if key == record.key else None)
+
+    hits = remote.fetch([lookup(s) for s in asked], lambda v, deps: lookups.inputs(v, deps).key,
+                        cache.get, lambda v, blob: reflect_blob(v.name, "remote cache", blob))
+    return found_elsewhere(plan, {n: Found(h.deps, h.blob, h.info, h.remote) for n, h in hits.items()}, lookups)
 
 
 def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
@@ -173,9 +201,12 @@ class BuildReport:
     unavailable: tuple[tuple[str, tuple[str, ...]], ...] = ()   # (name, missing) of optional variants
     failed: tuple[str, ...] = ()   # variant names that failed (only on a BuildFailed's report)
     plan: Optional[Plan] = field(default=None, compare=False, repr=False)    # what was decided, and why
+    remote: Optional[tuple[str, ...]] = None   # variant names taken from the remote cache; None: none set
 
     def summary(self) -> str:
         parts = [f"{len(self.compiled)} compiled"]
+        if self.remote is not None:
+            parts.append(f"{len(self.remote)} from the remote cache")
         if self.cached:
             parts.append(f"{len(self.cached)} from cache")
         parts.append(f"{len(self.up_to_date)} up to date")
@@ -207,7 +238,9 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     if compiler is None:
         compiler = find_compiler(config, version_cache=config.root / STATE_DIR / TOOLS_FILE)
     versions = Versions(compiler.version, compiler.optimizer_version)
-    with project_lock(config.root, log=log):
+    remote = RemoteCache.for_config(config)     # a bad URL stops the build before it starts
+    # The remote cache's stores finish after the lock is released (they touch no project file).
+    with remote, project_lock(config.root, log=log):
         remove_stale_temp_files(config, log)
         state = load_state(config)
         committed = committed_manifest(config)
@@ -215,23 +248,32 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         records = {**committed.records, **state.records}
         hashes = FileHashes(config.root)
         cache = BlobCache.for_config(config)
-        plan = make_plan(config.variants, records, lookups(config, versions, hashes, cache, state.inputs), force)
+        project = lookups(config, versions, hashes, cache, state.inputs)
+        plan = ask_remote(make_plan(config.variants, records, project, force), remote, records, project, cache)
+        reported = tuple(s.name for s in plan.from_remote) if remote.enabled else None
         if explain is not None:
             for line in plan.explanations():
                 explain(f"explain: {line}")
         known = {s.name: s.record for s in plan.up_to_date + plan.unavailable}
         keys = {name: r.key for name, r in known.items()}
         # Nothing changed (ninja-style): no compile, no reflection, no rendering, no write.
-        if not plan.to_compile and not plan.from_cache and not orphan_blobs(config) and \
-                outputs_current(config, state.outputs, outputs_key(config, versions, keys)):
+        if not plan.to_compile and not plan.from_cache and not plan.from_remote and not orphan_blobs(config) \
+                and outputs_current(config, state.outputs, outputs_key(config, versions, keys)):
             if journal_path(config).exists():
                 _save_state(config, _kept_records(config, records, known), state.outputs, state.inputs)
-            return _report(plan, known)
+            return _report(plan, known, remote=reported)
         journal = Journal(config)
+        for step in plan.from_remote:       # kept as a compile is: the next build needs no network
+            cache.put(step.record.key, step.blob)
+            journal.append(step.name, step.record)
+        fetched = journal.appended
+        by_name = {v.name: v for v in config.variants}
 
         def keep(name: str, record: Record, blob: Optional[bytes]) -> None:
             if blob is not None and record.key is not None:
                 cache.put(record.key, blob)
+                if remote.writable:     # queued for the remote cache's pool: the progress loop goes on
+                    remote.publish(record.key, record.deps, blob, project.inputs(by_name[name], ()).key)
             journal.append(name, record)
 
         try:
@@ -239,14 +281,14 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
                 ran = run_plan(config, compiler, plan, Path(tmp), hashes, jobs=jobs, log=log,
                                on_command=on_command, keep=keep)
         except KeyboardInterrupt:
-            raise BuildInterrupted(journal.appended, len(plan.to_compile)) from None
+            raise BuildInterrupted(journal.appended - fetched, len(plan.to_compile)) from None
         finally:
             journal.close()
         records = _kept_records(config, records, {**known, **ran.records})
         if ran.failures:
             # Keep what compiled (state and cache): the next build compiles only what failed or changed.
             _save_state(config, records, state.outputs, state.inputs)
-            report = _report(plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
+            report = _report(plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)), remote=reported)
             try:
                 raise_failures(ran.failures, f"genspirv build: {report.summary()} "
                                "(nothing committed written; the compiled variants wait in the cache)")
@@ -262,7 +304,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
             _save_state(config, records, OutputsRecord(outputs_key(config, versions, keys),
                                                        {config.manifest: manifest_sha}), state.inputs)
-            return _report(plan, records)
+            return _report(plan, records, remote=reported)
         compiled = dict(ran.compiled)
         trusted = _manifest_trusted(config, state)
         for step in plan.up_to_date:
@@ -280,17 +322,18 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
                                    OutputsRecord(outputs_key(config, versions, keys), rendered), state.inputs, log)
         if cache.stored:
             cache.trim()
-    return _report(plan, records, ran.compiled_now, tuple(removed), tuple(written))
+    return _report(plan, records, ran.compiled_now, tuple(removed), tuple(written), remote=reported)
 
 
 def _report(plan: Plan, records: Mapping[str, Record], compiled: tuple[str, ...] = (),
-            removed: tuple[str, ...] = (), written: tuple[str, ...] = (), failed: tuple[str, ...] = ()) -> BuildReport:
+            removed: tuple[str, ...] = (), written: tuple[str, ...] = (), failed: tuple[str, ...] = (),
+            remote: Optional[tuple[str, ...]] = None) -> BuildReport:
     return BuildReport(compiled=compiled, up_to_date=tuple(s.name for s in plan.up_to_date), removed=removed,
                        written=written, cached=tuple(s.name for s in plan.from_cache),
                        # A variant that failed is not also unavailable (its old record may say it was).
                        unavailable=tuple((n, r.missing) for n, r in sorted(records.items())
                                          if r.unavailable and n not in failed),
-                       failed=failed, plan=plan)
+                       failed=failed, plan=plan, remote=remote)
 
 
 def _kept_records(config: Config, previous: Mapping[str, Record], updates: Mapping[str, Record]) -> dict[str, Record]:

@@ -30,6 +30,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from .errors import ConfigError
+from .remote_url import URL_FORM, parse_url
 # Settings and Variant are re-exported: the build's stages take them from here with the Config.
 from .variants import (DEFAULT_TARGET_ENV, Settings, Variant, check_keys, expect, is_excluded, make_variant,
                        parse_defines, parse_flags, parse_target_env, relative_path, settings_of, source_settings,
@@ -49,7 +50,7 @@ INCLUDE_DIR = "include"          # under glsl_dir; headers there are never compi
 SOURCE_SUFFIX = ".comp"
 
 TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders", "generator", "exclude", "include_directive",
-                            "optimize", "validate"}
+                            "optimize", "validate", "remote_cache"}
 GENERATE_KEYS = {"target", "output", "template"}
 
 
@@ -73,6 +74,7 @@ class Config:
     variants: tuple[Variant, ...]            # sorted by name
     include_directive: bool = True           # #include without GL_GOOGLE_include_directive, as glslc
     generator: Optional[str] = None          # posix path relative to the root
+    remote_cache: Optional[str] = None       # a remote compile cache's URL (GENSPIRV_REMOTE_CACHE overrides)
 
     def path(self, relative: str) -> Path:
         """An absolute path for a posix path relative to the root."""
@@ -160,6 +162,11 @@ def load_config(root: Path | str) -> Config:
     for i, pattern in enumerate(exclude):
         expect(pattern, str, f"tool.genspirv.exclude[{i}]", "a glob relative to glsl_dir")
 
+    remote_cache = table.get("remote_cache")
+    if remote_cache is not None:
+        expect(remote_cache, str, "tool.genspirv.remote_cache", f"a URL, {URL_FORM}")
+        parse_url(remote_cache, "tool.genspirv.remote_cache", allow_credentials=False)
+
     generate = []
     for i, g in enumerate(expect(table.get("generate", []), list, "tool.genspirv.generate", "an array of tables")):
         k = f"tool.genspirv.generate[{i}]"
@@ -222,7 +229,7 @@ def load_config(root: Path | str) -> Config:
     config = Config(root=root, glsl_dir=glsl_dir, spirv_dir=values["spirv_dir"], manifest=values["manifest"],
                     target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
                     variants=tuple(sorted(variants.values(), key=lambda v: v.name)),
-                    include_directive=include_directive, generator=generator)
+                    include_directive=include_directive, generator=generator, remote_cache=remote_cache)
     _check_collisions(config)
     return config
 

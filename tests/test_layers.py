@@ -22,11 +22,11 @@ PACKAGE = Path(genspirv.__file__).parent
 # Lowest first; a unit imports only from layers below its own.
 LAYERS = [
     {"errors"},
-    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children"},
+    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "remote_url"},
     {"generator", "variants", "reflect", "includes"},   # variant lists and tables; the SPIR-V facts
     {"config"},                                     # the project's settings
-    {"manifest", "toolchain"},                      # the JSON format; the pinned tools
-    {"buildstate", "compiler", "compilers", "runtime"},
+    {"manifest", "toolchain", "remote_entry"},      # the JSON format; the pinned tools; remote entries
+    {"buildstate", "compiler", "compilers", "runtime", "remote_cache"},
     {"plan", "compile", "emit", "lint"},
     {"outputs"},
     {"build"},
