@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.server
 import re
 import shutil
 import socket
@@ -20,10 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from fake_compiler import FakeCompiler
 from genspirv.bench.webdav import StoreError, WebdavStore, server_block
-from genspirv.build import build
+from genspirv.build import BuildInterrupted, build
+from genspirv.check import check
 from genspirv.config import load_config
 from genspirv.errors import ConfigError
+from genspirv.plan import Action, Reason
 from genspirv.remote_cache import WORKERS, Lookup, RemoteCache, remote_settings
 from genspirv.remote_entry import Entry, EntryKind, decode, encode
 
@@ -738,3 +742,174 @@ def test_the_remote_benchmark_refuses_a_second_machine_that_compiled(tiny_projec
             _bench_remote(tiny_project, repeat=1)
     except StoreError as exc:
         pytest.skip(f"nginx cannot start here: {exc}")
+
+
+# -- the build plan's seams ------------------------------------------------------------------
+#
+# FakeCompiler (tests/fake_compiler.py) behind the compiler seam: builds take milliseconds and
+# say exactly what was compiled; its blobs are keyed with its own version, so the first
+# machine here is a fake-compiled one too.
+
+
+def _fake_first_machine(tiny_project, store, remote, secret=SECRET, **fake) -> Path:
+    remote(store.url, "read-write", secret)
+    root = tiny_project()
+    report = build(load_config(root), compiler=FakeCompiler(**fake), jobs=1)
+    assert len(report.compiled) == 3 and len(entries(store)) == 6
+    return root
+
+
+def test_explain_says_remote_hit_and_the_plan_holds_the_step(tiny_project, store, remote):
+    a = _fake_first_machine(tiny_project, store, remote)
+    remote(store.url, "read", SECRET)
+    b = _one_more_variant(tiny_project)
+    fake, lines = FakeCompiler(), []
+    report = build(load_config(b), compiler=fake, jobs=1, explain=lines.append)
+    assert sorted(report.remote) == list(TINY_VARIANTS) and report.compiled == ("extra",)
+    assert dict(fake.compiles) == {"extra": 1}              # the compiler was asked for the miss only
+    assert {s.name: s.action for s in report.plan.steps} == {
+        "add_f32": Action.FROM_REMOTE, "add_i32": Action.FROM_REMOTE, "neg": Action.FROM_REMOTE,
+        "extra": Action.COMPILE}
+    assert "explain: neg: remote hit: new variant (no earlier build of it); the remote cache has its blob" in lines
+    assert "explain: extra: compile: new variant (no earlier build of it)" in lines     # the control
+    assert blobs(b) == blobs(a)
+    assert report.summary().startswith("1 compiled, 3 from the remote cache, 0 up to date")
+
+
+def test_a_remote_hit_keeps_the_reason_its_variant_was_stale(tiny_project, store, remote):
+    """A clone edits a header the first machine edited too: the hit says which file changed."""
+    remote(store.url, "read-write", SECRET)
+    a = tiny_project()
+    build(load_config(a), compiler=FakeCompiler(), jobs=1)
+    clone = a.parent / (a.name + "-clone")
+    shutil.copytree(a, clone)
+    for root in (a, clone):
+        header = root / "glsl/include/common.glsl"
+        header.write_text(header.read_text() + "#define TWO 2\n")
+    build(load_config(a), compiler=FakeCompiler(), jobs=1)
+    remote(store.url, "read", SECRET)
+    lines: list[str] = []
+    report = build(load_config(clone), compiler=FakeCompiler(), jobs=1, explain=lines.append)
+    assert sorted(report.remote) == ["add_f32", "add_i32"] and report.compiled == ()
+    assert [s.reason for s in report.plan.from_remote] == [Reason.INCLUDE_CHANGED] * 2
+    assert ("explain: add_f32: remote hit: glsl/include/common.glsl changed; the remote cache has its blob"
+            in lines)
+
+
+def test_remote_hits_are_kept_when_the_build_is_interrupted(tiny_project, store, remote):
+    """Each hit lands in the local cache and the journal before the first compile: after an
+    interrupt the next build takes them locally, with the server gone."""
+    _fake_first_machine(tiny_project, store, remote)
+    remote(store.url, "read", SECRET)
+    b = _one_more_variant(tiny_project)
+
+    def interrupt(line: str) -> None:
+        raise KeyboardInterrupt      # as SIGINT does, on the thread that collects the compiles
+
+    with pytest.raises(BuildInterrupted) as info:
+        build(load_config(b), compiler=FakeCompiler(), jobs=1, log=interrupt)
+    assert (info.value.kept, info.value.total) == (1, 1)       # the compile, not the hits
+    store.stop()
+    report = build(load_config(b), compiler=FakeCompiler(), jobs=1)
+    assert report.compiled == () and report.remote == ()
+    assert sorted(report.cached) == sorted(TINY_VARIANTS + ("extra",))
+
+
+def _publish_deferred(monkeypatch) -> None:
+    """The control's build: every store queued only when the build closes the remote cache."""
+    held: list = []
+    publish, close = RemoteCache.publish, RemoteCache.close
+    monkeypatch.setattr(RemoteCache, "publish", lambda self, *a: held.append((self, a)))
+
+    def close_then(self, wait=True):
+        for cache, args in held:
+            publish(cache, *args)
+        held.clear()
+        close(self, wait)
+    monkeypatch.setattr(RemoteCache, "close", close_then)
+
+
+@pytest.mark.parametrize("deferred", [False, True], ids=["as-each-compile-finishes", "control-at-the-end"])
+def test_stores_run_alongside_the_compiles(tiny_project, store, remote, monkeypatch, deferred):
+    """The last compile waits (at most 2 s) for the first compiled variant's blob in the store:
+    it is there, since the build hands each blob to the background stores as its compile
+    finishes. The control stores only at the end, and the last compile sees an empty store."""
+    if deferred:
+        _publish_deferred(monkeypatch)
+    remote(store.url, "read-write", SECRET)
+    seen: list[int] = []
+
+    def wait_for_a_store(job) -> None:
+        if job.variant.name == "neg":                       # the last of three, one at a time
+            deadline = time.monotonic() + 2.0
+            while not entries(store) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            seen.append(len(entries(store)))
+
+    report = build(load_config(tiny_project()), compiler=FakeCompiler(on_compile=wait_for_a_store), jobs=1)
+    assert len(report.compiled) == 3 and len(entries(store)) == 6      # every store done on return
+    assert (seen[0] == 0) if deferred else (seen[0] >= 1), seen
+
+
+@contextlib.contextmanager
+def held_put_server():
+    """An HTTP store whose PUTs wait until released: yields (url, put_arrived, release)."""
+    arrived, release = threading.Event(), threading.Event()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            arrived.set()
+            release.wait(10)
+            self.send_response(201)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/cache", arrived, release
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_publish_returns_before_its_store_is_answered(remote):
+    """The build's progress loop calls publish: it queues and returns. Here the server holds
+    the PUT until the test releases it, after publish has returned; were publish to send it
+    itself, it would return only at the 2 s time-out, with a warning."""
+    said: list[str] = []
+    with held_put_server() as (url, arrived, release):
+        remote(url, "read-write", SECRET, timeout=2)
+        with RemoteCache(remote_settings(), warn=said.append) as cache:
+            cache.publish("ab" * 32, ("glsl/v.comp",), b"blob", None)
+            assert arrived.wait(5), "the PUT never reached the server"
+            assert said == [] and not release.is_set()       # returned while its PUT was held
+            release.set()
+    assert said == []                                         # the store then finished cleanly
+
+
+def test_check_uses_no_cache_local_or_remote(tiny_project, store, remote, first_machine):
+    """A forged entry a build without a secret takes (into its local cache too) does not fool
+    check: it compiles every variant and names the blob. And it sends the store nothing."""
+    a = first_machine(store)
+    target = _blob_key(store, "add_f32", a)
+    original = decode(_entry_path(store, target).read_bytes(), target, EntryKind.BLOB, SECRET)
+    evil = (a / "spirv/add_i32.spv").read_bytes()
+    _entry_path(store, target).write_bytes(encode(Entry(EntryKind.BLOB, target, original.deps, evil)))
+    remote(store.url, "read", None)
+    b = tiny_project()
+    assert "add_f32" in build(load_config(b)).remote          # the control: the build took it
+    assert (b / "spirv/add_f32.spv").read_bytes() == evil
+    report = check(load_config(b))
+    assert [(d.kind, d.path) for d in report.differences] == [("differs", "spirv/add_f32.spv"),
+                                                              ("differs", "manifests/shaders.json")]
+    with silent_listener() as (url, accepted):
+        remote(url, "read", None, timeout=1)
+        assert check(load_config(b)).differences == report.differences
+        assert accepted == []                                 # not one connection
