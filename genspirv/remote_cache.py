@@ -6,11 +6,13 @@ remote_cache``, and ``GENSPIRV_REMOTE_CACHE_MODE``, ``_SECRET``, ``_TOKEN``,
 caches:
 
 - ``fetch(lookups, ...)`` asks the store, a few requests at a time, for the
-  variants a build would otherwise compile, and gives back the entries that
-  verify (``genspirv.remote_entry``; the blob's files hash to its key here,
-  and the blob reflects) as ``Hit``s;
-- ``publish(...)`` stores what the build compiled, in the background
-  (read-write mode only); ``close()`` waits for those stores.
+  variants a build's plan would otherwise compile, and gives back the entries
+  that verify (``genspirv.remote_entry``; the blob's files hash to its key
+  here, and the blob reflects) as ``Hit``s, which the build plans as remote
+  hits (``genspirv.plan.found_elsewhere``);
+- ``publish(...)`` queues a compiled blob for the background pool to store
+  (read-write mode only), so the build calls it as each compile finishes;
+  ``close()`` waits for those stores.
 
 Entries live at ``<url>/<key[:2]>/<key[2:]>`` (ccache's HTTP layout: GET, HEAD,
 PUT; an nginx WebDAV location or an S3-style gateway). The store is never
