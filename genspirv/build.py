@@ -42,6 +42,7 @@ from .compiler import CommandLog, Compiler, find_compiler
 from .config import Config, Variant
 from .errors import GenspirvError, LockError, OutputError, UnavailableError
 from .fsutil import StagedFiles, signals_deferred
+from .generated import GENERATED_DIR, origin_note, provenance, write_generated
 from .manifest import Unavailable
 from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, outputs_current, outputs_key,
                       remove_stale_temp_files)
@@ -65,7 +66,7 @@ def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -
         timeout = settings.get("GENSPIRV_LOCK_TIMEOUT")
     path = root / STATE_DIR / LOCK_FILE
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_state_dir(path.parent)
         lock_file = open(path, "a+b")
     except OSError as exc:
         raise OutputError(f"{path}: cannot create the build lock: {exc.strerror or exc}") from None
@@ -91,6 +92,16 @@ def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -
             yield
         finally:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _make_state_dir(folder: Path) -> None:
+    """``.genspirv/``, with a ``.gitignore`` of ``*`` in it (as pytest's and ruff's caches have):
+    git never lists the state, the cache or the generated files, whatever the project ignores."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        with contextlib.suppress(OSError):
+            ignore.write_text("# genspirv's build state, cache and generated sources\n*\n")
 
 
 # -- planning and running -----------------------------------------------------
@@ -126,28 +137,37 @@ class Ran:
 
 
 def run_plan(config: Config, compiler: Compiler, plan: Plan, workdir: Path, hashes: FileHashes, *,
-             jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None) -> Ran:
+             jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None,
+             generated_dir: Optional[Path] = None) -> Ran:
     """Compile the plan's stale variants into ``workdir`` and reflect its cached ones.
 
-    ``keep(name, record, blob)`` hears of each compile as it finishes (blob None: unavailable)."""
+    ``keep(name, record, blob)`` hears of each compile as it finishes (blob None: unavailable).
+    The generator's files are written first, into ``.genspirv/generated/`` or, for check,
+    ``generated_dir``."""
     versions = Versions(compiler.version, compiler.optimizer_version)
     dirs = include_dirs(config)
     records: dict[str, Record] = {}
+    folder = generated_dir or config.path(GENERATED_DIR)
+    if plan.to_compile and (config.generated or folder.is_dir()):
+        try:
+            write_generated(config.generated, folder)
+        except OSError as exc:
+            raise _output_error(exc) from None
 
     def done(v: Variant, result: Compiled | UnavailableError) -> None:
         if isinstance(result, Compiled):
             inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
             record = Record.of(inputs, result.deps, sha256_hex(result.blob))
         else:
-            deps = tuple(unavailable_deps(config.root, result))
+            deps = tuple(unavailable_deps(config.root, result, v.preamble, config.generated_files))
             inputs = key_inputs(config, versions, v, deps, hashes, dirs)
             record = Record.of(inputs, deps, missing=result.missing)
         records[v.name] = record
         if keep is not None:
             keep(v.name, record, result.blob if isinstance(result, Compiled) else None)
 
-    outcome = compile_all(compiler, make_jobs(config, [s.variant for s in plan.to_compile], workdir, on_command),
-                          jobs, log, done)
+    outcome = compile_all(compiler, make_jobs(config, [s.variant for s in plan.to_compile], workdir, on_command,
+                                              generated_dir), jobs, log, done)
     compiled = dict(outcome.compiled)
     for step in plan.from_cache + plan.from_remote:
         compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
@@ -184,7 +204,9 @@ def ask_remote(plan: Plan, remote: RemoteCache, records: Mapping[str, Record], l
 
 def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
     """The manifest's ``unavailable`` list, in variant order."""
-    return [Unavailable(v.name, v.source, records[v.name].missing, records[v.name].key or "", records[v.name].deps)
+    files = config.generated_files
+    return [Unavailable(v.name, v.source, records[v.name].missing, records[v.name].key or "",
+                        provenance(records[v.name].deps, files, config.generator), v.meta_json)
             for v in config.variants if v.name in records and records[v.name].unavailable]
 
 
@@ -216,6 +238,18 @@ class BuildReport:
             parts.append(f"{len(self.failed)} failed")
         return ", ".join(parts) + f", {len(self.removed)} removed, {len(self.written)} files written"
 
+    def unavailable_lines(self, verbose: bool = False) -> list[str]:
+        """What a build says of its unavailable variants: in full the ones this build found (a
+        change), every one with ``verbose``; the ones it knew already in one line, so a no-op
+        stays quiet."""
+        known = {s.name for s in self.plan.unavailable} if self.plan is not None else set()
+        lines = [f"{name} unavailable: the pinned compiler lacks {', '.join(missing)}"
+                 for name, missing in self.unavailable if verbose or name not in known]
+        if len(lines) < len(self.unavailable):
+            lacking = dict.fromkeys(m for _, missing in self.unavailable for m in missing)
+            lines.append(f"{len(self.unavailable)} unavailable: {', '.join(lacking)}; genspirv list --unavailable")
+        return lines
+
 
 class BuildInterrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM stopped the build; ``kept`` of the ``total`` compiles it ran finished
@@ -227,10 +261,12 @@ class BuildInterrupted(KeyboardInterrupt):
 
 
 def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: Log = None,
-          on_command: CommandLog = None, explain: Log = None, compiler: Optional[Compiler] = None) -> BuildReport:
+          on_command: CommandLog = None, explain: Log = None, compiler: Optional[Compiler] = None,
+          verbose: bool = False) -> BuildReport:
     """Bring blobs, manifest and generated files up to date with the sources.
 
     ``explain`` hears one line per variant compiled or taken from the cache, saying why.
+    ``verbose``: a compile error keeps every line the compiler printed, not only the first error.
     ``compiler`` replaces the pinned glslang (tests pass a fake). On failure raises the
     error (CompileError for a shader) with ``.report``: what was compiled and kept in
     the cache, what failed. Interrupted, raises ``BuildInterrupted``.
@@ -246,7 +282,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
         committed = committed_manifest(config)
         # A fresh clone has no state: the committed manifest's provenance stands in for it.
         records = {**committed.records, **state.records}
-        hashes = FileHashes(config.root)
+        hashes = FileHashes.for_config(config)
         cache = BlobCache.for_config(config)
         project = lookups(config, versions, hashes, cache, state.inputs)
         plan = ask_remote(make_plan(config.variants, records, project, force), remote, records, project, cache)
@@ -291,7 +327,8 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
             report = _report(plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)), remote=reported)
             try:
                 raise_failures(ran.failures, f"genspirv build: {report.summary()} "
-                               "(nothing committed written; the compiled variants wait in the cache)")
+                               "(nothing committed written; the compiled variants wait in the cache)",
+                               verbose, origin_note(config.generated_files, config.generator))
             except GenspirvError as exc:
                 exc.report = report
                 raise

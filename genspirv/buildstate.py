@@ -3,8 +3,9 @@
 Takes a ``Config`` and gives the facts the build plans with:
 
 - ``KeyInputs``: everything that decides a variant's bytes (the source and
-  every file it read with their sha256, defines, compiler and optimiser
-  versions, flags, target env, include handling, whether it is validated);
+  every file it read with their sha256, its preamble, defines, compiler and
+  optimiser versions, flags, target env, include handling, whether it is
+  validated);
   its ``key`` (sha256 of its JSON) is the variant's content key. Two inputs
   compared field by field say *why* a variant is stale (``genspirv.plan``).
 - ``Record``: per variant what the last build knew: key, the files it read,
@@ -40,6 +41,7 @@ from . import settings
 from .config import Config, Variant
 from .errors import ManifestError
 from .fsutil import StagedFiles, atomic_write
+from .generated import compiled_deps, is_generated
 from .manifest import read_manifest_json
 
 STATE_DIR = ".genspirv"
@@ -57,22 +59,35 @@ def sha256_hex(data: bytes) -> str:
 
 
 def include_dirs(config: Config) -> tuple[str, ...]:
-    return (config.include_dir,) if config.path(config.include_dir).is_dir() else ()
+    return config.include_dirs
 
 
 @dataclass
 class FileHashes:
-    """sha256 of each file read during one build: a header shared by 2,000 variants is read once."""
+    """sha256 of each file read during one build: a header shared by 2,000 variants is read once.
+
+    A generated file is hashed from the text the generator gave (``generated``), never from
+    disk: the key is the same whether its copy on disk is there, stale or elsewhere (check)."""
 
     root: Path
+    generated: Mapping[str, bytes] = field(default_factory=dict)
     _seen: dict = field(default_factory=dict)
+
+    @classmethod
+    def for_config(cls, config: Config) -> "FileHashes":
+        return cls(config.root, {f.path: f.data for f in config.generated})
 
     def get(self, rel: str) -> Optional[str]:
         if rel not in self._seen:
-            try:
-                self._seen[rel] = sha256_hex((self.root / rel).read_bytes())
-            except OSError:
-                self._seen[rel] = None
+            if rel in self.generated:
+                self._seen[rel] = sha256_hex(self.generated[rel])
+            elif is_generated(rel):
+                self._seen[rel] = None      # a generated file the generator no longer gives: gone
+            else:
+                try:
+                    self._seen[rel] = sha256_hex((self.root / rel).read_bytes())
+                except OSError:
+                    self._seen[rel] = None
         return self._seen[rel]
 
 
@@ -100,6 +115,7 @@ class KeyInputs:
     files: tuple[tuple[str, Optional[str]], ...]   # (path, sha256) sorted; None: the file is gone
     optimize: bool = False
     optimizer: Optional[str] = None                # the optimiser's version, when optimised
+    preamble: Optional[str] = None                 # its path; its sha256 is in ``files``
 
     @functools.cached_property
     def doc(self) -> dict[str, Any]:
@@ -110,6 +126,8 @@ class KeyInputs:
                "validate": self.validate}
         if self.optimize:
             doc["optimizer"] = self.optimizer
+        if self.preamble is not None:       # only when set: keys without one stay as they were
+            doc["preamble"] = self.preamble
         return doc
 
     @functools.cached_property
@@ -126,7 +144,7 @@ class KeyInputs:
                        compiler=d["compiler"], flags=tuple(d["flags"]), target_env=d["target_env"],
                        include_dirs=tuple(d["include_dirs"]), include_directive=bool(d["include_directive"]),
                        validate=bool(d["validate"]), files=tuple((str(p), h) for p, h in d["files"]),
-                       optimize="optimizer" in d, optimizer=d.get("optimizer"))
+                       optimize="optimizer" in d, optimizer=d.get("optimizer"), preamble=d.get("preamble"))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -134,12 +152,14 @@ class KeyInputs:
 def key_inputs(config: Config, versions: Versions, variant: Variant, deps: Sequence[str],
                hashes: FileHashes, dirs: Optional[tuple[str, ...]] = None) -> KeyInputs:
     """The inputs of ``variant`` compiled from ``deps`` (the files its last compile read)."""
-    files = tuple((dep, hashes.get(dep)) for dep in sorted(set(deps) | {variant.source}))
+    read = {variant.source, *([variant.preamble] if variant.preamble else [])}
+    files = tuple((dep, hashes.get(dep)) for dep in sorted(set(deps) | read))
     return KeyInputs(source=variant.source, defines=variant.defines, compiler=versions.compiler,
                      flags=variant.flags, target_env=variant.target_env,
                      include_dirs=include_dirs(config) if dirs is None else dirs,
                      include_directive=config.include_directive, validate=variant.validate, files=files,
-                     optimize=variant.optimize, optimizer=versions.optimizer if variant.optimize else None)
+                     optimize=variant.optimize, optimizer=versions.optimizer if variant.optimize else None,
+                     preamble=variant.preamble)
 
 
 
@@ -365,18 +385,22 @@ def committed_manifest(config: Config) -> CommittedManifest:
         doc = {}
     records: dict[str, Record] = {}
     entries: dict[str, Mapping[str, Any]] = {}
+    files = config.generated_files
+
+    def deps(depends: list) -> tuple[str, ...]:
+        # depends lists the templates behind generated files too; the key covers what was compiled.
+        return compiled_deps(tuple(map(str, depends)), files, config.generator, config.glsl_dir)
+
     for e in doc.get("shaders", ()) if isinstance(doc.get("shaders"), list) else ():
         if isinstance(e, dict) and isinstance(e.get("name"), str):
             entries[e["name"]] = e
             if isinstance(e.get("inputs"), str) and isinstance(e.get("depends"), list):
                 sha = e.get("sha256")
-                records[e["name"]] = Record(e["inputs"], tuple(map(str, e["depends"])),
-                                            sha if isinstance(sha, str) else None)
+                records[e["name"]] = Record(e["inputs"], deps(e["depends"]), sha if isinstance(sha, str) else None)
     for u in doc.get("unavailable", ()) if isinstance(doc.get("unavailable"), list) else ():
         if isinstance(u, dict) and isinstance(u.get("name"), str) and isinstance(u.get("inputs"), str) \
                 and isinstance(u.get("depends"), list) and u.get("missing"):
-            records[u["name"]] = Record(u["inputs"], tuple(map(str, u["depends"])),
-                                        missing=tuple(map(str, u["missing"])))
+            records[u["name"]] = Record(u["inputs"], deps(u["depends"]), missing=tuple(map(str, u["missing"])))
     return CommittedManifest(doc, records, entries)
 
 

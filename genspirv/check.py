@@ -2,7 +2,8 @@
 
 Takes a ``Config``; runs the build's own plan, forced, into a temporary
 directory with the pinned compiler (no cache, no state file, nothing under the
-project written): every variant compiled, reflected, the manifest and any
+project written, not even the generator's files, which go to the temporary
+directory too): every variant compiled, reflected, the manifest and any
 generated files rendered; then compares each with the committed bytes. Gives
 a ``CheckReport`` listing every ``Difference``: a differing file (first
 differing byte and word, and a short ``spirv-dis`` or text diff), a missing
@@ -23,9 +24,11 @@ from .compile import Log, raise_failures
 from .compiler import Compiler, find_compiler
 from .config import Config
 from .errors import ToolchainError
+from .generated import origin_note
 from .outputs import expected_outputs, orphan_blobs, stale_temp_files
 from .plan import make_plan
-from .toolchain import Tool, disassemble, find_tool
+from .spirv_tools import disassemble
+from .toolchain import Tool, find_tool
 
 DIFF_LINES = 10
 
@@ -98,17 +101,19 @@ def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
 
 
 def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None,
-          compiler: Optional[Compiler] = None) -> CheckReport:
+          compiler: Optional[Compiler] = None, verbose: bool = False) -> CheckReport:
     """Compare every committed output with a fresh build made in a temporary directory."""
     compiler = compiler or find_compiler(config)
     versions = Versions(compiler.version, compiler.optimizer_version)
-    hashes = FileHashes(config.root)
+    hashes = FileHashes.for_config(config)
     # The build's plan, forced and with no cache: every variant compiles.
     plan = make_plan(config.variants, {}, lookups(config, versions, hashes, cache=None), force=True)
     with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
-        ran = run_plan(config, compiler, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command)
+        # The generator's files go to the temporary folder too: check writes nothing in the project.
+        ran = run_plan(config, compiler, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command,
+                       generated_dir=Path(tmp) / "generated")
     if ran.failures:
-        raise_failures(ran.failures)
+        raise_failures(ran.failures, verbose=verbose, note=origin_note(config.generated_files, config.generator))
     compiled = [ran.compiled[v.name] for v in config.variants if v.name in ran.compiled]
     keys = {name: r.key for name, r in ran.records.items()}
     expected = expected_outputs(config, compiled, unavailable_entries(config, ran.records), keys,

@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import shlex
 import signal
 import sys
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from .console import VARIANT_LINE, Progress, colourise, use_colour as _use_colour
 from .errors import GenspirvError, ManifestError, UsageError
 
 
@@ -30,60 +30,8 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def _use_colour(stream) -> bool:
-    """Colour on a terminal, unless NO_COLOR is set (https://no-color.org)."""
-    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
-
-
-_SEVERITY = re.compile(r"(?m)(^genspirv: error:|(?<=\d: )error:|(?<=\d: )warning:)")
-
-
-def colourise(text: str) -> str:
-    """'error:' red, 'warning:' yellow, as compilers print them."""
-    return _SEVERITY.sub(lambda m: ("\033[1;31m" if "error" in m.group() else "\033[1;33m")
-                         + m.group() + "\033[0m", text)
-
-
 def _warn(line: str) -> None:
     print(colourise(line) if _use_colour(sys.stderr) else line, file=sys.stderr, flush=True)
-
-
-_PROGRESS_LINE = re.compile(r"^\[\d+/\d+\] \S+$")     # "[12/400] matmul_f16"; a failure has more words
-_VARIANT_LINE = re.compile(r"^\[\d+/\d+\] ")          # any per-variant line, failures too: what -q drops
-
-
-class Progress:
-    """Build progress: on a terminal one line rewritten in place, piped one full line each.
-
-    ``[n/N] name`` lines are progress; anything else (a failure, a removal, a
-    command line under -v) is printed in full above the progress line.
-    """
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stdout
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.pending = False          # a progress line is on screen without its newline
-
-    def __call__(self, line: str) -> None:
-        if self.tty and _PROGRESS_LINE.match(line):
-            self.stream.write("\r\033[K" + line)
-            self.pending = True
-        else:
-            self.clear()
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def command(self, argv) -> None:
-        self(shlex.join(str(a) for a in argv))
-
-    def clear(self) -> None:
-        if self.pending:
-            self.stream.write("\r\033[K")
-            self.pending = False
-
-    def close(self) -> None:
-        self.clear()
-        self.stream.flush()
 
 
 def _config(args: argparse.Namespace):
@@ -92,11 +40,11 @@ def _config(args: argparse.Namespace):
     return load_config(root)
 
 
-def _manifest(args: argparse.Namespace):
+def _manifest(args: argparse.Namespace, config=None):
     from .manifest import load_manifest
     if getattr(args, "manifest", None):
         return load_manifest(args.manifest)
-    config = _config(args)
+    config = config or _config(args)
     if not config.path(config.manifest).is_file():
         raise ManifestError(f"{config.manifest}: no manifest yet; run `genspirv build` to make it")
     return load_manifest(config.path(config.manifest), root=config.root)
@@ -117,7 +65,8 @@ def _add_jobs_quiet(p: argparse.ArgumentParser) -> None:
                    help="parallel compiles (default: the number of CPUs)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress lines (the summary and errors still print)")
-    p.add_argument("-v", "--verbose", action="store_true", help="print every compiler command line")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print every compiler command line, and every line of a compile error")
 
 
 def _add_manifest_option(p: argparse.ArgumentParser) -> None:
@@ -141,7 +90,7 @@ def _build_args(p: argparse.ArgumentParser) -> None:
 
 def _without_progress(log: Callable[[str], None]) -> Callable[[str], None]:
     """``log`` minus the per-variant ``[n/N] name ...`` lines: what --quiet leaves out."""
-    return lambda line: None if _VARIANT_LINE.match(line) else log(line)
+    return lambda line: None if VARIANT_LINE.match(line) else log(line)
 
 
 def _check_output_file(option: str, value) -> None:
@@ -194,7 +143,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             report = build(config, jobs=args.jobs, force=args.force,
                            log=_without_progress(progress) if args.quiet else progress,
                            on_command=progress.command if args.verbose else None,
-                           explain=progress if explain else None)
+                           explain=progress if explain else None, verbose=args.verbose)
     except BuildInterrupted as exc:
         progress.close()
         _warn(f"genspirv: interrupted: {exc.kept} of {exc.total} compiles finished and are kept; "
@@ -203,8 +152,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     write_depfile_from_args(config, args)
-    for name, missing in report.unavailable:
-        _say(f"genspirv build: {name} unavailable: the pinned compiler lacks {', '.join(missing)}")
+    for line in report.unavailable_lines(verbose=args.verbose):
+        _say(f"genspirv build: {line}")
+    if config.other_stages:
+        _say(f"genspirv build: {config.other_stages_note()}")
     _say(f"genspirv build: {report.summary()}")
     return 0
 
@@ -223,8 +174,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     progress = Progress()
     try:
         with _sigterm_interrupts():
-            report = check(_config(args), jobs=jobs,
-                           on_command=progress.command if getattr(args, "verbose", False) else None)
+            verbose = getattr(args, "verbose", False)
+            report = check(_config(args), jobs=jobs, on_command=progress.command if verbose else None,
+                           verbose=verbose)
     finally:
         progress.close()
     if report.ok:
@@ -294,15 +246,24 @@ def cmd_reflect(args: argparse.Namespace) -> int:
 
 def _list_args(p: argparse.ArgumentParser) -> None:
     _add_manifest_option(p)
+    p.add_argument("--unavailable", action="store_true",
+                   help="the optional variants the pinned compiler cannot build, and what it lacks")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     manifest = _manifest(args)
-    rows = [("name", "local size", "bindings", "push", "source")]
-    for e in manifest.shaders:
-        i = e.info
-        rows.append((e.name, "x".join(str(n) for n in i.local_size), str(i.binding_count),
-                     str(i.push_constant_size), e.source))
+    if args.unavailable:
+        if not manifest.unavailable:
+            _say("genspirv list: no variant is unavailable")
+            return 0
+        rows = [("name", "lacks", "source")]
+        rows += [(u.name, ", ".join(u.missing), u.source) for u in manifest.unavailable]
+    else:
+        rows = [("name", "local size", "bindings", "push", "source")]
+        for e in manifest.shaders:
+            i = e.info
+            rows.append((e.name, "x".join(str(n) for n in i.local_size), str(i.binding_count),
+                         str(i.push_constant_size), e.source))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     for r in rows:
         _say("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
@@ -329,8 +290,10 @@ def _lint_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from .lint import lint
-    findings = lint(_manifest(args))
+    from .suppress import lint_project
+    # A project's own suppressions need its config; a manifest given alone has only its files' comments.
+    config = None if args.manifest else _config(args)
+    findings = lint_project(_manifest(args, config), config)
     for f in findings:
         _say(str(f))
     if findings:
@@ -411,7 +374,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("build", "incremental build of all variants (--explain: why each compiles)", _build_args, cmd_build),
     Command("check", "verify committed blobs and manifest byte for byte", _check_args, cmd_check),
     Command("reflect", "reflection of any SPIR-V blob", _reflect_args, cmd_reflect),
-    Command("list", "the shaders the manifest holds", _list_args, cmd_list),
+    Command("list", "the shaders the manifest holds (--unavailable: the variants it could not build)",
+            _list_args, cmd_list),
     Command("show", "one manifest entry", _show_args, cmd_show),
     Command("lint", "findings such as a writable binding never written", _lint_args, cmd_lint),
     Command("init", "scaffold a new genspirv project in DIR", _init_args, cmd_init),

@@ -9,17 +9,19 @@ then, so an interrupt loses only what was still running). One failure does
 not stop the others (a broken toolchain does). An interrupt (SIGINT, SIGTERM)
 kills every compiler process (``genspirv.children``) and drops the queued
 compiles. ``failure_message`` prints each distinct error once with every
-variant it hit. Shared by build and check; nothing here writes outside the
-work folder it is given.
+variant it hit (a broken header shared by many sources is one block; the
+compiler's follow-on lines only with ``-v``). Shared by build and check;
+nothing here writes outside the work folder it is given.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence, Union
+from typing import Callable, Collection, Mapping, Optional, Sequence, Union
 
 from . import children
 from . import reflect as reflect_mod
@@ -54,9 +56,11 @@ def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
 
 
 def make_jobs(config: Config, variants: Sequence[Variant], workdir: Path,
-              on_command: CommandLog = None) -> list[Job]:
+              on_command: CommandLog = None, generated_dir: Optional[Path] = None) -> list[Job]:
+    """One job per variant; ``generated_dir``: where the generated files are when not in the root."""
     dirs = include_dirs(config)
-    return [Job(v, config.root, dirs, config.include_directive, workdir, on_command) for v in variants]
+    return [Job(v, config.root, dirs, config.include_directive, workdir, on_command, generated_dir)
+            for v in variants]
 
 
 def compile_variant(compiler: Compiler, job: Job) -> Compiled:
@@ -69,13 +73,14 @@ def compile_variant(compiler: Compiler, job: Job) -> Compiled:
     return Compiled(v, blob, out.deps, reflect_blob(v.name, v.source, blob))
 
 
-def unavailable_deps(root: Path, exc: UnavailableError) -> list[str]:
-    """The files an unavailable variant's key covers: the source and the files the compiler's
-    messages name (where the #extension line is)."""
-    deps = [exc.source]
+def unavailable_deps(root: Path, exc: UnavailableError, preamble: Optional[str] = None,
+                     generated: Collection[str] = ()) -> list[str]:
+    """The files an unavailable variant's key covers: the source, its preamble and the files the
+    compiler's messages name (where the #extension line is), generated ones among them."""
+    deps = [exc.source, *([preamble] if preamble else [])]
     for line in exc.messages.splitlines():
         path = line.split(":", 1)[0]
-        if path and (root / path).is_file():
+        if path and (path in generated or (root / path).is_file()):
             deps.append(dep_path(root, path))
     return list(dict.fromkeys(deps))
 
@@ -145,29 +150,76 @@ def _collect(outcome: CompileOutcome, variant: Variant, future, version: str, on
     return ""
 
 
-def failure_message(failures: Mapping[str, GenspirvError]) -> str:
-    """Each distinct error once, naming every variant it hit (glslang's text is the same for
-    every variant of a source whose defines do not matter to the error)."""
-    groups: dict[tuple, list[str]] = {}
-    texts: dict[tuple, str] = {}
+_ERROR_LINE = re.compile(r"^(.+?):(\d+): error: ")
+Note = Callable[[str], str]     # a file's path -> a line about it ("" for none): where a generated file came from
+
+
+def _first_error(exc: CompileError) -> tuple[Optional[str], list[str]]:
+    """The compiler's first ``file:line: error: ...`` line, and every other line it printed."""
+    lines = exc.messages.splitlines()
+    at = next((i for i, line in enumerate(lines) if _ERROR_LINE.match(line)), None)
+    if at is None:
+        return None, lines
+    return lines[at], lines[:at] + lines[at + 1:]
+
+
+def _header(exc: GenspirvError, sources: Sequence[str]) -> str:
+    """The block's first line: what failed, without the variant name the error starts with."""
+    first = str(exc).split("\n", 1)[0].split(": ", 1)[-1]
+    if len(sources) < 2:
+        return first
+    if type(exc) is CompileError:
+        return f"{len(sources)} sources do not compile:"
+    return first.replace(exc.source, f"{exc.source} (and {len(sources) - 1} more sources)", 1)
+
+
+def failure_message(failures: Mapping[str, GenspirvError], verbose: bool = False, note: Optional[Note] = None) -> str:
+    """Each distinct error once, naming every variant it hit.
+
+    Compile errors are told apart by the first ``file:line: error: message`` the compiler
+    printed, across sources: a broken header that 46 sources include is one block. The
+    compiler's other lines (its follow-on errors) are left out unless ``verbose``; ``note``
+    adds a line about the erring file (a generated one: which template it came from)."""
+    groups: dict[tuple, list[tuple[str, GenspirvError]]] = {}
     for name, exc in sorted(failures.items()):
         if isinstance(exc, CompileError) and exc.messages:
-            key = (type(exc).__name__, exc.source, exc.messages)
-            text = str(exc).split("\n", 1)
-            texts.setdefault(key, (text[0].split(": ", 1)[-1] + "\n" + exc.messages) if len(text) > 1 else str(exc))
+            first, _ = _first_error(exc)
+            key = ("at", type(exc).__name__, first) if first else (type(exc).__name__, exc.source, exc.messages)
         else:
             key = (type(exc).__name__, str(exc).split(": ", 1)[-1])
-            texts.setdefault(key, str(exc))
-        groups.setdefault(key, []).append(name)
+        groups.setdefault(key, []).append((name, exc))
     parts = []
-    for key, names in groups.items():
+    for key, hits in groups.items():
+        names = [name for name, _ in hits]
+        exc = hits[0][1]
+        if isinstance(exc, CompileError) and exc.messages:
+            parts.append(_compile_block(exc, sorted({e.source for _, e in hits}), verbose, note))
+        else:
+            parts.append(str(exc))
         hit = f"in {len(names)} variants: {', '.join(names)}" if len(names) > 1 else f"in variant {names[0]}"
-        parts.append(f"{texts[key]}\n  ({hit})")
+        parts[-1] += f"\n  ({hit})"
     return "\n".join(parts)
 
 
-def raise_failures(failures: Mapping[str, GenspirvError], summary: str = "") -> None:
-    message = failure_message(failures)
+def _compile_block(exc: CompileError, sources: Sequence[str], verbose: bool, note: Optional[Note]) -> str:
+    first, rest = _first_error(exc)
+    if first is None:
+        return _header(exc, sources) + "\n" + exc.messages
+    lines = [_header(exc, sources), first]
+    about = note(first.split(":", 1)[0]) if note else ""
+    if about:
+        lines.append(f"  ({about})")
+    if verbose:
+        lines += rest
+    elif rest:
+        lines.append(f"  ({len(rest)} more line{'s' if len(rest) > 1 else ''} from the compiler; "
+                     "-v prints them)")
+    return "\n".join(lines)
+
+
+def raise_failures(failures: Mapping[str, GenspirvError], summary: str = "", verbose: bool = False,
+                   note: Optional[Note] = None) -> None:
+    message = failure_message(failures, verbose, note)
     if summary:
         message += f"\n{summary}"
     # A broken toolchain outranks a broken shader: it is exit 2, not 1.

@@ -12,8 +12,11 @@ in-process library, say) implements the same five members:
 - ``optimizer_version``: the optimiser's, in the key of optimised variants
   (None when no variant is optimised).
 - ``compile(job)``: one variant's SPIR-V bytes, every file the compile read
-  (for the next build's content key: the source first, then each include,
-  relative to the project root where inside it) and the compiler's messages.
+  (for the next build's content key: the source first, then its preamble when
+  it has one, then each include, relative to the project root where inside
+  it) and the compiler's messages. A variant's ``preamble`` is a file whose
+  text goes before the source's first line; messages name each file's own
+  lines (``genspirv.preamble`` composes the two and maps lines back).
   A shader it refuses is a ``CompileError`` whose ``messages`` are
   ``file:line: error: ...`` lines; an extension or feature it lacks is an
   ``UnavailableError`` naming it; a broken compiler is a ``ToolchainError``.
@@ -24,7 +27,10 @@ in-process library, say) implements the same five members:
   ``job.variant.target_env``; called only for variants with ``validate``.
 
 Each is called from worker threads, several at once, each job with its own
-file names in ``job.workdir``. A compiler that starts processes starts them
+file names in ``job.workdir``. A compiler finds a file through ``job.file``
+(and hands a tool ``job.tool_path``): generated sources are named
+``.genspirv/generated/...`` everywhere but, in ``check``, lie in a temporary
+folder; ``job.named`` turns what a tool printed back into those names. A compiler that starts processes starts them
 through ``genspirv.toolchain`` (``Tool.run``), which an interrupted build
 kills; an in-process one is waited for.
 """
@@ -37,9 +43,10 @@ from pathlib import Path
 from typing import Callable, Optional, Protocol, Sequence
 
 from .config import Config, Variant
-from .errors import ToolchainError
-from .toolchain import (Glslang, Tool, cached_version, compile_glsl, find_glslang, find_tool, optimize,
-                        tool_version, uses_include, validate)
+from .errors import GenspirvError, ToolchainError
+from .generated import GENERATED_DIR, is_generated
+from .spirv_tools import optimize, tool_version, validate
+from .toolchain import Glslang, Tool, cached_version, compile_glsl, find_glslang, find_tool, uses_include
 
 CommandLog = Optional[Callable[[Sequence[str]], None]]
 
@@ -54,12 +61,39 @@ class Job:
     include_directive: bool         # #include works without GL_GOOGLE_include_directive
     workdir: Path                   # a folder of this build's own; name files after the variant
     on_command: CommandLog = None   # told each command line run (``build -v``)
+    generated_dir: Optional[Path] = None    # where GENERATED_DIR's files are when not in the root (check)
+
+    def _moved(self) -> Optional[str]:
+        return str(self.generated_dir) if self.generated_dir is not None else None
+
+    def tool_path(self, rel: str) -> str:
+        """A root-relative path as a tool running in the root is given it."""
+        moved = self._moved()
+        return moved + rel[len(GENERATED_DIR):] if moved and is_generated(rel) else rel
+
+    def file(self, rel: str) -> Path:
+        """Where a root-relative path (a source, an include folder) is on disk."""
+        return self.root / self.tool_path(rel)
+
+    def named(self, text: str) -> str:
+        """Text a tool printed (a message, a depfile path) with generated files under their own names."""
+        moved = self._moved()
+        return text.replace(moved, GENERATED_DIR) if moved else text
+
+    def renamed(self, exc: GenspirvError) -> GenspirvError:
+        """``exc`` with its text (and messages, source) naming generated files as ``named`` does."""
+        if self._moved():
+            exc.args = tuple(self.named(a) if isinstance(a, str) else a for a in exc.args)
+            for attr in ("messages", "source"):
+                if isinstance(getattr(exc, attr, None), str):
+                    setattr(exc, attr, self.named(getattr(exc, attr)))
+        return exc
 
 
 @dataclass(frozen=True)
 class CompilerOutput:
     blob: bytes
-    deps: tuple[str, ...]           # every file read: the source first, root-relative where inside it
+    deps: tuple[str, ...]           # every file read: the source, its preamble, then includes; root-relative
     messages: str = ""              # warnings, in file:line form
 
 
@@ -99,13 +133,18 @@ class GlslangCompiler:
     def compile(self, job: Job) -> CompilerOutput:
         v = job.variant
         out = job.workdir / f"{v.name}.spv"
-        result = compile_glsl(self.glslang, source=v.source, output=out, depfile=job.workdir / f"{v.name}.d",
-                              cwd=job.root, target_env=v.target_env, defines=v.defines_dict,
-                              include_dirs=job.include_dirs, flags=v.flags, what=v.name,
-                              include_preamble=_include_preamble(job), on_command=job.on_command)
+        try:
+            result = compile_glsl(self.glslang, source=job.tool_path(v.source), output=out,
+                                  depfile=job.workdir / f"{v.name}.d", cwd=job.root, target_env=v.target_env,
+                                  defines=v.defines_dict, include_dirs=tuple(map(job.tool_path, job.include_dirs)),
+                                  flags=v.flags, what=v.name, include_preamble=_include_preamble(job),
+                                  on_command=job.on_command, preamble=v.preamble)
+        except GenspirvError as exc:
+            raise job.renamed(exc) from None
         # glslang names dependencies relative to its working directory, the root.
-        deps = dict.fromkeys([v.source] + [dep_path(job.root, d) for d in result.deps])
-        return CompilerOutput(result.blob, tuple(deps), result.warnings)
+        read = [v.source, *([v.preamble] if v.preamble else [])]
+        deps = dict.fromkeys(read + [dep_path(job.root, job.named(d)) for d in result.deps])
+        return CompilerOutput(result.blob, tuple(deps), job.named(result.warnings))
 
     def optimize(self, job: Job, blob: bytes) -> bytes:
         v = job.variant
@@ -113,7 +152,7 @@ class GlslangCompiler:
             raise ToolchainError(f"{v.name}: optimize = true but spirv-opt was not looked up")
         given = _blob_file(job, "opt-in", blob)
         return optimize(self.spirv_opt, given, job.workdir / f"{v.name}.opt.spv", v.target_env, v.name,
-                        job.on_command, validate=v.validate)
+                        job.on_command, validate=v.validate, spirv_val=self.spirv_val)
 
     def validate(self, job: Job, blob: bytes) -> None:
         v = job.variant
@@ -140,10 +179,11 @@ def _blob_file(job: Job, step: str, blob: bytes) -> Path:
 def _include_preamble(job: Job) -> bool:
     if not job.include_directive:
         return False
+    files = [job.variant.source, *([job.variant.preamble] if job.variant.preamble else [])]
     try:
-        return uses_include((job.root / job.variant.source).read_bytes())
+        return any(uses_include(job.file(rel).read_bytes()) for rel in files)
     except OSError:
-        return False        # glslang names the missing source
+        return False        # the compile names the missing file
 
 
 def find_compiler(config: Config, version_cache: Optional[Path] = None) -> GlslangCompiler:

@@ -4,9 +4,14 @@ Takes the project root (the folder holding ``pyproject.toml``) and gives a
 ``Config``: where sources, blobs and the manifest live, the toolchain pin and
 flags, optional generated outputs, and every ``Variant`` (name, source, defines)
 to build, in name order, each with its resolved toolchain settings (flags,
-target env, optimise, validate, optional: variant over source over top level,
-flags accumulating). Variants come from the shader table and from an optional
-``generator`` file (``genspirv.generator``); ``exclude`` globs keep sources out.
+target env, optimise, validate, optional, preamble: variant over source over
+top level, flags accumulating). Variants come from the shader table and from
+an optional ``generator`` file (``genspirv.generator``), which may also give
+sources and headers as text (``Config.generated``; ``glsl_dir`` may then be
+absent); ``exclude`` globs keep sources out.
+Files of other shader stages (``.frag``, ``.vert``, ...) in the folder are
+listed (``other_stages``) for the build to name, never compiled; a variant
+that names one is refused, naming the stage.
 
 Zero configuration works: with no ``pyproject.toml`` in the root, or one
 without a ``[tool.genspirv]`` table, the defaults below apply and every
@@ -19,6 +24,7 @@ include, pyproject.toml, the generator, a template) or on another output.
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -30,11 +36,12 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from .errors import ConfigError
+from .generated import GENERATED_DIR, GeneratedFile
 from .remote_url import URL_FORM, parse_url
 # Settings and Variant are re-exported: the build's stages take them from here with the Config.
-from .variants import (DEFAULT_TARGET_ENV, Settings, Variant, check_keys, expect, is_excluded, make_variant,
-                       parse_defines, parse_flags, parse_target_env, relative_path, settings_of, source_settings,
-                       type_name, variants_of)
+from .variants import (DEFAULT_TARGET_ENV, OTHER_STAGES, Settings, Variant, check_compute, check_keys, expect,
+                       is_excluded, make_variant, merged_meta, parse_defines, parse_flags, parse_target_env,
+                       relative_path, settings_of, source_meta, source_settings, type_name, variants_of)
 
 # The built-in emitters a `generate` entry may name with `target = ...` (genspirv/emit renders them).
 GENERATE_TARGETS = ("c",)
@@ -50,7 +57,7 @@ INCLUDE_DIR = "include"          # under glsl_dir; headers there are never compi
 SOURCE_SUFFIX = ".comp"
 
 TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders", "generator", "exclude", "include_directive",
-                            "optimize", "validate", "remote_cache"}
+                            "optimize", "validate", "preamble", "lint", "remote_cache"}
 GENERATE_KEYS = {"target", "output", "template"}
 
 
@@ -74,6 +81,8 @@ class Config:
     variants: tuple[Variant, ...]            # sorted by name
     include_directive: bool = True           # #include without GL_GOOGLE_include_directive, as glslc
     generator: Optional[str] = None          # posix path relative to the root
+    other_stages: tuple[str, ...] = ()       # files of other shader stages in glsl_dir, left alone (root-relative)
+    generated: tuple[GeneratedFile, ...] = ()    # the generator's files, sorted by path (under GENERATED_DIR)
     remote_cache: Optional[str] = None       # a remote compile cache's URL (GENSPIRV_REMOTE_CACHE overrides)
 
     def path(self, relative: str) -> Path:
@@ -87,12 +96,34 @@ class Config:
     def include_dir(self) -> str:
         return f"{self.glsl_dir}/{INCLUDE_DIR}"
 
+    def other_stages_note(self, shown: int = 8) -> str:
+        """The files of other shader stages left alone, the first ``shown`` by name (the build says it)."""
+        files = self.other_stages
+        names = ", ".join(files[:shown]) + (f", and {len(files) - shown} more" if len(files) > shown else "")
+        return (f"genspirv builds compute shaders: {len(files)} other-stage file{'s' if len(files) != 1 else ''} "
+                f"left alone: {names}")
 
-def discover_sources(root: Path, glsl_dir: str, exclude: tuple[str, ...] = ()) -> list[str]:
-    """Every compilable source under glsl_dir (posix, relative to glsl_dir), includes and exclusions left out."""
+    @functools.cached_property
+    def generated_files(self) -> dict[str, GeneratedFile]:
+        """The generated files by their root-relative path."""
+        return {f.path: f for f in self.generated}
+
+    @property
+    def include_dirs(self) -> tuple[str, ...]:
+        """The include path, relative to the root: ``glsl_dir/include`` where it exists, then the
+        generated files' folder where the generator gave any."""
+        dirs = (self.include_dir,) if self.path(self.include_dir).is_dir() else ()
+        return dirs + ((GENERATED_DIR,) if self.generated else ())
+
+
+
+def discover_sources(root: Path, glsl_dir: str, exclude: tuple[str, ...] = (),
+                     suffixes: tuple[str, ...] = (SOURCE_SUFFIX,)) -> list[str]:
+    """Every file with one of ``suffixes`` under glsl_dir (posix, relative to glsl_dir), includes and
+    exclusions left out: the compilable sources, or (``OTHER_STAGES``) the files left alone."""
     base = root / glsl_dir
     found = []
-    for path in sorted(base.rglob(f"*{SOURCE_SUFFIX}")):
+    for path in sorted(p for suffix in suffixes for p in base.rglob(f"*{suffix}")):
         rel = path.relative_to(base).as_posix()
         if rel.split("/", 1)[0] == INCLUDE_DIR or not path.is_file() or is_excluded(rel, exclude):
             continue
@@ -154,8 +185,8 @@ def load_config(root: Path | str) -> Config:
     target_env = parse_target_env(values["target_env"], "tool.genspirv.target_env")
     glslang = expect(values["glslang"], str, "tool.genspirv.glslang", "a version string such as \"13.1.1\"")
     flags = parse_flags(table.get("flags", []), "tool.genspirv.flags")
-    top = settings_of({k: table[k] for k in ("optimize", "validate") if k in table},
-                      Settings(flags=flags, target_env=target_env), "tool.genspirv")
+    top = settings_of({k: table[k] for k in ("optimize", "validate", "preamble", "lint") if k in table},
+                      Settings(flags=flags, target_env=target_env), "tool.genspirv", root)
     include_directive = expect(table.get("include_directive", True), bool,
                                 "tool.genspirv.include_directive", "true or false")
     exclude = expect(table.get("exclude", []), list, "tool.genspirv.exclude", "an array of globs")
@@ -188,10 +219,12 @@ def load_config(root: Path | str) -> Config:
 
     glsl_dir = values["glsl_dir"]
     shaders = expect(table.get("shaders", {}), dict, "tool.genspirv.shaders", "a table")
-    if not (root / glsl_dir).is_dir():
+    if not (root / glsl_dir).is_dir() and "generator" not in table:
+        # A generator may give every source as text; then there need be no glsl_dir.
         raise _missing_glsl_dir(glsl_dir, configured=found is not None)
     for key in shaders:
         rel = relative_path(key, f'tool.genspirv.shaders."{key}"')
+        check_compute(f"{glsl_dir}/{rel}", f'tool.genspirv.shaders."{key}"')
         if not (root / glsl_dir / rel).is_file():
             raise ConfigError(f'tool.genspirv.shaders."{key}": no such source {glsl_dir}/{rel}')
         if is_excluded(rel, tuple(exclude)):
@@ -199,18 +232,26 @@ def load_config(root: Path | str) -> Config:
 
     generator = None
     generated: list[Variant] = []
+    files: tuple[GeneratedFile, ...] = ()
     if "generator" in table:
         from .generator import generator_items
         generator = relative_path(table["generator"], "tool.genspirv.generator")
-        for it in generator_items(root, generator, glsl_dir):
-            if is_excluded(it.source, tuple(exclude)):
+        output = generator_items(root, generator, glsl_dir)
+        files = output.files
+        _check_shadowing(root, files, f"{glsl_dir}/{INCLUDE_DIR}", generator)
+        for it in output.items:
+            if not it.generated and is_excluded(it.source, tuple(exclude)):
                 raise ConfigError(f"{it.where}: source {it.source} is excluded by tool.genspirv.exclude")
+            check_compute(it.path, f"{it.where}: source")
             defines = it.item.get("defines", {})
             if not isinstance(defines, Mapping):
                 raise ConfigError(f"{it.where}: 'defines' must be a mapping of name to string, got {defines!r}")
-            settings = settings_of(it.item, source_settings(shaders, it.source, top), it.where)
-            generated.append(make_variant(it.name, f"{glsl_dir}/{it.source}",
-                                          parse_defines(dict(defines), f"{it.where}: defines"), settings))
+            # A generated source has no table of its own: the top level's settings are its base.
+            settings = settings_of(it.item, top if it.generated else source_settings(shaders, it.source, top, root),
+                                   it.where, root)
+            meta = merged_meta({} if it.generated else source_meta(shaders, it.source), it.item, it.where)
+            generated.append(make_variant(it.name, it.path,
+                                          parse_defines(dict(defines), f"{it.where}: defines"), settings, meta))
     generated_sources = {v.source for v in generated}
 
     variants: dict[str, Variant] = {}
@@ -218,7 +259,7 @@ def load_config(root: Path | str) -> Config:
                      | {PurePosixPath(k).as_posix() for k in shaders})
     table_variants = [v for rel in sources
                       for v in variants_of(rel, f"{glsl_dir}/{rel}", shaders.get(rel, {}), top,
-                                            generated=f"{glsl_dir}/{rel}" in generated_sources)]
+                                            generated=f"{glsl_dir}/{rel}" in generated_sources, root=root)]
     for v in table_variants + generated:
         if v.name in variants:
             other = variants[v.name]
@@ -229,9 +270,22 @@ def load_config(root: Path | str) -> Config:
     config = Config(root=root, glsl_dir=glsl_dir, spirv_dir=values["spirv_dir"], manifest=values["manifest"],
                     target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
                     variants=tuple(sorted(variants.values(), key=lambda v: v.name)),
-                    include_directive=include_directive, generator=generator, remote_cache=remote_cache)
+                    include_directive=include_directive, generator=generator, generated=files,
+                    remote_cache=remote_cache,
+                    other_stages=tuple(f"{glsl_dir}/{rel}" for rel in
+                                       discover_sources(root, glsl_dir, tuple(exclude), tuple(OTHER_STAGES))))
     _check_collisions(config)
     return config
+
+
+def _check_shadowing(root: Path, files: tuple[GeneratedFile, ...], include_dir: str, generator: str) -> None:
+    """A generated file may not share its name with a header in glsl_dir/include: an
+    ``#include`` of that name would find one of the two by the order of the include path."""
+    for f in files:
+        name = PurePosixPath(f.path).relative_to(GENERATED_DIR).as_posix()
+        if (root / include_dir / name).is_file():
+            raise ConfigError(f"{generator}: the generated file {name!r} has the name of {include_dir}/{name}; "
+                              "an #include of it would find either: rename one of them")
 
 
 def _output_files(config: Config) -> list[tuple[str, str, str]]:
@@ -255,6 +309,11 @@ def _input_files(config: Config) -> dict[str, str]:
             inputs[g.template] = f"the template of tool.genspirv.generate[{i}]"
     for v in config.variants:
         inputs.setdefault(v.source, f"the source of variant {v.name}")
+        if v.preamble:
+            inputs.setdefault(v.preamble, f"the preamble of variant {v.name}")
+    for f in config.generated:
+        for template in f.templates:
+            inputs.setdefault(template, f"a template of the generated {f.path}")
     return inputs
 
 

@@ -19,16 +19,23 @@ binding is ever read).  It reports:
   specialisation runs each with its own default (1-wide workgroups here);
   genspirv's runtime gives all of them the named constant's default, other
   consumers may not.  Make the defaults agree (``local_size_x = 64``).
+- ``identical-blobs``: variants of one source whose blobs are byte-identical,
+  named together with the defines (or, when those agree, the files read)
+  they differ in: a define that changes nothing in the bytes, so one variant
+  would serve them all.
 
-No Vulkan, no side effects apart from reading the blobs.  The CLI prints one
-line per finding and exits 1 when there is any.
+No Vulkan, no side effects apart from reading the blobs.  The rule names are
+``genspirv.lint_rules``; ``genspirv.suppress`` takes away the findings a
+project silences (``lint = { ignore = [...] }``, ``// genspirv: ignore[...]``).
+The CLI prints one line per finding and exits 1 when there is any.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Mapping, Optional, Sequence
 
+from .lint_rules import Rule
 from .manifest import Manifest, ManifestEntry
 from .reflect import BindingUsage, ShaderInfo, binding_usage
 
@@ -39,19 +46,22 @@ STORAGE_KINDS = ("storage_buffer", "storage_image", "storage_texel_buffer")
 class Finding:
     shader: str
     binding: Optional[int]      # None for a finding about a whole set
-    kind: str                   # never-written, never-read, never-accessed, sparse-bindings,
-                                # spec-defaults-disagree
+    kind: str                   # a lint_rules.Rule value
     message: str
-    set: int = 0
+    set: Optional[int] = 0          # None for a finding about the whole shader
     spec_id: Optional[int] = None   # set for a finding about spec constants
+    where: str = ""                 # for a finding about no shader: the config key or file:line it is about
 
     def __str__(self) -> str:
-        where = f"set {self.set}"
+        if self.where:
+            return f"{self.where}: {self.message} [{self.kind}]"
         if self.spec_id is not None:
-            where = f"spec id {self.spec_id}"
-        elif self.binding is not None:
-            where += f" binding {self.binding}"
-        return f"{self.shader}: {where}: {self.message} [{self.kind}]"
+            where = f"spec id {self.spec_id}: "
+        elif self.set is None:
+            where = ""
+        else:
+            where = f"set {self.set}" + (f" binding {self.binding}" if self.binding is not None else "") + ": "
+        return f"{self.shader}: {where}{self.message} [{self.kind}]"
 
 
 def lint_info(shader: str, info: ShaderInfo,
@@ -61,19 +71,20 @@ def lint_info(shader: str, info: ShaderInfo,
     for b in info.bindings:
         label = f"{b.type} {b.name!r}" if b.name else b.type
         if not b.accessed:
-            findings.append(Finding(shader, b.binding, "never-accessed",
-                                    f"{label} is never accessed by {info.entry_point!r}; "
-                                    "remove it or use it", b.set))
+            findings.append(Finding(shader, b.binding, Rule.NEVER_ACCESSED.value,
+                                    f"{label} is never accessed by {info.entry_point!r}; use it or "
+                                    "remove it (where binding numbers must stay, suppress it: "
+                                    "// genspirv: ignore[never-accessed])", b.set))
             continue
         if b.access != "read_write" or b.type not in STORAGE_KINDS:
             continue
         if not b.written:
-            findings.append(Finding(shader, b.binding, "never-written",
+            findings.append(Finding(shader, b.binding, Rule.NEVER_WRITTEN.value,
                                     f"{label} is read_write but never written; declare it "
                                     "readonly (it costs barriers)", b.set))
         used = usage.get((b.set, b.binding)) if usage is not None else None
         if used is not None and not used.read:
-            findings.append(Finding(shader, b.binding, "never-read",
+            findings.append(Finding(shader, b.binding, Rule.NEVER_READ.value,
                                     f"{label} is read_write but never read; declare it "
                                     "writeonly", b.set))
     findings.extend(_sparse_sets(shader, info))
@@ -89,7 +100,7 @@ def _disagreeing_spec_defaults(shader: str, info: ShaderInfo) -> Iterable[Findin
         if len({(type(c.default), c.default) for c in consts}) < 2:
             continue
         listed = ", ".join(f"{c.name or _unnamed(info, spec_id)} = {c.default!r}" for c in consts)
-        yield Finding(shader, None, "spec-defaults-disagree",
+        yield Finding(shader, None, Rule.SPEC_DEFAULTS_DISAGREE.value,
                       f"constants sharing spec id {spec_id} have different defaults ({listed}); "
                       "make them agree: unspecialised, Vulkan gives each its own", spec_id=spec_id)
 
@@ -111,7 +122,7 @@ def _sparse_sets(shader: str, info: ShaderInfo) -> Iterable[Finding]:
             missing = [n for n in range(min(distinct[-1], 64)) if n not in present]
             gaps = ", ".join(map(str, missing[:16])) + (", ..." if len(missing) > 16 or
                                                        distinct[-1] > 64 else "")
-            yield Finding(shader, None, "sparse-bindings",
+            yield Finding(shader, None, Rule.SPARSE_BINDINGS.value,
                           f"binding numbers {distinct} are not dense (missing {gaps})", dset)
 
 
@@ -120,9 +131,41 @@ def lint_entry(manifest: Manifest, entry: ManifestEntry) -> list[Finding]:
     return lint_info(entry.name, entry.info, usage)
 
 
+def identical_blobs(entries: Sequence[ManifestEntry]) -> list[Finding]:
+    """One finding per group of variants of one source with byte-identical blobs, on the first name."""
+    groups: dict[tuple[str, str], list[ManifestEntry]] = {}
+    for e in entries:
+        groups.setdefault((e.source, e.sha256), []).append(e)
+    findings = []
+    for (source, _), group in groups.items():
+        if len(group) < 2:
+            continue
+        names = ", ".join(e.name for e in group)
+        findings.append(Finding(group[0].name, None, Rule.IDENTICAL_BLOBS.value,
+                                f"{names} are byte-identical blobs of {source}: {_what_differs(group)}, which "
+                                "changes nothing in the bytes; one variant would serve them all", set=None))
+    return sorted(findings, key=lambda f: f.shader)
+
+
+def _what_differs(group: Sequence[ManifestEntry]) -> str:
+    """The defines the variants differ in (each variant's values), else the files they read."""
+    names = sorted({k for e in group for k, _ in e.defines})
+    differ = [k for k in names if len({e.defines_dict.get(k) for e in group}) > 1]
+    if differ:
+        each = "; ".join(f"{e.name}: " + ", ".join(f"{k}={e.defines_dict[k]}" if k in e.defines_dict
+                                                   else f"no {k}" for k in differ) for e in group)
+        return f"their defines differ ({each})"
+    common = set.intersection(*(set(e.depends) for e in group))
+    if any(set(e.depends) - common for e in group):
+        each = "; ".join(f"{e.name}: {', '.join(sorted(set(e.depends) - common)) or 'none'}" for e in group)
+        return f"the files they read differ ({each})"
+    return "their settings differ"
+
+
 def lint(manifest: Manifest) -> list[Finding]:
-    """Every finding of every shader, in manifest order (shaders sorted by name)."""
+    """Every finding of every shader, in manifest order (shaders sorted by name), then the
+    groups of identical blobs."""
     findings = []
     for entry in manifest.shaders:
         findings.extend(lint_entry(manifest, entry))
-    return findings
+    return findings + identical_blobs(manifest.shaders)

@@ -45,6 +45,7 @@ class Unavailable:
     missing: tuple[str, ...]
     inputs: str = ""                    # content key, as for a built variant
     depends: tuple[str, ...] = ()
+    meta_json: str = ""                 # the variant's meta, canonical JSON ("" when none)
 
 
 @dataclass(frozen=True)
@@ -62,10 +63,16 @@ class ManifestEntry:
     validated: bool = True               # False: spirv-val was skipped (validate = false)
     optimized: bool = False              # spirv-opt -O ran
     target_env: Optional[str] = None     # when it differs from the toolchain's
+    meta_json: str = ""                  # the variant's meta (data for templates), canonical JSON
 
     @property
     def defines_dict(self) -> dict[str, str]:
         return dict(self.defines)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The variant's ``meta`` table ({} when it has none)."""
+        return json.loads(self.meta_json) if self.meta_json else {}
 
 
 @dataclass(frozen=True)
@@ -153,7 +160,7 @@ def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
 
 
 # Build facts written only when they say something (the schema does not require them).
-OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env")
+OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env", "meta")
 
 
 def build_facts(entry: ManifestEntry) -> dict[str, Any]:
@@ -168,7 +175,14 @@ def build_facts(entry: ManifestEntry) -> dict[str, Any]:
         d["optimized"] = True
     if entry.target_env is not None:
         d["target_env"] = entry.target_env
+    if entry.meta_json:
+        d["meta"] = json.loads(entry.meta_json)
     return d
+
+
+def _meta_text(value: Any) -> str:
+    """Canonical JSON of a manifest's ``meta`` object (as the build writes it)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) if value else ""
 
 
 def manifest_to_dict(manifest: Manifest) -> dict[str, Any]:
@@ -183,7 +197,8 @@ def manifest_to_dict(manifest: Manifest) -> dict[str, Any]:
     }
     if manifest.unavailable:
         d["unavailable"] = [{"name": u.name, "source": u.source, "missing": list(u.missing),
-                             "inputs": u.inputs, "depends": list(u.depends)}
+                             "inputs": u.inputs, "depends": list(u.depends),
+                             **({"meta": json.loads(u.meta_json)} if u.meta_json else {})}
                             for u in sorted(manifest.unavailable, key=lambda u: u.name)]
     return d
 
@@ -366,9 +381,10 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
             inputs=e.get("inputs", ""),
             depends=tuple(check_relative_path(p, w) for p in e.get("depends", ())),
             validated=e.get("validated", True), optimized=e.get("optimized", False),
-            target_env=e.get("target_env")))
+            target_env=e.get("target_env"), meta_json=_meta_text(e.get("meta"))))
     unavailable = tuple(Unavailable(u["name"], check_relative_path(u["source"], f"{where}, unavailable"),
-                                    tuple(u["missing"]), u.get("inputs", ""), tuple(u.get("depends", ())))
+                                    tuple(u["missing"]), u.get("inputs", ""), tuple(u.get("depends", ())),
+                                    _meta_text(u.get("meta")))
                         for u in d.get("unavailable", ()))
     return Manifest(toolchain=toolchain, shaders=tuple(sorted(entries, key=lambda e: e.name)), root=root,
                     unavailable=unavailable)

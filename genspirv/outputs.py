@@ -25,6 +25,7 @@ from . import manifest as manifest_mod
 from .buildstate import STATE_DIR, CommittedManifest, OutputsRecord, Record, Versions, sha256_hex
 from .compile import Compiled
 from .config import Config, Variant
+from .generated import provenance
 from .manifest import Manifest, ManifestEntry, Toolchain, Unavailable
 
 Log = Optional[Callable[[str], None]]
@@ -32,13 +33,16 @@ Log = Optional[Callable[[str], None]]
 
 def manifest_entry(config: Config, compiled: Compiled, key: Optional[str] = None) -> ManifestEntry:
     v = compiled.variant
-    # Provenance lists only files inside the project: a fresh clone must find them.
-    depends = tuple(d for d in compiled.deps if not d.startswith("/")) if key else ()
+    # Provenance lists only files inside the project: a fresh clone must find them; generated
+    # files bring the templates they came from and the generator (what a build system watches).
+    depends = provenance(tuple(d for d in compiled.deps if not d.startswith("/")), config.generated_files,
+                         config.generator) if key else ()
     return ManifestEntry(name=v.name, source=v.source, defines=v.defines,
                          spirv=config.blob_relpath(v), sha256=sha256_hex(compiled.blob),
                          size=len(compiled.blob), info=compiled.info, inputs=key or "", depends=depends,
                          validated=v.validate, optimized=v.optimize,
-                         target_env=v.target_env if v.target_env != config.target_env else None)
+                         target_env=v.target_env if v.target_env != config.target_env else None,
+                         meta_json=v.meta_json)
 
 
 def _toolchain(config: Config, optimizer: Optional[str], variants: Sequence[Variant]) -> Toolchain:
@@ -152,9 +156,10 @@ def committed_manifest_current(config: Config, committed: CommittedManifest, fre
 
 
 def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, Optional[str]]) -> str:
-    """What the manifest and generated files are a function of, besides the blobs' keys."""
+    """What the manifest and generated files are a function of, besides the blobs' keys
+    (a variant's ``meta`` among them: changing it re-renders, it does not recompile)."""
     doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys.get(v.name)]
-                        for v in config.variants],
+                        + ([v.meta_json] if v.meta_json else []) for v in config.variants],
            "manifest": str(config.manifest), "generate": [list(map(str, (g.target, g.output)))
                                                       + _template_key(config, g)
                                                       for g in config.generate],

@@ -42,6 +42,7 @@ class Reason(enum.Enum):
     FORCED = "--force"
     NEW_VARIANT = "new variant"
     SOURCE_CHANGED = "source changed"
+    PREAMBLE_CHANGED = "preamble changed"
     INCLUDE_CHANGED = "include changed"
     FILE_GONE = "a file it read is gone"
     DEFINES_CHANGED = "defines changed"
@@ -227,13 +228,15 @@ def differences(old: KeyInputs, now: KeyInputs) -> list[tuple[Reason, str]]:
             _bool(now.include_directive))
     if old.source != now.source:
         found.append((Reason.SOURCE_CHANGED, f"its source is now {now.source} (was {old.source})"))
+    changed(Reason.PREAMBLE_CHANGED, "preamble", old.preamble or "none", now.preamble or "none")
     before = dict(old.files)
     gone = [p for p, digest in now.files if digest is None]
     edited = [p for p, digest in now.files if digest is not None and before.get(p, digest) != digest]
     for path in gone:
         found.append((Reason.FILE_GONE, f"{path}, which it read last time, is gone"))
     if edited:
-        reason = Reason.SOURCE_CHANGED if now.source in edited else Reason.INCLUDE_CHANGED
+        reason = Reason.SOURCE_CHANGED if now.source in edited else \
+            Reason.PREAMBLE_CHANGED if now.preamble in edited else Reason.INCLUDE_CHANGED
         found.append((reason, " and ".join(edited) + " changed"))
     return found
 

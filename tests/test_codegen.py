@@ -26,7 +26,19 @@ from genspirv.reflect import Binding, ShaderInfo, SpecConstant
 REPO = Path(__file__).resolve().parent.parent
 CC = shutil.which("cc")
 CXX = shutil.which("g++")
-GLSLANG = shutil.which("glslangValidator")
+
+
+def _glslang():
+    """The pinned compiler genspirv itself would run (its wheel, an override, or PATH)."""
+    from genspirv.errors import GenspirvError
+    from genspirv.toolchain import find_tool
+    try:
+        return find_tool("glslangValidator")
+    except GenspirvError:
+        return None
+
+
+GLSLANG = _glslang()
 needs_cc = pytest.mark.skipif(CC is None or CXX is None, reason="needs cc and g++")
 
 SHADERS = {
@@ -52,8 +64,8 @@ def compile_glsl(tmp: Path, name: str, text: str) -> bytes:
         pytest.skip("needs glslangValidator")
     src, out = tmp / f"{name}.comp", tmp / f"{name}.spv"
     src.write_text(text)
-    subprocess.run([GLSLANG, "--target-env", "vulkan1.2", "-V", str(src), "-o", str(out)],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run([str(GLSLANG.path), "--target-env", "vulkan1.2", "-V", str(src), "-o", str(out)],
+                   check=True, capture_output=True, timeout=60, env=GLSLANG.env())
     return out.read_bytes()
 
 

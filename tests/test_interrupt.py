@@ -46,7 +46,7 @@ from pathlib import Path
 
 import pytest
 
-from faults import (ADD_COMP, cli_env, committed_files, run_cli, set_salt,
+from faults import (ADD_COMP, cli_env, committed_files, default_sigint, run_cli, set_salt,
                     stray_files, write_project)
 from genspirv.manifest import load_manifest
 
@@ -216,7 +216,8 @@ def test_ctrl_c_during_compiles_stops_promptly_and_writes_nothing(tmp_path):
     log = tmp_path / "compiles.log"
     fake = logging_glslang(tmp_path / "bin", log)
     proc = subprocess.Popen([sys.executable, "-m", "genspirv", "build", "--jobs", "2", "--root", str(root)],
-                            cwd=root, env=cli_env({"GENSPIRV_GLSLANG": str(fake)}), stdout=subprocess.PIPE,
+                            preexec_fn=default_sigint, cwd=root, env=cli_env({"GENSPIRV_GLSLANG": str(fake)}),
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline().startswith("[1/12]")
     proc.send_signal(signal.SIGINT)
@@ -264,7 +265,8 @@ def test_an_interrupted_build_keeps_its_finished_compiles(tmp_path, sig):
     set_salt(root, "2")                 # every variant stale again
     before = committed_files(root)
     proc = subprocess.Popen([sys.executable, "-m", "genspirv", "build", "--jobs", "2", "--root", str(root)],
-                            cwd=root, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            preexec_fn=default_sigint, cwd=root, env=cli_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     printed = []
     for line in proc.stdout:
         m = PROGRESS.match(line.strip())
@@ -322,7 +324,8 @@ def test_sigterm_kills_a_compiler_that_would_run_for_minutes(tmp_path):
     fake.write_text(HANGING_GLSLANG.format(pids=pids))
     fake.chmod(0o755)
     proc = subprocess.Popen([sys.executable, "-m", "genspirv", "build", "--jobs", "2", "--root", str(root)],
-                            cwd=root, env=cli_env({"GENSPIRV_GLSLANG": str(fake), "GENSPIRV_COMPILER_TIMEOUT": "120"}),
+                            preexec_fn=default_sigint, cwd=root,
+                            env=cli_env({"GENSPIRV_GLSLANG": str(fake), "GENSPIRV_COMPILER_TIMEOUT": "120"}),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started: list[int] = []
     try:

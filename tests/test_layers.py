@@ -21,14 +21,16 @@ PACKAGE = Path(genspirv.__file__).parent
 
 # Lowest first; a unit imports only from layers below its own.
 LAYERS = [
-    {"errors"},
-    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "remote_url"},
-    {"generator", "variants", "reflect", "includes"},   # variant lists and tables; the SPIR-V facts
+    {"errors", "lint_rules"},
+    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console", "remote_url"},
+    {"generated", "variants", "reflect", "includes", "preamble"},   # generated files; variant tables; SPIR-V facts
+    {"generator"},                                  # a generator file run, its variants and files checked
     {"config"},                                     # the project's settings
     {"manifest", "toolchain", "remote_entry"},      # the JSON format; the pinned tools; remote entries
+    {"spirv_tools"},                                # spirv-opt, spirv-val, spirv-dis on a blob
     {"buildstate", "compiler", "compilers", "runtime", "remote_cache"},
     {"plan", "compile", "emit", "lint"},
-    {"outputs"},
+    {"outputs", "suppress"},
     {"build"},
     {"check", "scaffold"},
     {"llm"},                                        # the demo, on the runtime's public API

@@ -9,7 +9,7 @@ import pytest
 
 from corpus import tools
 from genspirv.errors import BlobIntegrityError
-from genspirv.lint import Finding, lint, lint_info
+from genspirv.lint import Finding, identical_blobs, lint, lint_info
 from genspirv.manifest import Manifest, ManifestEntry, Toolchain
 from genspirv.reflect import reflect
 
@@ -144,3 +144,39 @@ def test_cli_lint_exits_1_on_findings_and_0_when_clean(tmp_path):
         else:
             # a uniform buffer and a read-only storage buffer, both read, bindings 0 and 1
             assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _entry(name: str, source: str, blob: bytes, defines=(), depends=()) -> ManifestEntry:
+    return ManifestEntry(name=name, source=source, defines=tuple(sorted(defines)), spirv=f"spirv/{name}.spv",
+                         sha256=hashlib.sha256(blob).hexdigest(), size=len(blob), info=reflect(blob),
+                         depends=tuple(depends))
+
+
+def test_identical_blobs_of_one_source_are_named_together_with_the_defines_that_differ():
+    blob = tools.assemble(tools.CORPUS / "workgroup_builtin.spvasm")
+    other = tools.compile_glsl(tools.CORPUS / "usage.comp")
+    entries = [
+        _entry("scale_a", "glsl/scale.comp", blob, [("MODE", "1"), ("T", "float")]),
+        _entry("scale_b", "glsl/scale.comp", blob, [("MODE", "2"), ("T", "float")]),
+        _entry("scale_c", "glsl/scale.comp", blob, [("T", "float")]),
+        # Negative controls: the same bytes from another source, another blob of the same source.
+        _entry("copy", "glsl/copy.comp", blob, [("MODE", "1")]),
+        _entry("scale_d", "glsl/scale.comp", other, [("MODE", "3"), ("T", "float")]),
+    ]
+    manifest = Manifest(Toolchain("13.1.1", "vulkan1.2"), tuple(sorted(entries, key=lambda e: e.name)))
+    findings = identical_blobs(manifest.shaders)
+    assert len(findings) == 1
+    f = findings[0]
+    assert (f.kind, f.shader, f.binding, f.set) == ("identical-blobs", "scale_a", None, None)
+    assert str(f) == ("scale_a: scale_a, scale_b, scale_c are byte-identical blobs of glsl/scale.comp: their "
+                      "defines differ (scale_a: MODE=1; scale_b: MODE=2; scale_c: no MODE), which changes "
+                      "nothing in the bytes; one variant would serve them all [identical-blobs]")
+
+
+def test_identical_blobs_with_the_same_defines_name_the_files_they_read():
+    blob = tools.assemble(tools.CORPUS / "workgroup_builtin.spvasm")
+    entries = (_entry("k_f16", "glsl/k.comp", blob, depends=["glsl/k.comp", "glsl/fp16.glsl"]),
+               _entry("k_f32", "glsl/k.comp", blob, depends=["glsl/k.comp", "glsl/fp32.glsl"]))
+    assert [f.message.split(": ", 1)[1] for f in identical_blobs(entries)] == [
+        "the files they read differ (k_f16: glsl/fp16.glsl; k_f32: glsl/fp32.glsl), which changes nothing "
+        "in the bytes; one variant would serve them all"]

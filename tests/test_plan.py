@@ -240,6 +240,32 @@ def test_an_unavailable_optional_variant_waits_until_its_inputs_change(tmp_path)
     assert {s.reason for s in info.value.report.plan.to_compile} == {Reason.NOW_REQUIRED}
 
 
+def test_known_unavailable_variants_are_one_line_and_new_ones_each_one(tmp_path, genspirv):
+    root = make_project(tmp_path / "proj", TABLE + 'optional = true\n')
+    (root / "glsl/add.comp").write_text(ADD.replace("#version 450\n", "#version 450\n#extension GL_X_new : require\n"))
+    fake = FakeCompiler(missing=("GL_X_new",))
+    first, _ = run(root, fake)
+    full = ["add_f32 unavailable: the pinned compiler lacks GL_X_new",
+            "add_i32 unavailable: the pinned compiler lacks GL_X_new"]
+    assert first.unavailable_lines() == full                   # found by this build: each in full
+    noop, _ = run(root, fake)
+    assert noop.unavailable_lines() == ["2 unavailable: GL_X_new; genspirv list --unavailable"]
+    assert noop.unavailable_lines(verbose=True) == full
+    # A change: add_i32's inputs change, it is found unavailable again and said in full.
+    set_config(root, TABLE.replace('i32 = "int"', 'i32 = "int32_t"') + 'optional = true\n')
+    changed, _ = run(root, fake)
+    assert changed.unavailable_lines() == ["add_i32 unavailable: the pinned compiler lacks GL_X_new",
+                                           "2 unavailable: GL_X_new; genspirv list --unavailable"]
+    listed = genspirv("list", "--unavailable", "--root", root)
+    assert listed.code == 0 and listed.out.splitlines() == [
+        "name     lacks     source", "add_f32  GL_X_new  glsl/add.comp", "add_i32  GL_X_new  glsl/add.comp"]
+
+
+def test_list_unavailable_says_so_when_there_is_none(built, genspirv):
+    listed = genspirv("list", "--unavailable", "--root", built)
+    assert listed.code == 0 and listed.out == "genspirv list: no variant is unavailable\n"
+
+
 def test_a_failure_keeps_the_other_variants_work(built):
     (built / "glsl/include/common.glsl").write_text(COMMON + "// all of add changes\n")
     (built / "glsl/neg.comp").write_text(NEG + ERROR_MARK + "\n")

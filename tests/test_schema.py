@@ -44,10 +44,11 @@ def sample_manifest() -> dict:
     entry = ManifestEntry(name="add_f32", source="glsl/add.comp", defines=(("TYPE", "float"),),
                           spirv="spirv/add_f32.spv", sha256="ab" * 32, size=1236, info=info,
                           inputs="cd" * 32, depends=("glsl/add.comp", "glsl/include/t.glsl"),
-                          validated=False, optimized=True, target_env="vulkan1.3")
+                          validated=False, optimized=True, target_env="vulkan1.3",
+                          meta_json='{"subgroup":32,"tile":[8,4]}')
     m = Manifest(Toolchain("13.1.1", "vulkan1.2", ("-Os",), spirv_opt="2025.5"), (entry,),
                  unavailable=(Unavailable("add_cm2", "glsl/add.comp", ("GL_NV_cooperative_matrix2",),
-                                          "ef" * 32, ("glsl/add.comp",)),))
+                                          "ef" * 32, ("glsl/add.comp",), '{"cm2":true}'),))
     return json.loads(dumps(m))
 
 

@@ -139,7 +139,7 @@ def test_a_missing_extension_is_named_with_the_compiler_version(tmp_path):
 
 
 def test_the_optimiser_version_is_read_from_the_wheel():
-    from genspirv.toolchain import tool_version
+    from genspirv.spirv_tools import tool_version
     assert tool_version(find_tool("spirv-opt")) == "2025.5"
 
 

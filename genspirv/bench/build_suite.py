@@ -216,7 +216,7 @@ QUICK_NOOPS = 3         # --quick: no-op and fresh-clone no-op runs after each c
 
 def glslang_opt_floor(tool: FloorTool, opt: FloorTool, gen, jobs: int, out_dir: Path) -> int:
     """The floor with the optimiser: glslang, then spirv-opt -O for the optimised variants."""
-    from ..toolchain import OPTIMIZE_ARGS
+    from ..spirv_tools import OPTIMIZE_ARGS
     project = gen.project
     out_dir.mkdir(parents=True, exist_ok=True)
 

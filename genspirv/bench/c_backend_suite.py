@@ -9,6 +9,10 @@ needed), and gives, in one run, paired by repetition (ABBA):
   recording the example's graph through ``genspirv/vulkan.h`` (checks,
   tracker, descriptor-set cache, the ``vkCmd*`` calls), K samples per
   repetition, submission and waiting outside the timing;
+- ``c, vkCmd calls left out``: ``c_backend --bench K --calls-left-out``: the
+  same recording with the ``vkCmd*`` entry points doing nothing, so what is
+  left is the header's and the program's own share (``c`` minus it: the
+  driver's recording calls);
 - ``python``: the same graph, replayed command for command from the program's
   ``--trace`` (same kernels, buffers, push constants, group counts) through
   ``genspirv.runtime.Device.dispatch`` on the same device, timed the same way.
@@ -181,6 +185,12 @@ def c_samples(output: str) -> list[float]:
 # -- the suite ---------------------------------------------------------------------------------
 
 
+# c, then the same recording with the vkCmd* entry points doing nothing (the header's and the
+# program's own share: the rest of "c" is the driver's), then the Python runtime.
+CALLS_LEFT_OUT = "c, vkCmd calls left out"
+ARMS = ("c", CALLS_LEFT_OUT, "python")
+
+
 def bench_c_backend(opts: BenchOptions, rec: Recorder) -> None:
     from ..runtime import Device
 
@@ -205,9 +215,12 @@ def bench_c_backend(opts: BenchOptions, rec: Recorder) -> None:
                                      "path on the same graph")
                 for rep in range(reps):
                     progress.step(f"c-backend: repetition {rep + 1}/{reps}")
-                    for arm in paired_order(rep, ("c", "python")):
+                    for arm in paired_order(rep, ARMS):
                         if arm == "c":
                             samples = c_samples(run_program(program, "--bench", str(SAMPLES_PER_REPEAT), *size))
+                        elif arm == CALLS_LEFT_OUT:
+                            samples = c_samples(run_program(program, "--bench", str(SAMPLES_PER_REPEAT),
+                                                            "--calls-left-out", *size))
                         else:
                             samples = [graph_replay.record_us_per_dispatch() for _ in range(SAMPLES_PER_REPEAT)]
                         for i, us in enumerate(samples):
@@ -217,11 +230,14 @@ def bench_c_backend(opts: BenchOptions, rec: Recorder) -> None:
         progress.close()
     rec.ratio("host per recorded dispatch", "python / c", "python", "c")
     c_median = statistics.median(r["value"] for r in rec.runs if r["arm"] == "c")
+    own_median = statistics.median(r["value"] for r in rec.runs if r["arm"] == CALLS_LEFT_OUT)
     rec.extra["graph"] = {**graph, "dispatches_per_sample": dispatches, "samples_per_repeat": SAMPLES_PER_REPEAT,
-                          "c_median_us": c_median * 1e6}
+                          "c_median_us": c_median * 1e6, "c_calls_left_out_median_us": own_median * 1e6}
     rec.notes.append(f"c-backend: examples/c-backend's graph ({graph['layers']} layers of 6 dispatches, n = "
                      f"{graph['n']}) recorded into one command buffer, host time per dispatch, submission "
                      "and waiting untimed; c = genspirv/vulkan.h in the c_backend program (its own process, "
-                     "device-level function pointers), python = the same commands from its --trace through "
+                     "device-level function pointers), c with the vkCmd calls left out = the same recording with "
+                     "the vkCmd* entry points doing nothing (the header's and the program's own share), "
+                     "python = the same commands from its --trace through "
                      "Device.dispatch (batch large enough for one submission); both placed the same "
                      "barriers before the timing started.")

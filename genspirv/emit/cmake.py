@@ -6,10 +6,11 @@
 - ``depfile_inputs(config)`` / ``write_depfile(config, path, target)``: every
   file a build read, in Make syntax, for CMake's ``DEPFILE`` (and Ninja's):
   the union of the manifest entries' ``depends`` (the sources and their
-  includes; before manifests carried them, every file under ``glsl_dir``),
+  includes, and the templates behind generated ones, which are left out
+  themselves; before manifests carried them, every file under ``glsl_dir``),
   the folders under ``glsl_dir`` (so a new source counts), ``pyproject.toml``,
-  the generator file and the project's templates. ``genspirv build --depfile
-  FILE`` writes it after a successful build.
+  the generator file, the project's templates and every preamble.
+  ``genspirv build --depfile FILE`` writes it after a successful build.
 - ``python -m genspirv.emit.cmake table --root DIR``: the C table's header
   and source (absolute, one a line), or an error naming what is missing; the
   package runs it at configure time, which also proves genspirv importable.
@@ -26,6 +27,7 @@ from typing import Iterable, Optional, Sequence
 from ..config import Config
 from ..errors import ConfigError, GenspirvError, OutputError
 from ..fsutil import atomic_write
+from ..generated import is_generated
 
 PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -57,17 +59,20 @@ def _manifest_depends(config: Config) -> Optional[set[str]]:
 def depfile_inputs(config: Config) -> list[Path]:
     """Every file (and source folder) whose change must rerun ``genspirv build``, sorted, absolute."""
     glsl = config.path(config.glsl_dir)
-    inputs: set[Path] = {glsl, *(p for p in glsl.rglob("*") if p.is_dir())}
+    # A generator that gives every source as text needs no glsl_dir.
+    inputs: set[Path] = {glsl, *(p for p in glsl.rglob("*") if p.is_dir())} if glsl.is_dir() else set()
     depends = _manifest_depends(config)
     if depends is None:
         inputs |= {p for p in glsl.rglob("*") if p.is_file()}
     else:
-        inputs |= {config.path(d) for d in depends}
+        # Generated files live in .genspirv/ only; depends lists the templates behind them.
+        inputs |= {config.path(d) for d in depends if not is_generated(d)}
     inputs.add(config.root / "pyproject.toml")
     generator = getattr(config, "generator", None)
     if generator:
         inputs.add(config.path(str(generator)))
     inputs |= {config.path(g.template) for g in config.generate if getattr(g, "template", None)}
+    inputs |= {config.path(v.preamble) for v in config.variants if v.preamble}     # may lie outside glsl_dir
     return sorted(inputs)
 
 

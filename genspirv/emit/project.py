@@ -13,7 +13,7 @@ Variables (the GUIDE's "Project templates" documents them):
   and any other top-level field, such as ``unavailable``);
 - ``shaders``: the manifest's entries sorted by name, each with ``blob`` (the
   bytes), ``words`` (the 32-bit words) and ``ident`` (``name`` as a C identifier)
-  added;
+  added, and ``meta`` (the variant's meta table, ``{}`` when it has none);
 - ``unavailable``: the manifest's ``unavailable`` list, or ``[]``;
 - ``toolchain``, ``banner``, ``output`` and ``template``.
 
@@ -71,8 +71,8 @@ def context(manifest: Manifest, template: str, output: str, blobs: Mapping[str, 
     shaders = []
     for entry in doc["shaders"]:
         blob = blobs[entry["name"]]
-        shaders.append({**entry, "blob": blob, "words": list(blob_words(blob, entry["spirv"])),
-                        "ident": c_ident(entry["name"])})
+        shaders.append({**entry, "meta": entry.get("meta", {}), "blob": blob,
+                        "words": list(blob_words(blob, entry["spirv"])), "ident": c_ident(entry["name"])})
     return {"manifest": doc, "shaders": shaders, "unavailable": doc.get("unavailable", []),
             "toolchain": doc["toolchain"], "banner": BANNER, "output": output, "template": template}
 

@@ -12,6 +12,7 @@ traceback, no stray temp file).
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -261,3 +262,10 @@ def vulkan_present() -> bool:
             return dev.properties is not None
     except Exception:
         return False
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a build a test interrupts: SIGINT back to its default in the child, so
+    Python turns it into KeyboardInterrupt even when the suite itself was started with SIGINT
+    ignored (a background job of a non-interactive shell passes SIG_IGN down)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
