@@ -913,3 +913,21 @@ def test_check_uses_no_cache_local_or_remote(tiny_project, store, remote, first_
         remote(url, "read", None, timeout=1)
         assert check(load_config(b)).differences == report.differences
         assert accepted == []                                 # not one connection
+
+
+def test_a_template_driven_backend_shares_its_generated_variants(tmp_path, store, remote):
+    """Generated sources are hashed from their text (never written on the second machine,
+    which compiles nothing): the index entries give a machine with no state every key."""
+    from template_backend import make_backend
+    remote(store.url, "read-write", SECRET)
+    a = make_backend(tmp_path / "a")
+    first = build(load_config(a), compiler=FakeCompiler(), jobs=1)
+    assert len(first.compiled) == 51 and len(entries(store)) == 102
+    remote(store.url, "read", SECRET)
+    b = make_backend(tmp_path / "b")
+    fake = FakeCompiler()
+    report = build(load_config(b), compiler=fake, jobs=1)
+    assert len(report.remote) == 51 and report.compiled == () and not fake.compiles
+    assert (b / "manifests/shaders.json").read_bytes() == (a / "manifests/shaders.json").read_bytes()
+    assert {p.name: p.read_bytes() for p in (b / "spirv").glob("*.spv")} == \
+        {p.name: p.read_bytes() for p in (a / "spirv").glob("*.spv")}
