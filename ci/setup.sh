@@ -5,6 +5,7 @@
 #    loader, Mesa's CPU Vulkan device (lavapipe), the Khronos validation
 #    layers, spirv-cross, cmake + ninja + gcc/g++ + the Vulkan headers (the CMake
 #    package's tests, the C headers' tests, the worked C backend in examples/),
+#    nginx-light (a WebDAV store for the remote cache's tests and benchmark),
 #    python3-venv (Debian's python3 makes no virtual environment without it),
 #    git (the tests that a build leaves `git status` clean).
 # 2. The project's own virtual environment, .venv/ in the repository, made by
@@ -21,7 +22,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
 apt_packages=(python3 python3-venv mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-cross
-              cmake ninja-build gcc g++ libvulkan-dev git)
+              cmake ninja-build gcc g++ libvulkan-dev git nginx-light)
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -1,10 +1,14 @@
 """Build: a ``Config`` in, committed blobs, manifest and generated files out.
 
 Under a lock file: makes the plan (``genspirv.plan``: per variant up to date,
-from the cache, compile or unavailable, and why), runs it (``run_plan``,
+from the cache, compile or unavailable, and why), asks the remote cache, when
+one is set, for the variants the plan would compile (``ask_remote``: its
+verified entries become remote hits in the plan), runs it (``run_plan``,
 shared with ``check``: compiles in parallel through the ``Compiler`` seam, each
 variant with the first compiler of its chain that can build it, reflects,
 renders the manifest and generated files), then writes what changed.
+In read-write mode each blob compiled is handed to the remote cache's
+background stores as it finishes; the build waits for them before it returns.
 
 Nothing is lost: each compile lands in the blob cache and the journal as it
 finishes, so a build that fails or is interrupted (SIGINT, SIGTERM) keeps
@@ -46,9 +50,10 @@ from .generated import GENERATED_DIR, origin_note, provenance, write_generated
 from .manifest import Unavailable
 from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, outputs_current, outputs_key,
                       remove_stale_temp_files)
-from .plan import Lookups, Plan, make_plan
+from .plan import Found, Reason, Lookups, Plan, found_elsewhere, make_plan
 from .reflect import ShaderInfo
 from .variants import CompilerName, compiler_named
+from .remote_cache import Lookup, RemoteCache
 
 LOCK_FILE = "lock"
 TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
@@ -174,14 +179,37 @@ def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, ha
     outcome = compile_all(compilers, make_jobs(config, [s.variant for s in plan.to_compile], workdir, on_command,
                                                generated_dir), jobs, log, done)
     compiled = dict(outcome.compiled)
-    for step in plan.from_cache:
+    for step in plan.from_cache + plan.from_remote:
         compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
-                                       reflect_blob(step.name, "cache", step.blob), step.record.compiler)
+                                       step.info or reflect_blob(step.name, "cache", step.blob), step.record.compiler)
         records[step.name] = step.record
     for step in plan.unavailable:
         records[step.name] = step.record
     return Ran(compiled, records, outcome.failures,
                tuple(s.name for s in plan.to_compile if s.name in outcome.compiled))
+
+
+def ask_remote(plan: Plan, remote: RemoteCache, records: Mapping[str, Record], lookups: Lookups,
+               cache: BlobCache) -> Plan:
+    """``plan`` with what the remote cache holds of its compile steps taken from there
+    (docs/GUIDE.md, "Sharing compiles across machines"). All requests are in flight before
+    the first compile starts; ``--force`` asks nothing."""
+    asked = [s for s in plan.to_compile if s.reason is not Reason.FORCED]
+    if not remote.enabled or not asked:
+        return plan
+
+    def lookup(step) -> Lookup:
+        # A key the last build's files give now is fetched directly; else the store's index
+        # entry says which files to hash. The recorded sha256 holds only for the same key.
+        record = records.get(step.name)
+        if record is None or record.unavailable:
+            return Lookup(step.variant)
+        key = lookups.inputs(step.variant, record.deps).key
+        return Lookup(step.variant, key, record.sha256 if key == record.key else None)
+
+    hits = remote.fetch([lookup(s) for s in asked], lambda v, deps: lookups.inputs(v, deps).key,
+                        cache.get, lambda v, blob: reflect_blob(v.name, "remote cache", blob))
+    return found_elsewhere(plan, {n: Found(h.deps, h.blob, h.info, h.remote) for n, h in hits.items()}, lookups)
 
 
 def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
@@ -209,11 +237,14 @@ class BuildReport:
     compiled_by: tuple[tuple[str, str], ...] = ()
     # (name, why) of each unavailable variant: what its compiler lacks, or how to install one
     unavailable_because: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    remote: Optional[tuple[str, ...]] = None   # variant names taken from the remote cache; None: none set
 
     def summary(self) -> str:
         by = Counter(compiler for _, compiler in self.compiled_by)
         parts = [f"{len(self.compiled)} compiled"
                  + "".join(f" ({n} by {compiler})" for compiler, n in sorted(by.items()))]
+        if self.remote is not None:
+            parts.append(f"{len(self.remote)} from the remote cache")
         if self.cached:
             parts.append(f"{len(self.cached)} from cache")
         parts.append(f"{len(self.up_to_date)} up to date")
@@ -263,16 +294,18 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     what failed. Interrupted, raises ``BuildInterrupted``.
     """
     state_dir = config.root / STATE_DIR
+    remote = RemoteCache.for_config(config)     # a bad URL stops the build before it starts
     with compilers_for(config, compiler, jobs=jobs, version_cache=state_dir / TOOLS_FILE,
                        probe_cache=state_dir / PROBES_FILE) as compilers:
-        return _build(config, compilers, jobs, force, log, on_command, explain, verbose)
+        return _build(config, compilers, remote, jobs, force, log, on_command, explain, verbose)
 
 
-def _build(config: Config, compilers: Compilers, jobs: Optional[int], force: bool, log: Log,
+def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Optional[int], force: bool, log: Log,
            on_command: CommandLog, explain: Log, verbose: bool) -> BuildReport:
     versions = compilers.versions()
     optimizer = versions.optimizer
-    with project_lock(config.root, log=log):
+    # The remote cache's stores finish after the lock is released (they touch no project file).
+    with remote, project_lock(config.root, log=log):
         remove_stale_temp_files(config, log)
         state = load_state(config)
         committed = committed_manifest(config)
@@ -280,23 +313,32 @@ def _build(config: Config, compilers: Compilers, jobs: Optional[int], force: boo
         records = {**committed.records, **state.records}
         hashes = FileHashes.for_config(config)
         cache = BlobCache.for_config(config)
-        plan = make_plan(config.variants, records, lookups(config, versions, hashes, cache, state.inputs), force)
+        project = lookups(config, versions, hashes, cache, state.inputs)
+        plan = ask_remote(make_plan(config.variants, records, project, force), remote, records, project, cache)
+        reported = tuple(s.name for s in plan.from_remote) if remote.enabled else None
         if explain is not None:
             for line in plan.explanations():
                 explain(f"explain: {line}")
         known = {s.name: s.record for s in plan.up_to_date + plan.unavailable}
         keys = {name: r.key for name, r in known.items()}
         # Nothing changed (ninja-style): no compile, no reflection, no rendering, no write.
-        if not plan.to_compile and not plan.from_cache and not orphan_blobs(config) and \
-                outputs_current(config, state.outputs, outputs_key(config, versions, keys)):
+        if not plan.to_compile and not plan.from_cache and not plan.from_remote and not orphan_blobs(config) \
+                and outputs_current(config, state.outputs, outputs_key(config, versions, keys)):
             if journal_path(config).exists():
                 _save_state(config, _kept_records(config, records, known), state.outputs, state.inputs)
-            return _report(config, compilers, plan, known)
+            return _report(config, compilers, plan, known, remote=reported)
         journal = Journal(config)
+        for step in plan.from_remote:       # kept as a compile is: the next build needs no network
+            cache.put(step.record.key, step.blob)
+            journal.append(step.name, step.record)
+        fetched = journal.appended
+        by_name = {v.name: v for v in config.variants}
 
         def keep(name: str, record: Record, blob: Optional[bytes]) -> None:
             if blob is not None and record.key is not None:
                 cache.put(record.key, blob)
+                if remote.writable:     # queued for the remote cache's pool: the progress loop goes on
+                    remote.publish(record.key, record.deps, blob, project.inputs(by_name[name], ()).key)
             journal.append(name, record)
 
         try:
@@ -304,14 +346,15 @@ def _build(config: Config, compilers: Compilers, jobs: Optional[int], force: boo
                 ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log,
                                on_command=on_command, keep=keep)
         except KeyboardInterrupt:
-            raise BuildInterrupted(journal.appended, len(plan.to_compile)) from None
+            raise BuildInterrupted(journal.appended - fetched, len(plan.to_compile)) from None
         finally:
             journal.close()
         records = _kept_records(config, records, {**known, **ran.records})
         if ran.failures:
             # Keep what compiled (state and cache): the next build compiles only what failed or changed.
             _save_state(config, records, state.outputs, state.inputs)
-            report = _report(config, compilers, plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
+            report = _report(config, compilers, plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)),
+                             remote=reported)
             try:
                 raise_failures(ran.failures, f"genspirv build: {report.summary()} "
                                "(nothing committed written; the compiled variants wait in the cache)",
@@ -329,7 +372,7 @@ def _build(config: Config, compilers: Compilers, jobs: Optional[int], force: boo
             manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
             _save_state(config, records, OutputsRecord(outputs_key(config, versions, keys),
                                                        {config.manifest: manifest_sha}), state.inputs)
-            return _report(config, compilers, plan, records)
+            return _report(config, compilers, plan, records, remote=reported)
         compiled = dict(ran.compiled)
         trusted = _manifest_trusted(config, state)
         for step in plan.up_to_date:
@@ -347,12 +390,13 @@ def _build(config: Config, compilers: Compilers, jobs: Optional[int], force: boo
                                    OutputsRecord(outputs_key(config, versions, keys), rendered), state.inputs, log)
         if cache.stored:
             cache.trim()
-    return _report(config, compilers, plan, records, ran.compiled_now, tuple(removed), tuple(written))
+    return _report(config, compilers, plan, records, ran.compiled_now, tuple(removed), tuple(written),
+                   remote=reported)
 
 
 def _report(config: Config, compilers: Compilers, plan: Plan, records: Mapping[str, Record],
             compiled: tuple[str, ...] = (), removed: tuple[str, ...] = (), written: tuple[str, ...] = (),
-            failed: tuple[str, ...] = ()) -> BuildReport:
+            failed: tuple[str, ...] = (), remote: Optional[tuple[str, ...]] = None) -> BuildReport:
     variants = {v.name: v for v in config.variants}
     # A variant that failed is not also unavailable (its old record may say it was).
     unavailable = [(n, r) for n, r in sorted(records.items()) if r.unavailable and n not in failed]
@@ -363,7 +407,7 @@ def _report(config: Config, compilers: Compilers, plan: Plan, records: Mapping[s
                        unavailable_because=tuple((n, compilers.lacks(variants[n], r.missing, r.compiler))
                                                  for n, r in unavailable),
                        unavailable=tuple((n, r.missing) for n, r in unavailable),
-                       failed=failed, plan=plan)
+                       failed=failed, plan=plan, remote=remote)
 
 
 def _kept_records(config: Config, previous: Mapping[str, Record], updates: Mapping[str, Record]) -> dict[str, Record]:

@@ -37,6 +37,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from .errors import ConfigError
 from .generated import GENERATED_DIR, GeneratedFile
+from .remote_url import URL_FORM, parse_url
 # Settings and Variant are re-exported: the build's stages take them from here with the Config.
 from .variants import (DEFAULT_TARGET_ENV, OTHER_STAGES, Settings, Variant, check_compute, check_keys, expect,
                        is_excluded, make_variant, merged_meta, parse_defines, parse_flags, parse_target_env,
@@ -56,7 +57,7 @@ INCLUDE_DIR = "include"          # under glsl_dir; headers there are never compi
 SOURCE_SUFFIX = ".comp"
 
 TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders", "generator", "exclude", "include_directive",
-                            "optimize", "validate", "preamble", "compiler", "lint"}
+                            "optimize", "validate", "preamble", "compiler", "lint", "remote_cache"}
 GENERATE_KEYS = {"target", "output", "template"}
 
 
@@ -82,6 +83,7 @@ class Config:
     generator: Optional[str] = None          # posix path relative to the root
     other_stages: tuple[str, ...] = ()       # files of other shader stages in glsl_dir, left alone (root-relative)
     generated: tuple[GeneratedFile, ...] = ()    # the generator's files, sorted by path (under GENERATED_DIR)
+    remote_cache: Optional[str] = None       # a remote compile cache's URL (GENSPIRV_REMOTE_CACHE overrides)
 
     def path(self, relative: str) -> Path:
         """An absolute path for a posix path relative to the root."""
@@ -191,6 +193,11 @@ def load_config(root: Path | str) -> Config:
     for i, pattern in enumerate(exclude):
         expect(pattern, str, f"tool.genspirv.exclude[{i}]", "a glob relative to glsl_dir")
 
+    remote_cache = table.get("remote_cache")
+    if remote_cache is not None:
+        expect(remote_cache, str, "tool.genspirv.remote_cache", f"a URL, {URL_FORM}")
+        parse_url(remote_cache, "tool.genspirv.remote_cache", allow_credentials=False)
+
     generate = []
     for i, g in enumerate(expect(table.get("generate", []), list, "tool.genspirv.generate", "an array of tables")):
         k = f"tool.genspirv.generate[{i}]"
@@ -264,6 +271,7 @@ def load_config(root: Path | str) -> Config:
                     target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
                     variants=tuple(sorted(variants.values(), key=lambda v: v.name)),
                     include_directive=include_directive, generator=generator, generated=files,
+                    remote_cache=remote_cache,
                     other_stages=tuple(f"{glsl_dir}/{rel}" for rel in
                                        discover_sources(root, glsl_dir, tuple(exclude), tuple(OTHER_STAGES))))
     _check_collisions(config)

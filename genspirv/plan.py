@@ -8,6 +8,11 @@ cache, compile, or unavailable (an optional variant the compiler cannot
 build), each with a ``Reason`` and a sentence a user acts on
 (``Step.explain``, what ``genspirv build --explain`` prints).
 
+A second pass, ``found_elsewhere``, takes blobs another machine compiled (the
+remote cache, docs/GUIDE.md "Sharing compiles across machines") for steps
+that would compile, and makes them remote hits: the plan, not the run, says
+where every blob comes from.
+
 Pure apart from the lookups it is handed: the build hands it the project's
 files and caches, the tests dictionaries. ``genspirv.build`` runs a plan into
 the project, ``genspirv.check`` a forced one into a temporary folder.
@@ -16,17 +21,19 @@ the project, ``genspirv.check`` a forced one into a temporary folder.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence
 
 from .buildstate import KeyInputs, Record, sha256_hex
 from .config import Variant
+from .reflect import ShaderInfo
 from .variants import CompilerName
 
 
 class Action(enum.Enum):
     UP_TO_DATE = "up to date"
     FROM_CACHE = "from cache"
+    FROM_REMOTE = "remote hit"          # from the remote cache: another machine compiled it
     COMPILE = "compile"
     UNAVAILABLE = "unavailable"
 
@@ -60,7 +67,9 @@ class Step:
     reason: Reason
     detail: str = ""                    # the sentence: which file, define or version, old -> new
     record: Optional[Record] = None     # what the build keeps (not for COMPILE: known after it)
-    blob: Optional[bytes] = None        # FROM_CACHE: the cached blob
+    blob: Optional[bytes] = None        # FROM_CACHE, FROM_REMOTE: the blob
+    info: Optional[ShaderInfo] = field(default=None, compare=False, repr=False)
+    # ^ FROM_REMOTE: its reflection, made when the entry was verified (not made twice)
 
     @property
     def name(self) -> str:
@@ -90,12 +99,17 @@ class Plan:
         return self.of(Action.UP_TO_DATE)
 
     @property
+    def from_remote(self) -> tuple[Step, ...]:
+        return self.of(Action.FROM_REMOTE)
+
+    @property
     def unavailable(self) -> tuple[Step, ...]:
         return self.of(Action.UNAVAILABLE)
 
     def explanations(self) -> list[str]:
-        """One line per variant the build compiles or takes from the cache."""
-        return [s.explain() for s in self.steps if s.action in (Action.COMPILE, Action.FROM_CACHE)]
+        """One line per variant the build compiles or takes from a cache, local or remote."""
+        return [s.explain() for s in self.steps if s.action in (Action.COMPILE, Action.FROM_CACHE,
+                                                                  Action.FROM_REMOTE)]
 
 
 @dataclass(frozen=True)
@@ -150,6 +164,36 @@ def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool =
             return Step(v, Action.FROM_CACHE, reason, f"{detail}; its blob for these inputs is in the cache",
                         Record.of(now, record.deps, sha256_hex(blob), compiler=v.chain[0]), blob)
     return Step(v, Action.COMPILE, reason, detail)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A blob for a variant the plan would compile, found by asking the remote cache."""
+
+    deps: tuple[str, ...]               # the files it was compiled from (its key covers them here)
+    blob: bytes
+    info: Optional[ShaderInfo] = None   # its reflection, when already made
+    remote: bool = True                 # False: the store's index named a key the local cache holds
+
+
+def found_elsewhere(plan: Plan, found: Mapping[str, Found], lookups: Lookups) -> Plan:
+    """``plan`` with each compile step that ``found`` has a blob for taken from there instead:
+    a remote hit, or from the local cache (its reason stays: why it was not up to date)."""
+    steps = []
+    for step in plan.steps:
+        hit = found.get(step.name) if step.action is Action.COMPILE else None
+        if hit is None:
+            steps.append(step)
+            continue
+        record = Record.of(lookups.inputs(step.variant, hit.deps), hit.deps, sha256_hex(hit.blob))
+        if hit.remote:
+            steps.append(Step(step.variant, Action.FROM_REMOTE, step.reason,
+                              f"{step.detail}; the remote cache has its blob", record, hit.blob, hit.info))
+        else:
+            steps.append(Step(step.variant, Action.FROM_CACHE, step.reason,
+                              f"{step.detail}; the remote cache's index names its blob in the cache",
+                              record, hit.blob))
+    return Plan(tuple(steps))
 
 
 def why_stale(old: Optional[KeyInputs], now: KeyInputs) -> tuple[Reason, str]:

@@ -92,6 +92,21 @@ SETTINGS: tuple[Setting, ...] = (
             "a content-addressed blob cache shared by clones and CI runs, beside each project's `.genspirv/cache`"),
     Setting("GENSPIRV_CACHE_MAX_MB", _number(float, 0, lo_open=True), "a positive number of MiB", 1024.0,
             "each blob cache is trimmed to this size, least recently used blobs first"),
+    # The remote cache (docs/GUIDE.md, "Sharing compiles across machines"). The URL, the secret
+    # and the token are read as given and never echoed: genspirv.remote_cache checks the URL
+    # and names it with any user info redacted.
+    Setting("GENSPIRV_REMOTE_CACHE", _text, "an http(s) URL, or off", None,
+            "a compile cache machines share, entries at `<url>/<key[:2]>/<key[2:]>`; "
+            "over `[tool.genspirv] remote_cache`, `off` for none"),
+    Setting("GENSPIRV_REMOTE_CACHE_MODE", _choice("read", "read-write"), "read or read-write", "read",
+            "`read`: take verified entries only; `read-write`: also store what the build compiles"),
+    Setting("GENSPIRV_REMOTE_CACHE_SECRET", _text, "a string", None,
+            "entries are signed with it (HMAC-SHA256) and only entries it signed are taken; never printed"),
+    Setting("GENSPIRV_REMOTE_CACHE_TOKEN", _text, "a string", None,
+            "sent as `Authorization: Bearer`; never printed (for basic auth, user info in the URL)"),
+    Setting("GENSPIRV_REMOTE_CACHE_TIMEOUT", _number(float, 0, lo_open=True), "a positive number of seconds",
+            3.0, "seconds one request to the remote cache may take (connecting: at most 1); past it the "
+            "build stops asking"),
     _tool("GENSPIRV_GLSLANG", "glslangValidator"),
     _tool("GENSPIRV_SPIRV_VAL", "spirv-val"),
     _tool("GENSPIRV_SPIRV_DIS", "spirv-dis"),

@@ -22,13 +22,13 @@ PACKAGE = Path(genspirv.__file__).parent
 # Lowest first; a unit imports only from layers below its own.
 LAYERS = [
     {"errors", "lint_rules"},
-    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console"},
+    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console", "remote_url"},
     {"generated", "variants", "reflect", "includes", "preamble"},   # generated files; variant tables; SPIR-V facts
     {"generator"},                                  # a generator file run, its variants and files checked
     {"config"},                                     # the project's settings
-    {"manifest", "toolchain"},                      # the JSON format; the pinned tools
+    {"manifest", "toolchain", "remote_entry"},      # the JSON format; the pinned tools; remote entries
     {"spirv_tools"},                                # spirv-opt, spirv-val, spirv-dis on a blob
-    {"buildstate", "compiler", "runtime"},
+    {"buildstate", "compiler", "runtime", "remote_cache"},
     {"blobcache"},                                  # compiled blobs by content key
     {"compilers"},                                  # every compiler of a build, and each variant's chain
     {"plan", "compile", "emit", "lint"},

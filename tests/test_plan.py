@@ -24,7 +24,7 @@ from genspirv.buildstate import KeyInputs, Record
 from genspirv.check import check
 from genspirv.config import Variant, load_config
 from genspirv.errors import CompileError, ValidationError
-from genspirv.plan import Action, Lookups, Reason, decide, make_plan
+from genspirv.plan import Action, Found, Lookups, Reason, decide, found_elsewhere, make_plan
 
 ADD = """\
 #version 450
@@ -337,6 +337,34 @@ def test_the_planner_reads_nothing_but_its_lookups():
     assert decide(v, bare, look).reason is Reason.INPUTS_CHANGED
     plan = make_plan([v], {"a": record}, look, force=True)
     assert [s.reason for s in plan.steps] == [Reason.FORCED]
+
+
+def test_found_elsewhere_turns_only_compile_steps_into_hits():
+    """The remote cache's answers, planned: a compile step with a remote blob is a remote hit
+    (its reason kept, explained as such), one whose blob the index found in the local cache is
+    from the cache, and a step that was not going to compile is left as it was."""
+    files = {"a.comp": "1", "b.comp": "1", "c.comp": "1", "inc.glsl": "1"}
+
+    def inputs(variant, deps):
+        return KeyInputs(variant.source, variant.defines, "c1", variant.flags, variant.target_env, (), True,
+                         variant.validate, tuple((d, files.get(d)) for d in sorted(set(deps) | {variant.source})))
+
+    a, b, c = (Variant(n, f"{n}.comp", ()) for n in "abc")
+    look = Lookups(inputs=inputs, committed_sha=lambda var: "sha-c", cached=lambda key, sha: None,
+                   blob_path=lambda var: f"spirv/{var.name}.spv")
+    up_to_date = Record.of(inputs(c, ()), ("c.comp",), "sha-c")
+    plan = make_plan([a, b, c], {"c": up_to_date}, look)
+    assert [s.action for s in plan.steps] == [Action.COMPILE, Action.COMPILE, Action.UP_TO_DATE]
+    found = {"a": Found(("a.comp", "inc.glsl"), b"remote blob"), "b": Found(("b.comp",), b"local", remote=False),
+             "c": Found(("c.comp",), b"never asked for")}
+    after = found_elsewhere(plan, found, look)
+    ra, rb, rc = after.steps
+    assert (ra.action, ra.reason, ra.blob) == (Action.FROM_REMOTE, Reason.NEW_VARIANT, b"remote blob")
+    assert ra.record.key == inputs(a, ["inc.glsl"]).key and ra.record.deps == ("a.comp", "inc.glsl")
+    assert ra.explain() == "a: remote hit: new variant (no earlier build of it); the remote cache has its blob"
+    assert (rb.action, rb.blob) == (Action.FROM_CACHE, b"local") and rc == plan.steps[2]
+    assert after.from_remote == (ra,) and len(after.explanations()) == 2
+    assert found_elsewhere(plan, {}, look) == plan
 
 
 def test_validate_false_reaches_the_optimiser(tmp_path):

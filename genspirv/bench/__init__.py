@@ -10,7 +10,9 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``build-generator`` — ``build_suite``: the same at a real backend's scale (400,
   1,000, 2,000 variants from a generator file, most optimised): cold build
   beside glslang alone and glslang + spirv-opt, no-op, fresh-clone no-op,
-  one-header edit and check (``--quick``: cold, no-op and fresh-clone no-op only).
+  one-header edit and check (``--quick``: cold, no-op and fresh-clone no-op only);
+  ``--remote``: ``remote_suite``, a second machine's cold build from a warm
+  remote cache against the first machine's.
 - ``reflect`` — ``reflect_suite``: ``reflect()`` against blob size and count,
   beside ``spirv-cross <blob> --reflect`` and the ``genspirv reflect`` command.
 - ``runtime`` — ``runtime_suite`` with ``runtime_micro``'s workloads: barrier
@@ -111,6 +113,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roofline", action="store_true",
                         help="demo: also each time per token over the memory-bandwidth bound (bytes a "
                              "token binds / the device's bandwidth, measured once with the read probe)")
+    parser.add_argument("--remote", action="store_true",
+                        help="build-generator: a second machine's cold build from a warm remote cache "
+                             "(nginx WebDAV on 127.0.0.1) against the first's (default 2,000 variants)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
 
 
@@ -129,7 +134,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                         sizes=args.sizes or quick_build.get("sizes"), jobs=args.jobs or quick_build.get("jobs"),
                         quiet=args.quiet, root=root, header_share=args.header_share,
                         keep=args.keep, quick=args.quick, demo_args=args.demo_args,
-                        per_source=args.per_source, roofline=args.roofline)
+                        per_source=args.per_source, roofline=args.roofline, remote=args.remote)
     module, function = SUITES[args.suite]
     suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
     rec = Recorder(args.suite)

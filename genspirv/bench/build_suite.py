@@ -237,6 +237,9 @@ def glslang_opt_floor(tool: FloorTool, opt: FloorTool, gen, jobs: int, out_dir: 
 
 def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
     """``genspirv bench build-generator``: a generator-driven project at 400, 1,000 and 2,000 variants."""
+    if opts.remote:
+        from .remote_suite import bench_remote
+        return bench_remote(opts, rec)
     from .. import toolchain
     jobs = (opts.jobs or (2,))[0]
     sizes = opts.sizes or GENERATOR_SIZES

@@ -52,6 +52,7 @@ class BenchOptions:
     quick: bool = False                    # smallest honest run (reflect, runtime, demo)
     demo_args: Optional[str] = None        # demo: model options, as `genspirv demo` takes them
     roofline: bool = False                 # demo: each time per token over the bandwidth bound
+    remote: bool = False                   # build-generator: a second machine from a warm remote cache
 
 
 @dataclass
