@@ -209,7 +209,9 @@ def ask_remote(plan: Plan, remote: RemoteCache, records: Mapping[str, Record], l
 
     hits = remote.fetch([lookup(s) for s in asked], lambda v, deps: lookups.inputs(v, deps).key,
                         cache.get, lambda v, blob: reflect_blob(v.name, "remote cache", blob))
-    return found_elsewhere(plan, {n: Found(h.deps, h.blob, h.info, h.remote) for n, h in hits.items()}, lookups)
+    return found_elsewhere(plan, {n: Found(h.deps, h.blob, h.info, h.remote,
+                                           CompilerName(h.compiler) if h.compiler else CompilerName.GLSLANG)
+                                  for n, h in hits.items()}, lookups)
 
 
 def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
@@ -338,7 +340,8 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
             if blob is not None and record.key is not None:
                 cache.put(record.key, blob)
                 if remote.writable:     # queued for the remote cache's pool: the progress loop goes on
-                    remote.publish(record.key, record.deps, blob, project.inputs(by_name[name], ()).key)
+                    remote.publish(record.key, record.deps, blob, project.inputs(by_name[name], ()).key,
+                                   None if record.compiler is CompilerName.GLSLANG else record.compiler.value)
             journal.append(name, record)
 
         try:

@@ -174,6 +174,7 @@ class Found:
     blob: bytes
     info: Optional[ShaderInfo] = None   # its reflection, when already made
     remote: bool = True                 # False: the store's index named a key the local cache holds
+    compiler: CompilerName = CompilerName.GLSLANG   # the compiler that built it
 
 
 def found_elsewhere(plan: Plan, found: Mapping[str, Found], lookups: Lookups) -> Plan:
@@ -185,7 +186,8 @@ def found_elsewhere(plan: Plan, found: Mapping[str, Found], lookups: Lookups) ->
         if hit is None:
             steps.append(step)
             continue
-        record = Record.of(lookups.inputs(step.variant, hit.deps), hit.deps, sha256_hex(hit.blob))
+        record = Record.of(lookups.inputs(step.variant, hit.deps), hit.deps, sha256_hex(hit.blob),
+                           compiler=hit.compiler)
         if hit.remote:
             steps.append(Step(step.variant, Action.FROM_REMOTE, step.reason,
                               f"{step.detail}; the remote cache has its blob", record, hit.blob, hit.info))

@@ -39,6 +39,9 @@ from . import settings
 from .errors import GenspirvError
 from .remote_entry import Entry, EntryError, EntryKind, decode, encode, index_key
 from .remote_url import RemoteUrl, parse_url
+from .variants import CompilerName
+
+COMPILER_NAMES = frozenset(c.value for c in CompilerName)
 
 WORKERS = 8                     # requests in flight: enough to hide a network's latency
 CONNECT_TIMEOUT = 1.0           # seconds to open a connection, at most (less when the time-out is less)
@@ -212,6 +215,7 @@ class Hit:
     blob: bytes
     info: Any                     # the blob's reflection; None when it came from a local cache
     remote: bool                  # False: the index named a key a local cache already held
+    compiler: Optional[str] = None   # the compiler that built it, when not the default
 
 
 KeyOf = Callable[[Any, Sequence[str]], Optional[str]]     # (variant, deps) -> content key here
@@ -291,7 +295,7 @@ class RemoteCache:
             return None        # stored by a build of other headers: a miss, not an attack
         blob = local_get(key)
         if blob is not None:
-            return Hit(key, entry.deps, blob, None, remote=False)
+            return Hit(key, entry.deps, blob, None, remote=False, compiler=entry.compiler)
         return self._blob_hit(v, key, None, key_of, reflect)
 
     def _blob_hit(self, v, key: str, sha: Optional[str], key_of: KeyOf, reflect) -> Optional[Hit]:
@@ -304,6 +308,8 @@ class RemoteCache:
                 raise EntryError("its files do not give its key here")
             if sha is not None and hashlib.sha256(entry.blob).hexdigest() != sha:
                 raise EntryError("not the blob the last build recorded for this key")
+            if entry.compiler is not None and entry.compiler not in COMPILER_NAMES:
+                raise EntryError(f"built by a compiler this genspirv does not know ({entry.compiler})")
             info = reflect(v, entry.blob)        # the module must parse, as a local cache hit's does
         except GenspirvError as exc:
             self._unverified_entry(key, v, str(exc))
@@ -311,7 +317,7 @@ class RemoteCache:
         except Exception as exc:                 # noqa: BLE001 - a reader's bug on junk is still junk
             self._unverified_entry(key, v, f"does not reflect: {type(exc).__name__}")
             return None
-        return Hit(key, entry.deps, entry.blob, info, remote=True)
+        return Hit(key, entry.deps, entry.blob, info, remote=True, compiler=entry.compiler)
 
     def _get(self, key: str) -> Optional[bytes]:
         if self._down:
@@ -326,20 +332,23 @@ class RemoteCache:
 
     # -- storing ----------------------------------------------------------------
 
-    def publish(self, key: str, deps: Sequence[str], blob: bytes, source_key: Optional[str]) -> None:
-        """Store a compiled blob under ``key``, then its index entry under ``source_key``'s
-        (read-write only). Only queued here: encoding and PUTs run on the pool, so the build's
+    def publish(self, key: str, deps: Sequence[str], blob: bytes, source_key: Optional[str],
+                compiler: Optional[str] = None) -> None:
+        """Store a compiled blob under ``key`` (with the name of the ``compiler`` that built it,
+        when not the default), then its index entry under ``source_key``'s (read-write only). Only queued here: encoding and PUTs run on the pool, so the build's
         progress loop, which calls this as each compile finishes, never waits for the network."""
         if not self.writable or self._down or self._refused:
             return
-        self._executor().submit(self._guarded, self._store, key, tuple(deps), blob, source_key)
+        self._executor().submit(self._guarded, self._store, key, tuple(deps), blob, source_key, compiler)
 
-    def _store(self, key: str, deps: tuple[str, ...], blob: bytes, source_key: Optional[str]) -> None:
+    def _store(self, key: str, deps: tuple[str, ...], blob: bytes, source_key: Optional[str],
+               compiler: Optional[str]) -> None:
         secret = self.settings.secret
-        puts = [(key, encode(Entry(EntryKind.BLOB, key, deps, blob), secret))]
+        puts = [(key, encode(Entry(EntryKind.BLOB, key, deps, blob, compiler=compiler), secret))]
         if source_key is not None:       # the blob first: an index never names a blob not yet stored
             where = index_key(source_key)
-            puts.append((where, encode(Entry(EntryKind.INDEX, where, deps, content_key=key), secret)))
+            puts.append((where, encode(Entry(EntryKind.INDEX, where, deps, content_key=key, compiler=compiler),
+                                       secret)))
         for where, data in puts:
             if self._down or self._refused:
                 return

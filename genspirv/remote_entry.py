@@ -20,7 +20,9 @@ Bytes of an entry::
 
     MAGIC                 b"genspirv-remote-entry/1\\n"
     header                one line of JSON, sorted keys, then b"\\n": kind, key,
-                          deps, size, sha256, signed, and for an index content_key
+                          deps, size, sha256, signed, for an index content_key, and
+                          compiler when the blob was built by another compiler than
+                          the default (the manifest names it)
     payload               ``size`` bytes: the blob (none in an index entry)
     mac                   32 bytes when signed: HMAC-SHA256(secret, all bytes above)
 
@@ -47,6 +49,7 @@ MAC_BYTES = 32
 MAX_HEADER_BYTES = 1 << 20      # a header lists file names: a megabyte is far past any real one
 MAX_DEPS = 4096                 # files one variant may read; more is junk, not a shader
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")     # a compiler name, e.g. slang-glslang
 _INDEX_PREFIX = b"genspirv-remote-index/1\0"
 
 
@@ -66,6 +69,7 @@ class Entry:
     deps: tuple[str, ...]           # files the blob was compiled from, relative to the root
     blob: bytes = b""               # BLOB only
     content_key: Optional[str] = None   # INDEX only: the key of the blob entry it points at
+    compiler: Optional[str] = None      # the compiler that built the blob, when not the default
 
 
 def index_key(source_key: str) -> str:
@@ -81,6 +85,8 @@ def encode(entry: Entry, secret: Optional[str] = None) -> bytes:
               "signed": bool(secret)}
     if entry.kind is EntryKind.INDEX:
         header["content_key"] = entry.content_key
+    if entry.compiler is not None:
+        header["compiler"] = entry.compiler
     body = MAGIC + json.dumps(header, sort_keys=True, separators=(",", ":")).encode() + b"\n" + entry.blob
     return body + _mac(secret, body) if secret else body
 
@@ -115,7 +121,7 @@ def decode(data: bytes, key: str, kind: EntryKind, secret: Optional[str] = None)
     if hashlib.sha256(blob).hexdigest() != fields["sha256"]:
         raise EntryError("sha256 does not match its blob")
     return Entry(EntryKind(fields["kind"]), fields["key"], tuple(fields["deps"]), blob,
-                 fields.get("content_key"))
+                 fields.get("content_key"), fields.get("compiler"))
 
 
 def _mac(secret: str, body: bytes) -> bytes:
@@ -138,6 +144,8 @@ def _check_header(header: object) -> dict:
     for name, ok in checks.items():
         if not ok(header.get(name)):
             raise EntryError(f"header field {name!r} missing or malformed")
+    if "compiler" in header and not (isinstance(header["compiler"], str) and _NAME.match(header["compiler"])):
+        raise EntryError("header field 'compiler' malformed")
     if header["kind"] == EntryKind.INDEX.value:
         content_key = header.get("content_key")
         if not (isinstance(content_key, str) and _HEX64.match(content_key)) or header["size"] != 0:

@@ -932,3 +932,45 @@ def test_a_template_driven_backend_shares_its_generated_variants(tmp_path, store
     assert (b / "manifests/shaders.json").read_bytes() == (a / "manifests/shaders.json").read_bytes()
     assert {p.name: p.read_bytes() for p in (b / "spirv").glob("*.spv")} == \
         {p.name: p.read_bytes() for p in (a / "spirv").glob("*.spv")}
+
+
+# -- a blob another compiler built ------------------------------------------------------
+
+SLANG_SHADER = """\
+#version 450
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer Y { float y[]; };
+void main() { y[gl_GlobalInvocationID.x] *= 2.0; }
+"""
+
+
+@pytest.mark.slow
+def test_a_blob_another_compiler_built_keeps_its_name_on_the_second_machine(tmp_path, store, remote):
+    """The manifest names the compiler that built a variant (``"compiler": "slang-glslang"``):
+    a second machine that takes the blob from the store writes the first machine's manifest,
+    byte for byte, so `check` agrees on both."""
+    from genspirv.compilers import library
+    from genspirv.errors import ToolchainError
+    try:
+        library.find_library()
+    except ToolchainError as exc:
+        pytest.skip(f"slang-glslang unavailable: {exc}")
+
+    def project(folder: Path) -> Path:
+        (folder / "glsl").mkdir(parents=True)
+        (folder / "glsl/twice.comp").write_text(SLANG_SHADER)
+        (folder / "pyproject.toml").write_text('[tool.genspirv]\ncompiler = "slang-glslang"\n')
+        return folder
+
+    remote(store.url, "read-write", SECRET)
+    a = project(tmp_path / "a")
+    first = build(load_config(a))
+    assert first.compiled == ("twice",) and first.compiled_by == (("twice", "slang-glslang"),)
+    remote(store.url, None, SECRET)
+    b = project(tmp_path / "b")
+    second = build(load_config(b))
+    assert second.compiled == () and second.remote == ("twice",)
+    manifest = (b / "manifests/shaders.json").read_bytes()
+    assert b'"compiler": "slang-glslang"' in manifest
+    assert manifest == (a / "manifests/shaders.json").read_bytes()
+    assert check(load_config(b)).ok

@@ -127,3 +127,21 @@ def test_index_keys_are_apart_from_content_keys():
     must not land on its blob entry."""
     assert index_key(KEY) != KEY and len(index_key(KEY)) == 64
     assert index_key(KEY) == index_key(KEY) and index_key(KEY) != index_key(OTHER)
+
+
+# -- the compiler that built a blob --------------------------------------------
+
+
+def test_the_compiler_that_built_a_blob_travels_signed_and_only_when_not_the_default():
+    key = "ab" * 32
+    plain = encode(Entry(EntryKind.BLOB, key, ("glsl/a.comp",), b"\x03\x02\x23\x07"), "s")
+    named = encode(Entry(EntryKind.BLOB, key, ("glsl/a.comp",), b"\x03\x02\x23\x07", compiler="slang-glslang"), "s")
+    assert b'"compiler"' not in plain                  # the default's entries keep their bytes
+    assert decode(plain, key, EntryKind.BLOB, "s").compiler is None
+    assert decode(named, key, EntryKind.BLOB, "s").compiler == "slang-glslang"
+    # The name is under the signature: another name with the same blob does not verify.
+    forged = named.replace(b'"compiler":"slang-glslang"', b'"compiler":"glslang-other"')
+    with pytest.raises(EntryError, match="bad signature"):
+        decode(forged, key, EntryKind.BLOB, "s")
+    with pytest.raises(EntryError, match="'compiler' malformed"):
+        decode(encode(Entry(EntryKind.BLOB, key, (), b"x", compiler="Bad Name!")), key, EntryKind.BLOB)
