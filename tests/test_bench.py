@@ -198,6 +198,7 @@ def test_build_suite_end_to_end_records_every_arm_in_abba_order(tiny_project):
     assert {"cold / floor", "check / floor", "noop per variant"} <= labels
 
 
+@pytest.mark.slow
 def test_build_suite_catches_an_edit_that_rebuilds_nothing(tiny_project, monkeypatch):
     # Negative control for the suite's own verification: without a real header
     # change the edit step must refuse rather than report a figure.
@@ -211,6 +212,7 @@ def test_build_suite_catches_an_edit_that_rebuilds_nothing(tiny_project, monkeyp
 # -- the reflect suite ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_synthetic_reflect_shader_reflects_what_it_declares(tmp_path):
     from genspirv.bench import reflect_suite
     from genspirv.reflect import reflect
@@ -247,6 +249,7 @@ def test_bench_error_is_a_genspirv_error():
 # -- the demo suite (lavapipe or whatever GENSPIRV_DEVICE selects) --------------------------
 
 
+@pytest.mark.slow
 def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
     pytest.importorskip("vulkan")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
@@ -271,6 +274,7 @@ def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
             assert r["value"] == driver.dispatches_per_token(config)
 
 
+@pytest.mark.slow
 def test_demo_suite_passes_rows_per_group_to_the_model(monkeypatch):
     """--demo-args '... --rows-per-group 2' reaches the model (it was parsed and dropped)."""
     pytest.importorskip("vulkan")
@@ -362,6 +366,7 @@ def test_peer_rows_are_every_raw_sample_with_the_ratio():
     assert not rec.derived and any("skipped: not installed" in n for n in rec.notes)
 
 
+@pytest.mark.slow
 def test_peer_arms_check_their_results(monkeypatch):
     """Each arm's check compares with numpy (a wrong kernel fails it: negative control),
     and the paired run gives every workload a sample per repeat and arm."""
@@ -418,6 +423,7 @@ def test_plan_bytes_counts_each_binding_once():
     assert roofline.plan_bytes(plan) == 4096 + 64 + 16 + 16 + 300
 
 
+@pytest.mark.slow
 def test_bytes_per_token_counts_the_kv_prefix_not_the_whole_caches_bound():
     """The attention binds whole KV caches and reads their first rows: a model with a
     longer context (larger caches) binds more and reads the same per token."""
@@ -452,6 +458,7 @@ def test_the_bandwidth_probe_measures_and_frees_its_buffers(monkeypatch):
         assert len(dev._buffers) == before
 
 
+@pytest.mark.slow
 def test_a_peer_that_cannot_open_the_device_is_skipped_with_the_reason(monkeypatch):
     pytest.importorskip("vulkan")
     from genspirv.bench import peer

@@ -25,6 +25,7 @@ def outputs(root):
     return files
 
 
+@pytest.mark.slow
 def test_build_through_root_on_a_foreign_project(tiny_project, genspirv):
     root = tiny_project()
     result = genspirv("build", "--root", root)
@@ -41,6 +42,7 @@ def test_build_through_root_on_a_foreign_project(tiny_project, genspirv):
     assert add.info.writable_mask == 0b100 and add.info.push_constant_size == 4
 
 
+@pytest.mark.slow
 def test_noop_rebuild_compiles_and_writes_nothing(tiny_project, snapshot):
     config = load_config(tiny_project())
     first = build(config)
@@ -85,6 +87,7 @@ def test_touching_without_changing_bytes_rebuilds_nothing(built_tiny):
     assert build(config).compiled == ()
 
 
+@pytest.mark.slow
 def test_force_and_changed_flags_rebuild_everything(built_tiny):
     root = built_tiny
     config = load_config(root)
@@ -118,6 +121,7 @@ def test_removed_variant_blob_is_deleted_and_reported(built_tiny, genspirv):
     assert "neg" not in [e.name for e in load_manifest(root / "manifests/shaders.json").shaders]
 
 
+@pytest.mark.slow
 def test_failed_compile_leaves_committed_files_untouched(built_tiny, snapshot):
     root = built_tiny
     before = snapshot(root)
@@ -131,6 +135,7 @@ def test_failed_compile_leaves_committed_files_untouched(built_tiny, snapshot):
     assert after == before                  # no blob, no manifest, no temp file left behind
 
 
+@pytest.mark.slow
 def test_two_directories_give_identical_bytes(tiny_project, tmp_path, genspirv):
     first = tiny_project()
     second = tmp_path / "elsewhere" / "deeper path"
@@ -140,6 +145,7 @@ def test_two_directories_give_identical_bytes(tiny_project, tmp_path, genspirv):
     assert outputs(first) == outputs(second)
 
 
+@pytest.mark.slow
 def test_quiet_prints_only_the_summary(tiny_project, genspirv):
     result = genspirv("build", "--root", tiny_project(), "--quiet")
     assert result.code == 0 and result.err == ""
@@ -153,6 +159,7 @@ def test_written_files_get_ordinary_permissions(built_tiny):
     assert (config.root / "spirv/neg.spv").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
+@pytest.mark.slow
 def test_a_held_lock_times_out_with_a_clear_message(tiny_project, genspirv):
     root = tiny_project()
     (root / ".genspirv").mkdir()
@@ -167,6 +174,7 @@ def test_a_held_lock_times_out_with_a_clear_message(tiny_project, genspirv):
 
 
 
+@pytest.mark.slow
 def test_generated_code_is_written_by_build_and_verified_by_check(tiny_project, genspirv):
     root = tiny_project(pyproject=TINY_WITH_C)
     result = genspirv("build", "--root", root)
@@ -190,6 +198,7 @@ matrix = { TYPE = { f32 = "float", i32 = "int" } }
 """
 
 
+@pytest.mark.slow
 def test_include_directive_is_on_by_default_and_can_be_turned_off(tiny_project):
     files = {"glsl/include/h.glsl": "#define N 4u\n",
              "glsl/a.comp": "#version 450\n#include \"h.glsl\"\nlayout(local_size_x = 1) in;\n"
@@ -231,6 +240,7 @@ SCALAR_LEVELS = {   # validate = false set at one level; optimize = true at the 
 GENERATOR = 'def variants():\n    return [{"name": "scalar_g", "source": "scalar.comp", "validate": False}]\n'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", list(SCALAR_LEVELS))
 def test_validate_false_reaches_the_optimiser_at_every_level(tiny_project, level):
     top, source, name = SCALAR_LEVELS[level]
@@ -258,6 +268,7 @@ void main() { uint i = gl_GlobalInvocationID.x; a[i] = pow(a[i], a[i]); }
 """
 
 
+@pytest.mark.slow
 def test_an_optimiser_refusal_of_glslangs_invalid_blob_shows_the_instruction_and_what_to_set(tiny_project):
     # glslang 13.1.1 makes a 16-bit Pow spirv-val refuses; spirv-opt -O refuses it first.
     pyproject = '[tool.genspirv.shaders."pow.comp"]\nvariants = [ { name = "binary_pow_buffer_half", optimize = true } ]\n'

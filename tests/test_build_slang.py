@@ -214,6 +214,7 @@ def test_without_the_extra_a_required_variant_fails_saying_how_to_install_it(tmp
     assert result.code == 2 and HINT in result.err
 
 
+@pytest.mark.slow
 def test_without_the_extra_optional_variants_are_listed_unavailable(tmp_path, not_installed, genspirv):
     root = make_project(tmp_path / "p", CONFIG.replace('compiler = "slang-glslang"\n',
                                                        'compiler = "slang-glslang"\noptional = true\n'))

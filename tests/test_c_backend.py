@@ -75,6 +75,7 @@ def last_line(output: str) -> re.Match:
     return m
 
 
+@pytest.mark.slow
 def test_committed_outputs_pass_check():
     """The example's blobs, manifest and table are what its sources build to."""
     out = run(sys.executable, "-m", "genspirv", "check", cwd=EXAMPLE)

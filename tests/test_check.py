@@ -17,6 +17,7 @@ def built(built_tiny):
     return built_tiny
 
 
+@pytest.mark.slow
 def test_fresh_build_checks_clean_and_check_writes_nothing(built, genspirv, snapshot):
     state = built / ".genspirv"
     shutil.rmtree(state)
@@ -28,6 +29,7 @@ def test_fresh_build_checks_clean_and_check_writes_nothing(built, genspirv, snap
     assert snapshot(built) == before and not state.exists()   # no cache, no state, no lock
 
 
+@pytest.mark.slow
 def test_one_flipped_byte_is_found_at_its_offset(built, genspirv):
     blob = built / "spirv/add_i32.spv"
     data = bytearray(blob.read_bytes())
@@ -41,6 +43,7 @@ def test_one_flipped_byte_is_found_at_its_offset(built, genspirv):
     assert "add_f32" not in result.err
 
 
+@pytest.mark.slow
 def test_an_edited_shader_makes_its_blobs_and_manifest_stale(built, genspirv):
     src = built / "glsl/neg.comp"
     src.write_text(src.read_text().replace("-X.data", "2.0 * X.data"))
@@ -51,18 +54,21 @@ def test_an_edited_shader_makes_its_blobs_and_manifest_stale(built, genspirv):
     assert "+    %float_2 = OpConstant %float 2" in result.err     # the spirv-dis diff
 
 
+@pytest.mark.slow
 def test_a_deleted_blob_is_reported_missing(built, genspirv):
     (built / "spirv/neg.spv").unlink()
     result = genspirv("check", "--root", built)
     assert result.code == 1 and "spirv/neg.spv (neg): missing" in result.err
 
 
+@pytest.mark.slow
 def test_an_orphan_blob_is_reported(built, genspirv):
     (built / "spirv/old_kernel.spv").write_bytes((built / "spirv/neg.spv").read_bytes())
     result = genspirv("check", "--root", built)
     assert result.code == 1 and "spirv/old_kernel.spv: orphan blob" in result.err
 
 
+@pytest.mark.slow
 def test_an_edited_manifest_is_reported_with_its_line(built, genspirv):
     path = built / "manifests/shaders.json"
     doc = json.loads(path.read_text())
@@ -76,6 +82,7 @@ def test_an_edited_manifest_is_reported_with_its_line(built, genspirv):
     assert "spirv/" not in result.err
 
 
+@pytest.mark.slow
 def test_check_report_lists_every_difference(built):
     (built / "spirv/neg.spv").unlink()
     (built / "spirv/extra.spv").write_bytes(b"\x03\x02\x23\x07")

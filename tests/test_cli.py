@@ -30,6 +30,7 @@ def built(built_tiny):
     return built_tiny
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_the_cli(tiny_project):
     root = tiny_project()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -121,6 +122,7 @@ def test_list_and_show(built, genspirv):
     assert result.code == 1 and "nope" in result.err and "add_f32" in result.err
 
 
+@pytest.mark.slow
 def test_lint_exit_codes(tiny_project, genspirv):
     clean = tiny_project({"glsl/copy.comp": RW_NEVER_WRITTEN.replace("buffer XBuf", "readonly buffer XBuf")},
                          pyproject=None)
@@ -189,6 +191,7 @@ def test_progress_rewrites_one_line_on_a_terminal_and_prints_full_lines_when_pip
     assert piped.getvalue() == "[1/2] a\n[2/2] b FAILED\n"
 
 
+@pytest.mark.slow
 def test_verbose_prints_each_compiler_command_line(tiny_project, genspirv):
     root = tiny_project()
     result = genspirv("build", "--root", root, "-v", "--jobs", "1")
@@ -217,6 +220,7 @@ def test_errors_use_the_file_line_error_form_and_colour_only_on_a_terminal(built
     assert not cli._use_colour(sys.stderr)
 
 
+@pytest.mark.slow
 def test_a_failed_build_says_how_many_built_failed_and_were_unavailable(built_tiny, genspirv):
     (built_tiny / "glsl/include/common.glsl").write_text("#define ONE 1\nuint gid() { return 2u; }\n")
     (built_tiny / "glsl/neg.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() { nope; }\n")
@@ -239,6 +243,7 @@ def one_error_line(result) -> str:
     return lines[0][len("genspirv: error: "):]
 
 
+@pytest.mark.slow
 def test_quiet_drops_the_progress_lines_but_keeps_the_summary(tiny_project, genspirv):
     root = tiny_project()
     loud = genspirv("build", "--root", root, "--jobs", "1")
@@ -315,6 +320,7 @@ def test_a_bad_setting_is_one_line_before_any_compile(built, genspirv):
     assert one_error_line(result) == "GENSPIRV_COMPILER_TIMEOUT must be a positive number of seconds, not 'abc'"
 
 
+@pytest.mark.slow
 def test_a_build_error_names_its_file_relative_to_the_project(built, genspirv, tmp_path, monkeypatch):
     (built / "spirv/neg.spv").unlink()
     (built / "spirv/neg.spv").mkdir()           # a folder where the blob goes: the write fails
@@ -334,6 +340,7 @@ def test_paths_outside_the_project_stay_as_they_are(tmp_path):
     assert relative_to_project("/etc/x: bad", None) == "/etc/x: bad"
 
 
+@pytest.mark.slow
 def test_build_explain_says_why_each_variant_compiles(built_tiny, genspirv):
     (built_tiny / "glsl/neg.comp").write_text((built_tiny / "glsl/neg.comp").read_text() + "// edited\n")
     result = genspirv("build", "--root", built_tiny, "-d", "explain", "--quiet")

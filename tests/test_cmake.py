@@ -226,6 +226,7 @@ def test_makefiles_consumer_builds_in_source_and_noop_rebuilds(tmp_path):
     assert program_words(src) == blob_words(src)
 
 
+@pytest.mark.slow
 @needs_cmake
 def test_configure_fails_clearly_when_python_lacks_genspirv(tmp_path):
     src = make_consumer(tmp_path)
@@ -257,6 +258,7 @@ def test_committed_table_builds_without_the_shader_compiler(tmp_path):
     assert after == before
 
 
+@pytest.mark.slow
 @needs_cmake
 def test_configure_error_names_unknown_arguments_with_spaces(tmp_path):
     """The usage error joins the unknown words with spaces, not CMake's list ';'."""

@@ -310,6 +310,7 @@ def test_c_string_escapes():
     assert ctext.c_string("é\n") == r'"\303\251\012"'
 
 
+@pytest.mark.slow
 @needs_cc
 def test_repo_manifest_renders_and_compiles(tmp_path):
     path = REPO / "manifests" / "shaders.json"
@@ -595,6 +596,7 @@ def test_template_variables_documented_are_the_ones_given(project):
         assert f"`{name}`" in guide, f"GUIDE does not document template variable/filter {name!r}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(GLSLANG is None, reason="needs glslangValidator")
 def test_build_renders_template_and_check_verifies_it(tmp_path, capsys):
     from genspirv.cli import main

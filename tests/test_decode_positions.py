@@ -17,6 +17,7 @@ decode_positions = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(decode_positions)
 
 
+@pytest.mark.slow
 def test_new_positions_write_descriptor_sets_and_the_same_positions_again_do_not(tmp_path):
     out = tmp_path / "positions.json"
     args = ["--layers", "1", "--dim", "64", "--heads", "2", "--kv-heads", "1", "--ffn", "128",

@@ -35,6 +35,7 @@ def test_cli_defaults_match_the_model_defaults():
     assert demo.MODEL_DEFAULTS == {k: getattr(d, k) for k in demo.MODEL_DEFAULTS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 7])
 def test_demo_token_exact_with_structural_barrier_counts(lavapipe_ok, seed):
     args = demo.parse_args(SMALL + ["--seed", str(seed)])
@@ -77,6 +78,7 @@ def test_default_configuration_barriers_per_token(lavapipe_ok):
     assert all(r["token_exact"] for r in report["runs"])
 
 
+@pytest.mark.slow
 def test_demo_f16_weights_grouped_query_odd_sizes(lavapipe_ok):
     """f16 weights, multi-query attention, sizes that are not multiples of the workgroup."""
     args = demo.parse_args(["--layers", "1", "--dim", "72", "--heads", "6", "--kv-heads", "1",
@@ -89,6 +91,7 @@ def test_demo_f16_weights_grouped_query_odd_sizes(lavapipe_ok):
     assert r["barriers_per_token"] == 3 + 5
 
 
+@pytest.mark.slow
 def test_schedule_model_agrees_with_the_formula(lavapipe_ok):
     """The pure tracker model over the real plan gives the closed-form counts."""
     for layers in (1, 3):
@@ -202,6 +205,7 @@ def _decode_under_validation(policy: str, reorder: bool):
     return run, ref.greedy_decode(weights, (1,), 3), messages
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reorder", [False, True])
 def test_sync_validation_clean(lavapipe_ok, reorder):
     run, want, messages = _decode_under_validation("smart", reorder)
@@ -209,6 +213,7 @@ def test_sync_validation_clean(lavapipe_ok, reorder):
     assert run.tokens == want.tokens
 
 
+@pytest.mark.slow
 def test_sync_validation_positive_control(lavapipe_ok):
     """With the barriers left out the layer must report hazards, or it was not active."""
     _, _, messages = _decode_under_validation("none", False)
@@ -241,6 +246,7 @@ def test_compare_accepts_a_near_tie_and_refuses_a_clear_miss():
 # -- the command line ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_json_and_exit_code(lavapipe_ok, tmp_path, capsys):
     from genspirv.cli import main
     out = tmp_path / "demo.json"
@@ -306,6 +312,7 @@ def test_decode_with_the_noshuffle_variant_and_two_rows_per_group(lavapipe_ok, m
     assert run.tokens == ref.greedy_decode(weights, (1,), 4).tokens
 
 
+@pytest.mark.slow
 def test_rows_per_group_is_a_parameter_of_the_model(lavapipe_ok):
     """GpuModel(rows_per_group=N): every product's groups follow it (pairs of rows for
     the rope variants, pairs of gate and up rows), f16 weights, and the decode stays token-exact."""

@@ -50,6 +50,7 @@ def test_random_bytes(data):
     assert fuzz.check_one(data) in ("spirv", "reflect", "ok")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(tail=st.lists(st.integers(0, 2**32 - 1), max_size=64))
 def test_random_words_after_a_valid_header(tail):

@@ -61,6 +61,7 @@ def test_the_backend_has_no_glsl_folder_and_51_variants_from_its_generator(backe
                                 "templates/variants.yaml"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(GIT is None, reason="needs git")
 def test_build_check_noop_and_a_fresh_clone_leave_git_status_clean(tmp_path):
     root = make_backend(tmp_path / "backend")
@@ -274,6 +275,7 @@ def glslang_backend(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_glslang_builds_generated_sources_and_check_agrees_from_its_temporary_folder(glslang_backend):
     root = glslang_backend
     if GIT is not None:     # the real toolchain's files (its version cache too) stay out of git's sight
@@ -287,6 +289,7 @@ def test_glslang_builds_generated_sources_and_check_agrees_from_its_temporary_fo
     assert report.ok, report.differences
 
 
+@pytest.mark.slow
 def test_glslang_errors_name_the_generated_file_and_line_and_its_template(glslang_backend, tmp_path):
     root = shutil.copytree(glslang_backend, tmp_path / "copy")
     header = root / "templates/indexing.glslh.in"

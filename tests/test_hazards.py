@@ -51,6 +51,7 @@ accesses = st.builds(Access, stage, st.lists(ranges, max_size=3).map(tuple),
                      st.lists(ranges, max_size=2).map(tuple))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(accesses, min_size=1, max_size=30))
 def test_smart_barrier_exactly_when_the_oracle_finds_a_hazard(seq):
@@ -64,6 +65,7 @@ def test_smart_barrier_exactly_when_the_oracle_finds_a_hazard(seq):
             assert barrier.kinds == kinds
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(accesses, min_size=1, max_size=30))
 def test_always_barriers_whenever_anything_is_pending(seq):
@@ -75,6 +77,7 @@ def test_always_barriers_whenever_anything_is_pending(seq):
         pending = any(r.size for r in a.reads + a.writes) or (pending and barrier is None)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(accesses, min_size=1, max_size=30))
 def test_barrier_covers_every_pending_stage_and_write(seq):
@@ -193,6 +196,7 @@ def test_merging_drops_nothing():
 # -- remembered answers: a step met again is answered from memory, the same way ------
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(accesses, min_size=1, max_size=8), st.integers(2, 5))
 def test_a_repeated_step_gets_the_oracles_answers_every_time(step, repeats):

@@ -60,6 +60,7 @@ def test_init_build_check_end_to_end(tmp_path, capsys):
     assert genspirv("--root", str(root), "check") == 0
 
 
+@pytest.mark.slow
 def test_generate_line_enables_the_c_table(tmp_path):
     root = tmp_path / "proj"
     scaffold.init(root)
@@ -76,6 +77,7 @@ def test_generate_line_enables_the_c_table(tmp_path):
     assert genspirv("--root", str(root), "check", "-q") == 0
 
 
+@pytest.mark.slow
 def test_stale_blob_with_generated_code_is_reported_not_an_error(tmp_path, capsys):
     """check renders the C table from the fresh blobs, not from the stale committed ones."""
     root = tmp_path / "proj"

@@ -122,6 +122,7 @@ def test_spec_ids_whose_constants_agree_are_clean():
             if f.kind == "spec-defaults-disagree"] == [5]
 
 
+@pytest.mark.slow
 def test_cli_lint_exits_1_on_findings_and_0_when_clean(tmp_path):
     import subprocess
     import sys

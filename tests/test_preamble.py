@@ -343,6 +343,7 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.slow
 def test_bytes_equal_the_hand_written_concatenation_and_the_working_tree_stays_clean(tmp_path, genspirv):
     root = write(tmp_path / "proj", {**REAL, ".gitignore": ".genspirv/\n"})
     git(root, "init", "-q")
@@ -365,6 +366,7 @@ def test_bytes_equal_the_hand_written_concatenation_and_the_working_tree_stays_c
     assert (hand / "spirv/k.spv").read_bytes() == (root / "spirv/k.spv").read_bytes()
 
 
+@pytest.mark.slow
 def test_errors_keep_the_source_s_and_the_preamble_s_own_lines(tmp_path, genspirv):
     root = write(tmp_path, {**REAL, "glsl/ops/k.comp": MAIN.replace("NEAR + COMMON", "NEAR + nope")})
     result = genspirv("build", "--quiet", "--root", root)

@@ -77,6 +77,7 @@ defines = { X = "1" }
     refuse_build(proj, 2, 'tool.genspirv.shaders."missing.comp"', "glsl/missing.comp")
 
 
+@pytest.mark.slow
 def test_duplicate_variant_names_name_both_sources(proj):
     (proj / "glsl" / "other.comp").write_text(ADD_COMP.format())
     (proj / "pyproject.toml").write_text(pyproject_text(TABLE + """
@@ -118,6 +119,7 @@ def test_config_that_is_not_toml(proj):
 # -- the shaders ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_glsl_syntax_error_names_file_and_line(proj):
     text = ADD_COMP.format().replace("uint i = gid();", "uint i = gid()  // missing semicolon")
     (proj / "glsl" / "add.comp").write_text(text)
@@ -126,6 +128,7 @@ def test_glsl_syntax_error_names_file_and_line(proj):
     assert f"glsl/add.comp:{line}" in stderr or f"glsl/add.comp:{line + 1}" in stderr, stderr
 
 
+@pytest.mark.slow
 def test_missing_include_names_the_include(proj):
     text = ADD_COMP.format().replace('#include "common.glsl"', '#include "common.glsl"\n#include "nowhere.glsl"')
     (proj / "glsl" / "add.comp").write_text(text)
@@ -140,6 +143,7 @@ def _include_cycle(proj):
     (proj / "glsl" / "add.comp").write_text(text)
 
 
+@pytest.mark.slow
 def test_include_cycle_is_a_compile_error_found_before_glslang_runs(proj):
     # glslang 13 never returns from an include cycle without guards (it allocates
     # without bound): the include graph shows the cycle, so no compiler runs at all.
@@ -202,6 +206,7 @@ def test_glslang_absent_everywhere(proj, monkeypatch, tmp_path):
     assert_untouched(proj, before)
 
 
+@pytest.mark.slow
 def test_glslang_of_the_wrong_version_names_both(proj, tmp_path):
     fake = fake_glslang(tmp_path / "bin", "wrong_version", version="12.3.1")
     refuse_build(proj, 2, "12.3.1", "13.1.1", env={"GENSPIRV_GLSLANG": str(fake)})
@@ -237,11 +242,13 @@ def test_glslang_hanging_times_out(proj, tmp_path):
     assert _processes_running(fake) == [], "a timed-out compiler was left running"
 
 
+@pytest.mark.slow
 def test_glslang_writing_nothing(proj, tmp_path):
     fake = fake_glslang(tmp_path / "bin", "no_output")
     refuse_build(proj, 2, "wrote no SPIR-V", env={"GENSPIRV_GLSLANG": str(fake)})
 
 
+@pytest.mark.slow
 def test_glslang_writing_garbage(proj, tmp_path):
     fake = fake_glslang(tmp_path / "bin", "garbage")
     refuse_build(proj, 1, "add_f32", "spirv-val", env={"GENSPIRV_GLSLANG": str(fake)})
@@ -254,6 +261,7 @@ def test_bad_compiler_timeout_setting(proj):
 # -- the outputs ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_output_folder_that_is_a_file(template, tmp_path):
     root = tmp_path / "proj"
     shutil.copytree(template, root, ignore=shutil.ignore_patterns("spirv", "manifests", ".genspirv"))
@@ -264,6 +272,7 @@ def test_output_folder_that_is_a_file(template, tmp_path):
     assert not (root / MANIFEST).exists(), "no manifest may name blobs that were never written"
 
 
+@pytest.mark.slow
 def test_manifest_folder_that_is_a_file(proj):
     """The manifest's folder being a file (a real ENOTDIR, which stops root too) is refused
     before anything is compiled or written: every blob stays as it was. (The immutable folder
@@ -288,6 +297,7 @@ def _immutable(path: Path, on: bool) -> bool:
     return proc.returncode == 0
 
 
+@pytest.mark.slow
 def test_unwritable_manifest_folder_changes_no_committed_byte(proj):
     """``manifests/`` made immutable (chattr +i: even root cannot create a file in it, where
     chmod would not stop root): the build refuses naming the manifest, and no blob, no
@@ -392,6 +402,7 @@ def test_full_disk(proj):
         subprocess.run(["umount", str(blobs)], capture_output=True, timeout=30)
 
 
+@pytest.mark.slow
 def test_full_disk_under_the_compiler_names_the_disk(proj):
     """glslang exits 0 when it cannot write its output: on a full disk that is the disk, named."""
     work = proj / ".genspirv"
@@ -420,6 +431,7 @@ def test_full_disk_under_the_compiler_names_the_disk(proj):
         subprocess.run(["umount", str(work)], capture_output=True, timeout=30)
 
 
+@pytest.mark.slow
 def test_leftover_temp_files_are_removed_by_a_noop_build_and_reported_by_check(proj):
     leftover = proj / "spirv" / ".add_i32.spv.k3j_9x2a.tmp"      # what a SIGKILL mid-write leaves
     leftover.write_bytes(b"half a blob")
@@ -431,6 +443,7 @@ def test_leftover_temp_files_are_removed_by_a_noop_build_and_reported_by_check(p
     assert not leftover.exists()                                  # ... still cleans up
 
 
+@pytest.mark.slow
 def test_lock_held_too_long(proj):
     lock = proj / ".genspirv" / "lock"
     lock.parent.mkdir(exist_ok=True)
@@ -486,6 +499,7 @@ def _edit_manifest(root: Path, edit) -> None:
     ("spirv", "spirv/nothing_here.spv", "nothing_here.spv"),
     ("source", "../../glsl/add.comp", ".."),
 ])
+@pytest.mark.slow
 def test_manifest_with_bad_paths(proj, field, value, needle):
     def edit(doc):
         doc["shaders"][0][field] = value
@@ -502,6 +516,7 @@ def test_manifest_with_bad_paths(proj, field, value, needle):
     (lambda doc: doc["shaders"][1].update(binding_count=99), "binding_count"),
     (lambda doc: doc["shaders"][2].update(sha256="zz"), "sha256"),
 ])
+@pytest.mark.slow
 def test_manifest_of_another_schema(proj, edit, needle):
     _edit_manifest(proj, edit)
     with pytest.raises(ManifestError) as info:

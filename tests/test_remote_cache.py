@@ -169,6 +169,7 @@ def test_a_second_machine_compiles_nothing_and_gets_the_same_bytes(tiny_project,
     assert warnings_of(result.err) == [] and blobs(b) == blobs(a)
 
 
+@pytest.mark.slow
 def test_a_clone_after_a_header_edit_takes_the_edited_variants_from_the_remote(tiny_project, store, remote):
     """The committed manifest's provenance gives the keys: no index needed, a direct GET."""
     remote(store.url, "read-write", SECRET)
@@ -186,6 +187,7 @@ def test_a_clone_after_a_header_edit_takes_the_edited_variants_from_the_remote(t
     assert report.up_to_date == ("neg",) and blobs(clone) == blobs(a)
 
 
+@pytest.mark.slow
 def test_read_mode_stores_nothing(tiny_project, store, remote):
     remote(store.url, "read", SECRET)
     report = build(load_config(tiny_project()))
@@ -195,6 +197,7 @@ def test_read_mode_stores_nothing(tiny_project, store, remote):
     assert len(entries(store)) == 6
 
 
+@pytest.mark.slow
 def test_force_recompiles_without_asking(tiny_project, store, remote, first_machine):
     first_machine(store)
     remote(store.url, "read", SECRET)
@@ -219,6 +222,7 @@ def _entry_path(s: WebdavStore, key: str) -> Path:
     return s.root / s.path.strip("/") / key[:2] / key[2:]
 
 
+@pytest.mark.slow
 def test_tampered_and_junk_entries_are_compiled_locally_with_a_warning_each(tiny_project, store, remote, genspirv, first_machine):
     a = first_machine(store)
     flipped, junk = _blob_key(store, "add_f32", a), _blob_key(store, "neg", a)
@@ -264,6 +268,7 @@ def test_a_forged_entry_is_refused_with_a_secret_and_taken_without(tiny_project,
     assert "add_f32" in report.remote and (c / "spirv/add_f32.spv").read_bytes() == evil
 
 
+@pytest.mark.slow
 def test_the_wrong_secret_compiles_everything_and_names_the_entries(tiny_project, store, remote, genspirv, first_machine):
     a = first_machine(store)
     remote(store.url, "read", "not-the-team-secret")
@@ -275,6 +280,7 @@ def test_the_wrong_secret_compiles_everything_and_names_the_entries(tiny_project
     assert blobs(b) == blobs(a)
 
 
+@pytest.mark.slow
 def test_unsigned_entries_are_refused_under_a_secret(tiny_project, store, remote, first_machine):
     first_machine(store, secret=None)
     remote(store.url, "read", SECRET)
@@ -307,6 +313,7 @@ def _refused_url() -> str:
     return f"http://127.0.0.1:{port}/cache"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["read", "read-write"])
 def test_an_unreachable_server_costs_one_warning(tiny_project, remote, genspirv, mode):
     remote(_refused_url(), mode, SECRET)
@@ -316,6 +323,7 @@ def test_an_unreachable_server_costs_one_warning(tiny_project, remote, genspirv,
     assert len(warned) == 1 and "refused the connection" in warned[0] and "compiles locally" in warned[0]
 
 
+@pytest.mark.slow
 def test_an_http_error_costs_one_warning(tiny_project, tmp_path, remote, genspirv):
     s = _start(tmp_path / "server", extra="return 503;")
     try:
@@ -423,6 +431,7 @@ def test_a_server_that_never_answers_costs_the_timeout_once(tiny_project, remote
     assert elapsed < baseline + 1.0 + 2.5, (elapsed, baseline)   # asking on: 6 s more
 
 
+@pytest.mark.slow
 def test_a_server_that_trickles_is_as_slow_as_a_silent_one(remote):
     with silent_listener(trickle=True) as (url, _):
         remote(url, "read", None, timeout=0.5)
@@ -473,6 +482,7 @@ class _Named:
 # -- concurrency -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_concurrent_stores_of_one_key_leave_one_valid_entry(store, remote):
     """Two writers PUT different entries under one key while readers GET it: every read is
     absent or one whole entry (nginx writes the body aside and renames it)."""
@@ -515,6 +525,7 @@ def test_concurrent_stores_of_one_key_leave_one_valid_entry(store, remote):
     assert [p for p in (store.folder / "tmp/body").rglob("*") if p.is_file()] == []
 
 
+@pytest.mark.slow
 def test_the_reader_check_sees_a_write_in_place(store, remote):
     """Control for the test above: a store that rewrote an entry in place would be caught."""
     key = "cd" * 32
@@ -549,6 +560,7 @@ def test_the_reader_check_sees_a_write_in_place(store, remote):
     assert seen, "a partial entry was never read: the concurrency test above could not fail"
 
 
+@pytest.mark.slow
 def test_two_builds_storing_at_once_leave_valid_entries(tiny_project, store, remote):
     remote(store.url, "read-write", SECRET)
     roots = [tiny_project(), tiny_project()]
@@ -653,6 +665,7 @@ def test_basic_and_bearer_credentials_work_and_never_show(tiny_project, tmp_path
 # -- configuration -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_config_key_names_the_server_and_the_env_var_overrides_it(tiny_project, store, remote, genspirv, first_machine):
     from conftest import TINY_PYPROJECT
     first_machine(store)
@@ -682,6 +695,7 @@ def test_a_bad_config_key_is_one_clear_error(tiny_project, value, message, remot
     assert "tool.genspirv.remote_cache" in str(info.value) and "pw" not in str(info.value)
 
 
+@pytest.mark.slow
 def test_no_setting_means_no_remote_cache(tiny_project, remote):
     remote()
     report = build(load_config(tiny_project()))
@@ -829,6 +843,7 @@ def _publish_deferred(monkeypatch) -> None:
     monkeypatch.setattr(RemoteCache, "close", close_then)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("deferred", [False, True], ids=["as-each-compile-finishes", "control-at-the-end"])
 def test_stores_run_alongside_the_compiles(tiny_project, store, remote, monkeypatch, deferred):
     """The last compile waits (at most 2 s) for the first compiled variant's blob in the store:
@@ -880,6 +895,7 @@ def held_put_server():
         server.server_close()
 
 
+@pytest.mark.slow
 def test_publish_returns_before_its_store_is_answered(remote):
     """The build's progress loop calls publish: it queues and returns. Here the server holds
     the PUT until the test releases it, after publish has returned; were publish to send it
@@ -895,6 +911,7 @@ def test_publish_returns_before_its_store_is_answered(remote):
     assert said == []                                         # the store then finished cleanly
 
 
+@pytest.mark.slow
 def test_check_uses_no_cache_local_or_remote(tiny_project, store, remote, first_machine):
     """A forged entry a build without a secret takes (into its local cache too) does not fool
     check: it compiles every variant and names the blob. And it sends the store nothing."""
@@ -916,6 +933,7 @@ def test_check_uses_no_cache_local_or_remote(tiny_project, store, remote, first_
         assert accepted == []                                 # not one connection
 
 
+@pytest.mark.slow
 def test_a_template_driven_backend_shares_its_generated_variants(tmp_path, store, remote):
     """Generated sources are hashed from their text (never written on the second machine,
     which compiles nothing): the index entries give a machine with no state every key."""

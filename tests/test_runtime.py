@@ -422,6 +422,7 @@ def test_gpu_timer_measures_something(dev):
     clean(dev)
 
 
+@pytest.mark.slow
 def test_committed_test_kernels_match_their_sources():
     """tests/shaders_rt is a genspirv project of its own: its blobs and manifest are current."""
     import subprocess

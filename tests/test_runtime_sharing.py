@@ -195,6 +195,7 @@ NO_LOCK = textwrap.dedent("""\
 """)
 
 
+@pytest.mark.slow
 def test_without_the_lock_threads_race():
     """The negative control: the same workload with the lock made a no-op goes wrong
     (wrong values, a miscount, an exception in a thread, a crash or a hang) within 10 s."""

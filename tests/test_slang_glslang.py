@@ -71,6 +71,7 @@ def _spirv_val(blob: bytes, env: str, tmp_path: Path) -> subprocess.CompletedPro
     return find_tool("spirv-val").run(["--target-env", env, str(path)], what="spirv-val")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FEATURES)
 def test_feature_variant_compiles_validates_reflects_and_repeats(slang, name, tmp_path):
     source, defines, env, access, push = FEATURES[name]
@@ -107,6 +108,7 @@ def test_the_default_compiler_lacks_each_feature(name, tmp_path):
     assert err.value.missing
 
 
+@pytest.mark.slow
 def test_the_same_bytes_from_another_folder_and_another_compiler(slang, tmp_path):
     copy = tmp_path / "elsewhere" / "project"
     shutil.copytree(SHADERS, copy)

@@ -105,6 +105,7 @@ LAYOUTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_include_search_matches_glslangvalidator(slang, tmp_path, layout):
     files, include_dirs = LAYOUTS[layout]

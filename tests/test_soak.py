@@ -47,6 +47,7 @@ def test_soak_is_value_exact_and_counts_every_dispatch(smart):
     assert smart.stats["submits"] >= 2000 // 64
 
 
+@pytest.mark.slow
 def test_always_policy_gives_the_same_values_with_a_barrier_wherever_smart_skipped(smart):
     always = soak.run_soak(2000, seed=11, policy="always", check_every=250)
     assert always.ops == smart.ops and always.readbacks == smart.readbacks

@@ -35,6 +35,7 @@ _PATH_CHARS = st.sampled_from("abcXYZ019_-./ ")
 
 @given(st.lists(st.text(_PATH_CHARS, min_size=1, max_size=12).filter(lambda p: p.strip() == p and p.strip()),
                 min_size=1, max_size=6))
+@pytest.mark.slow
 def test_depfile_round_trip_with_spaces(paths):
     # glslang escapes a space as '\ ' and nothing else we allow in a path.
     text = "/tmp/out dir/x.spv: " + " ".join(p.replace(" ", "\\ ") for p in paths) + "\n"
@@ -53,6 +54,7 @@ def test_wrong_glslang_version_exits_2_naming_both_versions(tiny_project, genspi
     assert result.code == 2 and "12.3.1" in result.err
 
 
+@pytest.mark.slow
 def test_a_hanging_compiler_is_stopped_and_named(tiny_project, genspirv, tmp_path):
     fake = fake_glslang(tmp_path / "bin", "hang")
     result = genspirv("build", "--root", tiny_project(), "--jobs", "3",
@@ -62,6 +64,7 @@ def test_a_hanging_compiler_is_stopped_and_named(tiny_project, genspirv, tmp_pat
     assert "add_f32" in result.err
 
 
+@pytest.mark.slow
 def test_a_hanging_compiler_is_not_retried_for_every_queued_variant(tiny_project, genspirv, tmp_path):
     many = {f"glsl/k{i}.comp": "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n" for i in range(6)}
     fake = fake_glslang(tmp_path / "bin", "hang")
@@ -80,6 +83,7 @@ def test_a_compiler_that_writes_nothing_is_refused(tiny_project, genspirv, tmp_p
     assert not (root / "manifests").exists()
 
 
+@pytest.mark.slow
 def test_compile_error_exits_1_with_glslang_file_and_line(tiny_project, genspirv):
     root = tiny_project(extra={"glsl/bad.comp": "#version 450\nlayout(local_size_x = 1) in;\n"
                                                 "void main() { undeclared_thing; }\n"})
@@ -91,6 +95,7 @@ def test_compile_error_exits_1_with_glslang_file_and_line(tiny_project, genspirv
     assert not (root / "spirv").exists() and not (root / "manifests").exists()
 
 
+@pytest.mark.slow
 def test_blobs_do_not_embed_the_project_path(tiny_project, genspirv):
     root = tiny_project()
     assert genspirv("build", "--root", root, "-q").code == 0
@@ -115,6 +120,7 @@ def _compile(tmp_path, text, **kw):
                         depfile=tmp_path / "s.d", cwd=tmp_path, target_env="vulkan1.2", defines={}, **kw)
 
 
+@pytest.mark.slow
 def test_include_without_the_extension_line_needs_the_preamble(tmp_path):
     from genspirv.errors import CompileError
     from genspirv.toolchain import uses_include
