@@ -80,6 +80,15 @@ class Job:
         moved = self._moved()
         return text.replace(moved, GENERATED_DIR) if moved else text
 
+    def output(self, blob: bytes, tool_deps: Sequence[str], messages: str) -> "CompilerOutput":
+        """A compile's result as the build records it: the source and its preamble, then the
+        files the tool read (its depfile, paths as the tool was given them), generated files
+        under their own names."""
+        v = self.variant
+        read = [v.source, *([v.preamble] if v.preamble else [])]
+        deps = dict.fromkeys(read + [dep_path(self.root, self.named(d)) for d in tool_deps])
+        return CompilerOutput(blob, tuple(deps), self.named(messages))
+
     def renamed(self, exc: GenspirvError) -> GenspirvError:
         """``exc`` with its text (and messages, source) naming generated files as ``named`` does."""
         if self._moved():
@@ -142,9 +151,7 @@ class GlslangCompiler:
         except GenspirvError as exc:
             raise job.renamed(exc) from None
         # glslang names dependencies relative to its working directory, the root.
-        read = [v.source, *([v.preamble] if v.preamble else [])]
-        deps = dict.fromkeys(read + [dep_path(job.root, job.named(d)) for d in result.deps])
-        return CompilerOutput(result.blob, tuple(deps), job.named(result.warnings))
+        return job.output(result.blob, result.deps, result.warnings)
 
     def optimize(self, job: Job, blob: bytes) -> bytes:
         v = job.variant

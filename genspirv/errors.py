@@ -68,6 +68,14 @@ class UnavailableError(CompileError):
         self.missing = tuple(missing)
         self.compiler = compiler
 
+    @classmethod
+    def lacking(cls, what: str, source: str, missing: tuple, compiler: str, messages: str) -> "UnavailableError":
+        """``compiler`` (its name and version, e.g. "glslang 13.1.1") lacks the ``missing``
+        extensions ``source`` asks for: the one message every compiler gives."""
+        return cls(f"{what}: {source} needs {', '.join(missing)}, which {compiler} does not support "
+                   f"(mark the variant optional = true to build without it):\n{messages}",
+                   missing=missing, messages=messages, source=source)
+
 
 class CompilerCrashError(CompileError):
     """An in-process compiler's worker crashed, hit its memory cap or timed out on one variant.

@@ -390,10 +390,7 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
     if proc.returncode != 0:
         missing = missing_extensions(messages)
         if missing:
-            raise UnavailableError(
-                f"{what}: {source} needs {', '.join(missing)}, which glslang {compiler.version} "
-                f"does not support (mark the variant optional = true to build without it):\n{messages}",
-                missing=missing, messages=messages, source=source)
+            raise UnavailableError.lacking(what, source, missing, f"glslang {compiler.version}", messages)
         text = composed.text if composed is not None else read_text(cwd, source, what, source)
         messages = missing_version(messages, text, source, preamble) or messages
         raise CompileError(f"{what}: {source} does not compile:\n{messages}", messages=messages, source=source)

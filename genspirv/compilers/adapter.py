@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from ..compiler import Compiler, CompilerOutput, Job, dep_path
+from ..compiler import Compiler, CompilerOutput, Job
 from ..errors import GenspirvError
 from .slang_glslang import NAME, SlangGlslang
 
@@ -57,9 +57,7 @@ class SlangGlslangCompiler:
                                      what=v.name, preamble=preamble)
         except GenspirvError as exc:
             raise job.renamed(exc) from None
-        read = [v.source, *([v.preamble] if v.preamble else [])]
-        deps = dict.fromkeys(read + [dep_path(job.root, job.named(d)) for d in out.depends])
-        return CompilerOutput(out.blob, tuple(deps), job.named(out.diagnostics))
+        return job.output(out.blob, out.depends, out.diagnostics)
 
     def optimize(self, job: Job, blob: bytes) -> bytes:
         return self.tools.optimize(job, blob)

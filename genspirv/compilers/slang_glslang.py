@@ -185,10 +185,7 @@ class SlangGlslang:
                 no_version: Optional[str] = None) -> None:
         missing = missing_extensions(messages)
         if missing:
-            raise UnavailableError(
-                f"{what}: {source} needs {', '.join(missing)}, which {NAME} {self.version} does not "
-                f"support (mark the variant optional = true to build without it):\n{messages}",
-                missing=missing, messages=messages, source=source)
+            raise UnavailableError.lacking(what, source, missing, f"{NAME} {self.version}", messages)
         newer = probes.extensions_needing_newer_target(messages)
         if newer:
             raise CompileError(
