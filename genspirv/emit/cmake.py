@@ -19,14 +19,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from ..config import Config
-from ..errors import ConfigError, GenspirvError, OutputError
+from ..errors import ConfigError, GenspirvError, ManifestError, OutputError
 from ..fsutil import atomic_write
+from ..manifest import read_manifest_json
 from ..generated import is_generated
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -46,8 +46,8 @@ def include_dir() -> Path:
 def _manifest_depends(config: Config) -> Optional[set[str]]:
     """The manifest's recorded ``depends`` (posix, relative to the root), or None where it has none."""
     try:
-        doc = json.loads(config.path(config.manifest).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = read_manifest_json(config.path(config.manifest))
+    except ManifestError:
         return None
     shaders = doc.get("shaders") if isinstance(doc, dict) else None
     if not isinstance(shaders, list) or not shaders or \
