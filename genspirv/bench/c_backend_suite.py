@@ -17,6 +17,10 @@ needed), and gives, in one run, paired by repetition (ABBA):
   ``--trace`` (same kernels, buffers, push constants, group counts) through
   ``genspirv.runtime.Device.dispatch`` on the same device, timed the same way.
 
+Beside the host's time, the GPU time of each recorded graph (timestamps
+around it, ``gpu per recorded graph``) of ``c`` and ``python``: the same
+commands and barriers, so the same work for the device.
+
 The trace and its replay are also how tests prove that the C path places
 exactly the barriers the Python runtime places (``parse_trace``, ``replay``).
 """
@@ -123,15 +127,18 @@ class Replay:
             placed.append(self.dev.stats["barriers"] != before)
         return placed
 
-    def record_us_per_dispatch(self) -> float:
-        """Host microseconds per dispatch recording the graph's dispatches (no submit)."""
+    def record_us_per_dispatch(self) -> tuple[float, float]:
+        """Host microseconds per dispatch recording the graph's dispatches (submitting and waiting
+        untimed), and the GPU nanoseconds the recorded graph took (timestamps around it, as the
+        C program's ``bench_gpu``)."""
         dispatch = self.dev.dispatch
-        t0 = time.perf_counter()
-        for k, views, groups, push in self.dispatches:
-            dispatch(k, views, groups=groups, push=push)
-        elapsed = time.perf_counter() - t0
+        with self.dev.gpu_timer() as timer:
+            t0 = time.perf_counter()
+            for k, views, groups, push in self.dispatches:
+                dispatch(k, views, groups=groups, push=push)
+            elapsed = time.perf_counter() - t0
         self.dev.synchronize()
-        return elapsed * 1e6 / len(self.dispatches)
+        return elapsed * 1e6 / len(self.dispatches), timer.ns
 
 
 def replay(dev, trace: Trace) -> list[bool]:
@@ -175,11 +182,14 @@ def run_program(program: Path, *args: str) -> str:
     return out
 
 
-def c_samples(output: str) -> list[float]:
+def c_samples(output: str, line_tag: str = "bench") -> list[float]:
+    """The samples of ``c_backend --bench``'s line ``<line_tag> {...}``: host µs per recorded
+    dispatch (``bench``), or GPU µs per recorded graph (``bench_gpu``; none where the queue
+    cannot time, or with the calls left out)."""
     for line in output.splitlines():
-        if line.startswith("bench "):
-            return list(json.loads(line[len("bench "):])["samples"])
-    raise BenchError("bench c-backend: c_backend --bench printed no samples")
+        if line.startswith(line_tag + " "):
+            return list(json.loads(line[len(line_tag) + 1:])["samples"])
+    raise BenchError(f"bench c-backend: c_backend --bench printed no {line_tag} line")
 
 
 # -- the suite ---------------------------------------------------------------------------------
@@ -217,18 +227,29 @@ def bench_c_backend(opts: BenchOptions, rec: Recorder) -> None:
                     progress.step(f"c-backend: repetition {rep + 1}/{reps}")
                     for arm in paired_order(rep, ARMS):
                         if arm == "c":
-                            samples = c_samples(run_program(program, "--bench", str(SAMPLES_PER_REPEAT), *size))
+                            out = run_program(program, "--bench", str(SAMPLES_PER_REPEAT), *size)
+                            samples = c_samples(out)
+                            for i, us in enumerate(c_samples(out, "bench_gpu")):
+                                rec.add("gpu per recorded graph", "c", us * 1e-6, repeat=rep, sample=i,
+                                        dispatches=dispatches)
                         elif arm == CALLS_LEFT_OUT:
                             samples = c_samples(run_program(program, "--bench", str(SAMPLES_PER_REPEAT),
                                                             "--calls-left-out", *size))
                         else:
-                            samples = [graph_replay.record_us_per_dispatch() for _ in range(SAMPLES_PER_REPEAT)]
+                            samples = []
+                            for i in range(SAMPLES_PER_REPEAT):
+                                host_us, gpu_ns = graph_replay.record_us_per_dispatch()
+                                samples.append(host_us)
+                                rec.add("gpu per recorded graph", "python", gpu_ns * 1e-9, repeat=rep,
+                                        sample=i, dispatches=dispatches)
                         for i, us in enumerate(samples):
                             rec.add("host per recorded dispatch", arm, us * 1e-6, repeat=rep, sample=i,
                                     dispatches=dispatches)
     finally:
         progress.close()
     rec.ratio("host per recorded dispatch", "python / c", "python", "c")
+    if any(r["case"] == "gpu per recorded graph" and r["arm"] == "c" for r in rec.runs):
+        rec.ratio("gpu per recorded graph", "python / c", "python", "c")
     c_median = statistics.median(r["value"] for r in rec.runs if r["arm"] == "c")
     own_median = statistics.median(r["value"] for r in rec.runs if r["arm"] == CALLS_LEFT_OUT)
     rec.extra["graph"] = {**graph, "dispatches_per_sample": dispatches, "samples_per_repeat": SAMPLES_PER_REPEAT,

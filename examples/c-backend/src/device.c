@@ -215,6 +215,18 @@ static int create_device(backend_device *d, char *err, size_t err_size)
         snprintf(err, err_size, "cannot allocate a command buffer and a fence on %s", d->properties.deviceName);
         return 1;
     }
+    if (families[d->queue_family].timestampValidBits > 0 && d->properties.limits.timestampPeriod > 0.0f) {
+        VkQueryPoolCreateInfo queries;
+        uint32_t bits = families[d->queue_family].timestampValidBits;
+        memset(&queries, 0, sizeof queries);
+        queries.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+        queries.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        queries.queryCount = 2;
+        if (vkCreateQueryPool(d->device, &queries, NULL, &d->timestamps) != VK_SUCCESS) {
+            d->timestamps = VK_NULL_HANDLE;          /* no timing, nothing else lost */
+        }
+        d->timestamp_mask = bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
+    }
     return 0;
 }
 
@@ -234,6 +246,7 @@ void device_close(backend_device *d)
     if (d->device != VK_NULL_HANDLE) {
         vkDeviceWaitIdle(d->device);
         if (d->fence != VK_NULL_HANDLE) vkDestroyFence(d->device, d->fence, NULL);
+        if (d->timestamps != VK_NULL_HANDLE) vkDestroyQueryPool(d->device, d->timestamps, NULL);
         if (d->command_pool != VK_NULL_HANDLE) vkDestroyCommandPool(d->device, d->command_pool, NULL);
         vkDestroyDevice(d->device, NULL);
     }
@@ -305,6 +318,30 @@ int device_begin(backend_device *d)
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     if (vkResetCommandBuffer(d->cmd, 0) != VK_SUCCESS) return 1;
     return vkBeginCommandBuffer(d->cmd, &begin) != VK_SUCCESS;
+}
+
+void device_timer_begin(backend_device *d)
+{
+    if (d->timestamps == VK_NULL_HANDLE) return;
+    vkCmdResetQueryPool(d->cmd, d->timestamps, 0, 2);
+    vkCmdWriteTimestamp(d->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, d->timestamps, 0);
+}
+
+void device_timer_end(backend_device *d)
+{
+    if (d->timestamps == VK_NULL_HANDLE) return;
+    vkCmdWriteTimestamp(d->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, d->timestamps, 1);
+}
+
+double device_timer_us(backend_device *d)
+{
+    uint64_t ticks[2];
+    if (d->timestamps == VK_NULL_HANDLE ||
+        vkGetQueryPoolResults(d->device, d->timestamps, 0, 2, sizeof ticks, ticks, sizeof ticks[0],
+                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS) {
+        return -1.0;
+    }
+    return (double)((ticks[1] - ticks[0]) & d->timestamp_mask) * d->properties.limits.timestampPeriod / 1e3;
 }
 
 int device_submit_and_wait(backend_device *d)

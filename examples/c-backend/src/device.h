@@ -33,6 +33,8 @@ typedef struct backend_device {
     VkCommandPool command_pool;
     VkCommandBuffer cmd;
     VkFence fence;
+    VkQueryPool timestamps;  /* two timestamp queries; VK_NULL_HANDLE where the queue cannot time */
+    uint64_t timestamp_mask; /* the queue's timestampValidBits as a mask */
     validation_counts validation;
 } backend_device;
 
@@ -54,5 +56,11 @@ void buffer_destroy(backend_device *d, backend_buffer *b);
 /* Reset and begin d->cmd; end it, submit it, wait for it. 0 on success. */
 int device_begin(backend_device *d);
 int device_submit_and_wait(backend_device *d);
+
+/* GPU time of what d->cmd records between device_timer_begin and device_timer_end, in
+ * microseconds, read after device_submit_and_wait; negative where the queue cannot time. */
+void device_timer_begin(backend_device *d);
+void device_timer_end(backend_device *d);
+double device_timer_us(backend_device *d);
 
 #endif /* C_BACKEND_DEVICE_H */

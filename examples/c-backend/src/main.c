@@ -25,7 +25,8 @@
  * uploads and the graph and whether a barrier went before it (push constants
  * as 32-bit words in hex);
  * --bench REPS records the graph REPS more times and prints the host time per
- * recorded dispatch of each (JSON), submitting and waiting outside the timing;
+ * recorded dispatch of each (JSON), submitting and waiting outside the timing,
+ * then (line `bench_gpu`) the GPU time of each recorded graph from timestamps;
  * with --calls-left-out the vkCmd* entry points the header records through are
  * functions that do nothing while it times: the samples are then the header's
  * and this program's own share of a recorded dispatch, the driver's left out.
@@ -407,6 +408,8 @@ static int run_bench(app *a)
 {
     uint32_t rep;
     genspirv_vk_functions real = a->vk, none = a->vk;
+    double *gpu = calloc(a->opt.bench, sizeof *gpu);
+    if (gpu == NULL) return 1;
     none.CmdBindPipeline = no_bind_pipeline;
     none.CmdBindDescriptorSets = no_bind_sets;
     none.CmdPushConstants = no_push;
@@ -417,18 +420,30 @@ static int run_bench(app *a)
     for (rep = 0; rep < a->opt.bench; rep++) {
         uint64_t before = a->ctx.stats.dispatches;
         double t0, t1;
-        if (device_begin(&a->dev)) return 1;
+        if (device_begin(&a->dev)) goto failed;
         genspirv_vk_begin(&a->ctx, a->dev.cmd);
+        if (!a->opt.calls_left_out) device_timer_begin(&a->dev);   /* outside the host timing */
         if (a->opt.calls_left_out) a->vk = none;       /* the context calls through a->vk */
         t0 = now_us();
-        if (record_graph(a)) return 1;
+        if (record_graph(a)) goto failed;
         t1 = now_us();
         a->vk = real;
-        if (device_submit_and_wait(&a->dev)) return 1;
+        if (!a->opt.calls_left_out) device_timer_end(&a->dev);
+        if (device_submit_and_wait(&a->dev)) goto failed;
+        gpu[rep] = a->opt.calls_left_out ? -1.0 : device_timer_us(&a->dev);
         printf("%s%.4f", rep ? ", " : "", (t1 - t0) / (double)(a->ctx.stats.dispatches - before));
     }
     printf("]}\n");
+    /* The GPU time of each recorded graph (none with the calls left out: nothing ran). */
+    printf("bench_gpu {\"unit\": \"us per graph\", \"samples\": [");
+    for (rep = 0; rep < a->opt.bench && gpu[rep] >= 0.0; rep++) printf("%s%.3f", rep ? ", " : "", gpu[rep]);
+    printf("]}\n");
+    free(gpu);
     return 0;
+failed:
+    a->vk = real;
+    free(gpu);
+    return 1;
 }
 
 int main(int argc, char **argv)
