@@ -20,19 +20,24 @@ exception inside the generator is a ``ConfigError`` naming the generator
 file and the variant or file.
 
 The generator runs on every build and check, so it should be quick and pure:
-it decides what is built, the sources and defines decide the bytes.
+it decides what is built, the sources and defines decide the bytes. It runs in
+a child process (``genspirv.isolated``), stopped after
+``GENSPIRV_GENERATOR_TIMEOUT`` seconds with one line naming the file and the
+setting; what it returns comes back as plain data (``plain``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import pickle
 import sys
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Callable
 
+from . import isolated, settings
 from .errors import ConfigError
 from .generated import GeneratedFile, generated_path
 
@@ -85,16 +90,88 @@ def _failure(exc: BaseException, path: Path, rel: str, when: str) -> str:
     return f"{rel}{f':{line}' if line else ''}: the generator failed {when}: {what}{helper}"
 
 
-def generator_variants(root: Path, rel: str) -> tuple[list[Any], list[Any]]:
-    """What the generator's ``variants()`` and ``files()`` returned, as lists (not yet checked)."""
+def generator_variants(root: Path, rel: str, stage: Callable[[str], None] = lambda _: None
+                       ) -> tuple[list[Any], list[Any]]:
+    """What the generator's ``variants()`` and ``files()`` returned, as lists (not yet checked);
+    ``stage`` hears of each step as it starts."""
     path = root / rel
     if not path.is_file():
         raise ConfigError(f"tool.genspirv.generator: no such file {rel}")
+    stage("while loading")
     module = _load(path, rel)
     if not callable(getattr(module, "variants", None)):
         raise ConfigError(f"{rel}: a generator must define variants() returning the variants")
+    stage("in files()")
     files = _call(module, "files", path, rel) if hasattr(module, "files") else []
+    stage("in variants()")
     return _call(module, "variants", path, rel), files
+
+
+def run_generator(root: Path, rel: str) -> tuple[list[Any], list[Any]]:
+    """``generator_variants`` in a child process, stopped after ``GENSPIRV_GENERATOR_TIMEOUT``
+    seconds: a generator that never returns costs one line, not a hung build."""
+    if not (root / rel).is_file():
+        raise ConfigError(f"tool.genspirv.generator: no such file {rel}")
+    timeout = settings.get("GENSPIRV_GENERATOR_TIMEOUT")
+
+    def run(stage):
+        try:
+            return True, plain(generator_variants(root, rel, stage))
+        except ConfigError as exc:
+            return False, str(exc)
+
+    try:
+        ok, value = isolated.call(run, timeout)
+    except isolated.Overran as exc:
+        raise ConfigError(f"{rel}: the generator did not finish {exc.stage or 'while loading'} within "
+                          f"{timeout:g} s and was stopped: make it quicker (it runs on every build and "
+                          "check), or raise GENSPIRV_GENERATOR_TIMEOUT") from None
+    except isolated.Died as exc:
+        raise ConfigError(f"{rel}: the generator's process ended {exc.stage or 'while loading'} without "
+                          f"giving its variants ({exc.how})") from None
+    except isolated.Raised as exc:
+        raise ConfigError(f"{rel}: the generator failed: {exc}") from None
+    if not ok:
+        raise ConfigError(value)
+    return value
+
+
+class _Foreign:
+    """What stands for a value of a class the generator defined (which cannot be sent back):
+    its class's name and its repr, so the checks name it as they would the value itself."""
+
+    def __init__(self, text: str):
+        self._text = text
+
+    def __repr__(self) -> str:
+        return self._text
+
+    def __reduce__(self):
+        return _foreign, (type(self).__name__, self._text)
+
+
+def _foreign(name: str, text: str) -> _Foreign:
+    return type(name, (_Foreign,), {})(text)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as data another process can read back: mappings as dicts, sequences as lists
+    and tuples, a str or number subclass as its plain value, anything else that cannot be
+    pickled as a stand-in of the same class name and repr."""
+    if isinstance(value, Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain(v) for v in value) if type(value) in (list, tuple) else list(map(plain, value))
+    if isinstance(value, bool):
+        return bool(value)
+    for kind, exact in ((str, str.__str__), (int, int.__int__), (float, float.__float__)):
+        if isinstance(value, kind):
+            return exact(value)         # the value itself, whatever its class's __str__ says
+    try:
+        pickle.dumps(value)
+        return value
+    except Exception:      # noqa: BLE001 - any failure to pickle: a class of the generator's own
+        return _foreign(type(value).__name__, repr(value))
 
 
 def _call(module, name: str, path: Path, rel: str) -> list[Any]:
@@ -201,7 +278,7 @@ def generator_items(root: Path, rel: str, glsl_dir: str) -> GeneratorOutput:
     """The generator's variants, each a mapping with known keys, a valid name and an existing
     source, and the files it generated."""
     from .variant_names import check_name
-    listed, extra = generator_variants(root, rel)
+    listed, extra = run_generator(root, rel)
     files = _generated_files(root, rel, extra, listed)
     out = []
     for i, item in enumerate(listed):

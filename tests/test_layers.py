@@ -22,7 +22,8 @@ PACKAGE = Path(genspirv.__file__).parent
 # Lowest first; a unit imports only from layers below its own.
 LAYERS = [
     {"errors", "lint_rules"},
-    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console", "remote_url"},
+    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console", "remote_url",
+     "isolated"},
     {"generated", "variants", "reflect", "includes", "preamble"},   # generated files; variant tables; SPIR-V facts
     {"generator"},                                  # a generator file run, its variants and files checked
     {"config"},                                     # the project's settings
