@@ -35,6 +35,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from . import settings
 from .errors import ConfigError
 from .generated import GENERATED_DIR, GeneratedFile
 from .remote_url import URL_FORM, parse_url
@@ -247,19 +248,21 @@ def load_config(root: Path | str) -> Config:
             if not isinstance(defines, Mapping):
                 raise ConfigError(f"{it.where}: 'defines' must be a mapping of name to string, got {defines!r}")
             # A generated source has no table of its own: the top level's settings are its base.
-            settings = settings_of(it.item, top if it.generated else source_settings(shaders, it.source, top, root),
+            resolved = settings_of(it.item, top if it.generated else source_settings(shaders, it.source, top, root),
                                    it.where, root)
             meta = merged_meta({} if it.generated else source_meta(shaders, it.source), it.item, it.where)
             generated.append(make_variant(it.name, it.path,
-                                          parse_defines(dict(defines), f"{it.where}: defines"), settings, meta))
+                                          parse_defines(dict(defines), f"{it.where}: defines"), resolved, meta))
     generated_sources = {v.source for v in generated}
 
     variants: dict[str, Variant] = {}
     sources = sorted(set(discover_sources(root, glsl_dir, tuple(exclude)))
                      | {PurePosixPath(k).as_posix() for k in shaders})
+    matrix_max = settings.get("GENSPIRV_MATRIX_MAX")
     table_variants = [v for rel in sources
                       for v in variants_of(rel, f"{glsl_dir}/{rel}", shaders.get(rel, {}), top,
-                                            generated=f"{glsl_dir}/{rel}" in generated_sources, root=root)]
+                                            generated=f"{glsl_dir}/{rel}" in generated_sources, root=root,
+                                            matrix_max=matrix_max)]
     for v in table_variants + generated:
         if v.name in variants:
             other = variants[v.name]

@@ -86,6 +86,11 @@ SETTINGS: tuple[Setting, ...] = (
             120.0, "seconds a compiler or tool may run before it is killed"),
     Setting("GENSPIRV_COMPILER_MEMORY_MB", _number(int, 0, lo_open=True), "a positive number of MiB",
             2048, "address space a compiler or tool may take, in MiB"),
+    Setting("GENSPIRV_GENERATOR_TIMEOUT", _number(float, 0, lo_open=True), "a positive number of seconds",
+            60.0, "seconds a `generator` file may take to give its variants before it is stopped"),
+    Setting("GENSPIRV_MATRIX_MAX", _number(int, 1), "a whole number of variants", 4096,
+            "the most variants one source's `matrix` may expand to; a larger one is refused before it "
+            "expands", bounds="1 or more"),
     Setting("GENSPIRV_LOCK_TIMEOUT", _number(float, 0), "a number of seconds, 0 or more", 600.0,
             "seconds a build waits for another build of the project to release `.genspirv/lock`"),
     Setting("GENSPIRV_CACHE_DIR", _text, "a folder", None,

@@ -327,9 +327,21 @@ def _matrix_axes(value: Any, key: str) -> list[list[tuple[str, str, str]]]:
     return axes
 
 
+def _check_matrix_size(axes: list[list[tuple[str, str, str]]], key: str, limit: Optional[int]) -> None:
+    """Refuse, before expanding it, a matrix of more than ``limit`` variants, with its count and axes."""
+    count = math.prod(len(axis) for axis in axes)
+    if limit is not None and count > limit:
+        shape = " x ".join(f"{axis[0][0]} ({len(axis)})" for axis in axes)
+        raise ConfigError(f"{key}: {count} variants ({shape}), past GENSPIRV_MATRIX_MAX ({limit}): list the "
+                          "combinations it needs under variants = [...], split the axes over sources, or "
+                          "raise GENSPIRV_MATRIX_MAX")
+
+
 def variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Settings,
-                 generated: bool = False, root: Optional[Path] = None) -> list[Variant]:
-    """The table's variants of one source; its stem variant only when nothing else builds it."""
+                 generated: bool = False, root: Optional[Path] = None,
+                 matrix_max: Optional[int] = None) -> list[Variant]:
+    """The table's variants of one source; its stem variant only when nothing else builds it.
+    A ``matrix`` of more than ``matrix_max`` variants is refused before it expands."""
     where = f'tool.genspirv.shaders."{source_key}"'
     expect(table, dict, where, "a table")
     check_keys(table, SHADER_KEYS, where)
@@ -343,7 +355,9 @@ def variants_of(source_key: str, source: str, table: Mapping[str, Any], top: Set
     meta = merged_meta({}, table, where)
     variants = []
     if "matrix" in table:
-        for combo in itertools.product(*_matrix_axes(table["matrix"], f"{where}.matrix")):
+        axes = _matrix_axes(table["matrix"], f"{where}.matrix")
+        _check_matrix_size(axes, f"{where}.matrix", matrix_max)
+        for combo in itertools.product(*axes):
             name = "_".join([prefix, *(alias for _, alias, _ in combo)])
             defines = {**common, **{define: value for define, _, value in combo}}
             variants.append(make_variant(check_matrix_name(name, list(combo), f"{where}.matrix"), source,
