@@ -155,6 +155,10 @@ def _define_value(value: str, key: str) -> str:
     if m:
         raise ConfigError(f"{key}: define value {value!r} holds the control character "
                           f"{m.group()!r}; defines must be one line of text")
+    # A trailing backslash splices the line after the #define into it in glslang's preprocessor.
+    if value.endswith("\\"):
+        raise ConfigError(f"{key}: define value {value!r} ends in a backslash, which would continue the "
+                          "#define onto the next line; drop it, or end the value with another character")
     return value
 
 
@@ -315,9 +319,11 @@ def _matrix_axes(value: Any, key: str) -> list[list[tuple[str, str, str]]]:
         if not DEFINE_RE.match(define):
             raise ConfigError(f"{k}: not a valid preprocessor name")
         if isinstance(choices, dict):
-            axis = [(define, alias, expect(v, str, f"{k}.{alias}", "a string")) for alias, v in choices.items()]
+            axis = [(define, alias, _define_value(expect(v, str, f"{k}.{alias}", "a string"), f"{k}.{alias}"))
+                    for alias, v in choices.items()]
         elif isinstance(choices, list):
-            axis = [(define, expect(v, str, f"{k}[{i}]", "a string"), v) for i, v in enumerate(choices)]
+            axis = [(define, _define_value(expect(v, str, f"{k}[{i}]", "a string"), f"{k}[{i}]"), v)
+                    for i, v in enumerate(choices)]
         else:
             raise ConfigError(f"{k}: expected a table of alias = \"value\" or an array of strings, "
                               f"got {type_name(choices)}")
