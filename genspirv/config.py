@@ -269,6 +269,7 @@ def load_config(root: Path | str) -> Config:
             raise ConfigError(f"tool.genspirv.shaders: duplicate variant name {v.name!r} "
                               f"(from {other.source} and {v.source})")
         variants[v.name] = v
+    _check_case(variants.values(), values["spirv_dir"])
 
     config = Config(root=root, glsl_dir=glsl_dir, spirv_dir=values["spirv_dir"], manifest=values["manifest"],
                     target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
@@ -279,6 +280,18 @@ def load_config(root: Path | str) -> Config:
                                        discover_sources(root, glsl_dir, tuple(exclude), tuple(OTHER_STAGES))))
     _check_collisions(config)
     return config
+
+
+def _check_case(variants, spirv_dir: str) -> None:
+    """No two variant names may differ only in case: their blobs would be one file on a
+    checkout on macOS or Windows (case-insensitive file systems)."""
+    seen: dict[str, Variant] = {}
+    for v in sorted(variants, key=lambda v: v.name):
+        other = seen.setdefault(v.name.casefold(), v)
+        if other is not v:
+            raise ConfigError(f"tool.genspirv.shaders: variant names {other.name!r} (from {other.source}) and "
+                              f"{v.name!r} (from {v.source}) differ only in case: {spirv_dir}/{other.name}.spv "
+                              f"and {spirv_dir}/{v.name}.spv are one file on macOS and Windows; rename one")
 
 
 def _check_shadowing(root: Path, files: tuple[GeneratedFile, ...], include_dir: str, generator: str) -> None:
