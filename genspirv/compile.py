@@ -29,6 +29,7 @@ from . import reflect as reflect_mod
 from .buildstate import include_dirs
 from .compiler import CommandLog, Job, dep_path
 from .compilers.chain import Compilers
+from .preamble import refuse_byte_order_mark
 from .config import Config, Variant
 from .errors import CompileError, GenspirvError, ReflectError, SpirvError, ToolchainError, UnavailableError
 from .reflect import ShaderInfo
@@ -71,6 +72,8 @@ def compile_variant(compilers: Compilers, job: Job) -> Compiled:
     """Compile (with the first compiler of its chain that can), optimise, validate and reflect
     one variant; files land in ``job.workdir`` only."""
     v = job.variant
+    read_first = {v.source: job.file(v.source), **({v.preamble: job.root / v.preamble} if v.preamble else {})}
+    refuse_byte_order_mark(read_first, v.name, v.source)
     built = compilers.compile(job)
     blob = built.compiler.optimize(job, built.output.blob) if v.optimize else built.output.blob
     if v.validate:

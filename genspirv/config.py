@@ -132,8 +132,16 @@ def discover_sources(root: Path, glsl_dir: str, exclude: tuple[str, ...] = (),
     return found
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def decode_utf8(data: bytes, name: str) -> str:
-    """The text of a config file; a byte that is not UTF-8 is refused naming its line, column and offset."""
+    """The text of a config file; a byte that is not UTF-8 is refused naming its line, column and
+    offset, and a byte order mark is named (TOML readers, tomllib and pip's among them, refuse
+    one; accepted here, the file would still break the project's other tools)."""
+    if data.startswith(UTF8_BOM):
+        raise ConfigError(f"{name}:1:1: the file starts with a UTF-8 byte order mark (bytes EF BB BF), which "
+                          "TOML readers (tomllib, pip) refuse: save it as UTF-8 without a BOM")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -11,8 +11,9 @@ a file needs an extension glslang records in the blob (docs/RULES.md,
 "Preambles"). Refuses, before any compile, a ``#version`` in both files and
 a source's ``#version`` with preamble text before it, naming both files.
 
-Also the hint for a source compiled with no ``#version`` at all. Pure apart
-from ``read_text`` and ``write_composed``, which the compiler calls.
+Also the hint for a source compiled with no ``#version`` at all, and the
+refusal of a byte order mark before it. Pure apart from ``read_text``,
+``refuse_byte_order_mark`` and ``write_composed``, which the compiler calls.
 """
 
 from __future__ import annotations
@@ -97,6 +98,26 @@ def missing_version(messages: str, text: str, source: str, preamble: Optional[st
                 "add `#version 450` as the preamble's first line")
     rest = [ln for ln in messages.splitlines() if ln.strip() and not _NO_VERSION_MESSAGE.match(ln)]
     return "\n".join([hint, *rest])
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def refuse_byte_order_mark(files: dict[str, Path], what: str, source: str) -> None:
+    """A ``CompileError`` at ``file:1`` when a source or preamble (root-relative name: path) starts
+    with a UTF-8 byte order mark. glslang reads it as a stray character before ``#version`` and
+    then complains of the version, naming no file; stripping it here instead would compile
+    bytes other than the file's, which glslang run by hand (or a backend's script) refuses."""
+    for rel, path in files.items():
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(UTF8_BOM))
+        except OSError:
+            continue            # the compile names a file it cannot read
+        if head == UTF8_BOM:
+            text = (f"{rel}:1: error: the file starts with a UTF-8 byte order mark (bytes EF BB BF), which "
+                    "glslang reads as a stray character before #version: save it as UTF-8 without a BOM")
+            raise CompileError(f"{what}: {source} does not compile:\n{text}", messages=text, source=source)
 
 
 def read_text(root: Path, rel: str, what: str, source: str) -> str:
