@@ -48,8 +48,8 @@ from .errors import GenspirvError, LockError, OutputError, UnavailableError
 from .fsutil import StagedFiles, signals_deferred
 from .generated import GENERATED_DIR, origin_note, provenance, write_generated
 from .manifest import Unavailable
-from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, outputs_current, outputs_key,
-                      remove_stale_temp_files)
+from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, orphan_reason, outputs_current,
+                      outputs_key, remove_stale_temp_files, unavailable_names)
 from .plan import Found, Reason, Lookups, Plan, found_elsewhere, make_plan
 from .reflect import ShaderInfo
 from .variants import CompilerName, compiler_named
@@ -324,7 +324,8 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
         known = {s.name: s.record for s in plan.up_to_date + plan.unavailable}
         keys = {name: r.key for name, r in known.items()}
         # Nothing changed (ninja-style): no compile, no reflection, no rendering, no write.
-        if not plan.to_compile and not plan.from_cache and not plan.from_remote and not orphan_blobs(config) \
+        if not plan.to_compile and not plan.from_cache and not plan.from_remote \
+                and not orphan_blobs(config, unavailable_names(known)) \
                 and outputs_current(config, state.outputs, outputs_key(config, versions, keys)):
             if journal_path(config).exists():
                 _save_state(config, _kept_records(config, records, known), state.outputs, state.inputs)
@@ -369,7 +370,8 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
         unavailable = unavailable_entries(config, records)
         fresh = {s.name: records[s.name] for s in plan.up_to_date}
         facts = compilers.manifest_facts()
-        if not state.found and not ran.compiled and not config.generate and committed_manifest_current(
+        if not state.found and not ran.compiled and not config.generate \
+                and not orphan_blobs(config, unavailable_names(records)) and committed_manifest_current(
                 config, committed, fresh, optimizer, unavailable, facts):
             # A fresh clone whose committed outputs match their inputs: nothing to render or write.
             manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
@@ -460,7 +462,8 @@ def _commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, 
             stage_state(config, staged, records, outputs_record, recorded)
         except OSError as exc:
             raise _output_error(exc) from None      # the with-block removes every temp file
-        removed = orphan_blobs(config)
+        gone = unavailable_names(records)
+        removed = orphan_blobs(config, gone)
         with signals_deferred():
             try:
                 staged.commit()
@@ -471,7 +474,7 @@ def _commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, 
             clear_journal(config)
     if log:
         for rel in removed:
-            log(f"removed {rel} (no variant {Path(rel).stem} any more)")
+            log(f"removed {rel} ({orphan_reason(rel, gone)})")
     return written, removed
 
 

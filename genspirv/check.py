@@ -27,7 +27,7 @@ from .compilers.chain import Compilers, compilers_for
 from .config import Config
 from .errors import ToolchainError
 from .generated import origin_note
-from .outputs import expected_outputs, orphan_blobs, stale_temp_files
+from .outputs import expected_outputs, orphan_blobs, orphan_reason, stale_temp_files, unavailable_names
 from .plan import make_plan
 from .spirv_tools import disassemble
 from .toolchain import Tool, find_tool
@@ -143,8 +143,9 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
         detail = (_describe_blob(spirv_dis, rel, variant, committed, fresh) if variant
                   else _describe_text(rel, committed, fresh))
         differences.append(Difference("differs", rel, variant, detail))
-    for rel in orphan_blobs(config):
-        differences.append(Difference("orphan", rel, None, "`genspirv build` removes it"))
+    gone = unavailable_names(ran.records)
+    for rel in orphan_blobs(config, gone):
+        differences.append(Difference("orphan", rel, None, f"{orphan_reason(rel, gone)}; `genspirv build` removes it"))
     for path in stale_temp_files(config):
         rel = path.relative_to(config.root).as_posix()
         differences.append(Difference("leftover", rel, None, "a temp file an interrupted build left; "

@@ -19,7 +19,7 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Collection, Mapping, Optional, Sequence
 
 from . import manifest as manifest_mod
 from .buildstate import STATE_DIR, CommittedManifest, OutputsRecord, Record, Versions, sha256_hex
@@ -95,17 +95,30 @@ def expected_outputs(config: Config, compiled: Sequence[Compiled], unavailable: 
     return out
 
 
-def orphan_blobs(config: Config) -> list[str]:
-    """``*.spv`` files in spirv_dir that belong to no variant (relative to the root)."""
+def orphan_blobs(config: Config, unavailable: Collection[str] = ()) -> list[str]:
+    """``*.spv`` files in spirv_dir that belong to no variant, or to one of the ``unavailable``
+    variants (names): an old blob of a variant that no compiler here builds any more would
+    otherwise stand beside a manifest that lists it unavailable (relative to the root)."""
     folder = config.path(config.spirv_dir)
     if not folder.is_dir():
         return []
-    known = {f"{v.name}.spv" for v in config.variants}
+    known = {f"{v.name}.spv" for v in config.variants if v.name not in unavailable}
     return sorted(f"{config.spirv_dir}/{p.name}" for p in folder.glob("*.spv")
                   if p.is_file() and p.name not in known)
 
 
 _TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+
+
+def unavailable_names(records: Mapping[str, Record]) -> frozenset[str]:
+    """The variants the records say are unavailable."""
+    return frozenset(name for name, r in records.items() if r.unavailable)
+
+
+def orphan_reason(rel: str, unavailable: Collection[str]) -> str:
+    """Why an orphan blob goes: its variant is unavailable, or there is none."""
+    name = Path(rel).stem
+    return f"variant {name} is unavailable" if name in unavailable else f"no variant {name} any more"
 
 
 def stale_temp_files(config: Config) -> list[Path]:
