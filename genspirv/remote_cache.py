@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional, Sequence
 from . import settings
 from .errors import GenspirvError
 from .remote_entry import Entry, EntryError, EntryKind, decode, encode, index_key
-from .remote_url import RemoteUrl, parse_url
+from .remote_url import RemoteUrl, parse_url, redact, weak_secret
 from .variants import CompilerName
 
 COMPILER_NAMES = frozenset(c.value for c in CompilerName)
@@ -233,6 +233,9 @@ class RemoteCache:
         self._down = False              # after the first failure: ask nothing more
         self._refused = False           # the server took no store: store nothing more
         self._unverified = 0
+        weak = weak_secret(remote.secret, "GENSPIRV_REMOTE_CACHE_SECRET") if remote is not None else None
+        if weak is not None:        # once per build; the line holds no secret, so nothing is redacted
+            self._say(weak)
 
     @classmethod
     def for_config(cls, config) -> "RemoteCache":
@@ -417,8 +420,9 @@ class RemoteCache:
             self._warn(f"remote cache: entry {key}{what} ignored ({reason}); compiled here instead")
 
     def _warn(self, text: str) -> None:
-        for hidden in self.settings.hidden:
-            text = text.replace(hidden, "***")
+        self._say(redact(text, self.settings.hidden))
+
+    def _say(self, text: str) -> None:
         line = f"genspirv: warning: {text}"
         if self._warn_to is not None:
             self._warn_to(line)

@@ -4,19 +4,21 @@ Takes the text of ``GENSPIRV_REMOTE_CACHE`` or of ``[tool.genspirv]
 remote_cache`` and gives a ``RemoteUrl`` (the base URL with the user info split
 off), or a ``ConfigError`` naming where the text came from and the form
 expected. ``redact_url`` is the only way a URL reaches a message: user info
-becomes ``***``. Here, beneath the configuration, so the configuration can
+becomes ``***``; ``redact`` hides the secrets in any other text. Here, beneath the configuration, so the configuration can
 refuse a bad key when it is read; the cache itself is ``genspirv.remote_cache``.
 """
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Optional
 
 from .errors import ConfigError
 
 URL_FORM = "http(s)://host[:port]/path"
+STRONG_SECRET_BYTES = 16       # shorter, a secret is called weak (and may occur in text by chance)
 
 
 @dataclass(frozen=True)
@@ -59,3 +61,24 @@ def redact_url(raw: str) -> str:
     if "@" in authority:
         authority = "***@" + authority.rpartition("@")[2]
     return f"{scheme}://{authority}{slash}{path}"
+
+
+def redact(text: str, hidden: Iterable[str]) -> str:
+    """``text`` with each of ``hidden`` replaced by ``***``: a secret of 16 bytes or more wherever
+    it appears (it does not occur by chance), a shorter one only where it stands whole, not
+    inside a longer word (a one-letter secret would otherwise turn every such letter into ***)."""
+    for secret in sorted(hidden, key=len, reverse=True):
+        if len(secret.encode("utf-8")) >= STRONG_SECRET_BYTES:
+            text = text.replace(secret, "***")
+        else:
+            text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(secret)}(?![A-Za-z0-9_])", "***", text)
+    return text
+
+
+def weak_secret(secret: Optional[str], name: str) -> Optional[str]:
+    """The warning for a secret shorter than 16 bytes (None when there is none, or it is long enough)."""
+    size = len(secret.encode("utf-8")) if secret else 0
+    if not secret or size >= STRONG_SECRET_BYTES:
+        return None
+    return (f"{name} is {size} byte{'s' if size != 1 else ''} long: a secret shorter than "
+            f"{STRONG_SECRET_BYTES} bytes is weak; use a random one of 32 bytes or more")
