@@ -5,13 +5,15 @@ Takes a ``Config`` (``BlobCache.for_config``) and gives ``BlobCache``: blobs in
 shared by clones and CI runs; each bounded by ``GENSPIRV_CACHE_MAX_MB`` (default
 1024): past it, the least recently used blobs (by mtime, which a hit refreshes)
 go first. Best effort throughout: a cache that cannot be read or written costs
-a recompile, never a build. The keys are ``genspirv.buildstate``'s.
+a recompile, never a build; a shared folder that cannot be written is said in
+one warning naming it. The keys are ``genspirv.buildstate``'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -45,6 +47,7 @@ class BlobCache:
         self.folders = tuple(folders)
         self.stored = 0
         self.limit = limit
+        self.unwritable: Optional[str] = None      # the shared folder's first write failure, once said
 
     @classmethod
     def for_config(cls, config: Config) -> "BlobCache":
@@ -75,19 +78,26 @@ class BlobCache:
         return None
 
     def put(self, key: str, blob: bytes) -> None:
-        for folder in self.folders:
-            self._put(folder, key, blob)
+        for i, folder in enumerate(self.folders):
+            failure = self._put(folder, key, blob)
+            if failure is not None and i > 0 and self.unwritable is None:
+                # The shared folder was asked for by name: its being of no use is said, once.
+                self.unwritable = failure
+                print(f"genspirv: warning: GENSPIRV_CACHE_DIR={folder}: cannot write ({failure}); blobs "
+                      "compiled here are not shared through it", file=sys.stderr, flush=True)
         self.stored += 1
 
     @staticmethod
-    def _put(folder: Path, key: str, blob: bytes) -> None:
+    def _put(folder: Path, key: str, blob: bytes) -> Optional[str]:
+        """Store ``blob``; the reason it could not be, or None."""
         path = BlobCache._path(folder, key)
         if path.is_file():
-            return
+            return None
         try:
             atomic_write(path, blob, durable=False)
-        except OSError:
-            pass          # a cache that cannot take a blob costs a recompile, nothing more
+        except OSError as exc:
+            return exc.strerror or str(exc)      # a cache that cannot take a blob costs a recompile, nothing more
+        return None
 
     def trim(self, limit: Optional[int] = None) -> int:
         """Delete the least recently used blobs of each folder past ``limit`` bytes; how many went."""
