@@ -3,8 +3,8 @@
 Takes the compiled variants (``genspirv.compile.Compiled``), the unavailable
 ones and their content keys; gives every committed output as
 ``{posix path relative to the root: bytes}`` (``expected_outputs``, which
-build writes and check compares), the blobs no variant builds any more
-(``orphan_blobs``) and the temp files an interrupted write left
+build writes and check compares), the blobs no variant builds any more, an
+unavailable one's among them (``orphan_blobs``, ``orphan_reason``) and the temp files an interrupted write left
 (``stale_temp_files``). ``outputs_key`` is what the manifest and generated
 files are a function of besides the blobs (``outputs_current``: the last
 build wrote them from it, untouched since); ``committed_manifest_current``
