@@ -23,7 +23,7 @@ from typing import Any, Mapping, Optional
 from .config import find_project_root
 from .errors import ManifestError
 from .reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, PUSH_TYPES, SPEC_TYPES, STRUCT, Binding,
-                      PushMember, ShaderInfo, SpecConstant)
+                      PushMember, ShaderInfo, SpecConstant, spec_sizes)
 
 SCHEMA = "genspirv/1"
 
@@ -124,15 +124,17 @@ def check_blob(entry: ManifestEntry, data: bytes) -> None:
 
 
 def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
-    """The reflection fields of one manifest entry (also `genspirv reflect --json`)."""
-    return {
+    """The reflection fields of one manifest entry (also `genspirv reflect --json`); a
+    size's ``*_spec`` expression only where spec values change it."""
+    d = {
         "entry_point": info.entry_point,
         "local_size": list(info.local_size),
         "local_size_spec_ids": list(info.local_size_spec_ids),
         "bindings": [
             {"set": b.set, "binding": b.binding, "name": b.name, "type": b.type,
              "count": b.count, "access": b.access, "accessed": b.accessed,
-             "written": b.written, "min_size": b.min_size, "array_stride": b.array_stride}
+             "written": b.written, "min_size": b.min_size, "array_stride": b.array_stride,
+             **_spec_field("min_size_spec", b.min_size_spec)}
             for b in info.bindings
         ],
         "binding_count": info.binding_count,
@@ -146,13 +148,33 @@ def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
         "push_constants": [push_member_to_dict(m) for m in info.push_constants],
         "shared_memory": info.shared_memory,
     }
+    d.update(_spec_field("shared_memory_spec", info.shared_memory_spec))
+    d.update(_spec_field("push_constant_size_spec", info.push_constant_size_spec))
+    return d
+
+
+def _spec_field(key: str, expr) -> dict[str, Any]:
+    return {} if expr is None else {key: spec_sizes.to_text(expr)}
+
+
+def _spec_expr(d: Mapping[str, Any], key: str, where: str):
+    """The ``*_spec`` expression ``key`` of ``d`` (None when absent)."""
+    if key not in d:
+        return None
+    if not isinstance(d[key], str):
+        raise ManifestError(f"{where}: field {key!r} must be a string, not {d[key]!r:.40}")
+    try:
+        return spec_sizes.from_text(d[key])
+    except ValueError as exc:
+        raise ManifestError(f"{where}: field {key!r}: {exc}") from None
 
 
 def push_member_to_dict(m: PushMember) -> dict[str, Any]:
     """One push-constant member; a struct's ``members`` only where it has them."""
     d = {"name": m.name, "offset": m.offset, "size": m.size, "type": m.type, "vector": m.vector,
          "columns": m.columns, "array": list(m.array), "array_stride": m.array_stride,
-         "matrix_stride": m.matrix_stride, "row_major": m.row_major}
+         "matrix_stride": m.matrix_stride, "row_major": m.row_major,
+         **_spec_field("length_spec", m.length_spec)}
     if m.type == STRUCT:
         d["members"] = [push_member_to_dict(x) for x in m.members]
     return d
@@ -267,7 +289,8 @@ def info_from_dict(d: Mapping[str, Any], where: str) -> ShaderInfo:
                                 accessed=_need(b, "accessed", bool, w),
                                 written=_need(b, "written", bool, w),
                                 min_size=_need(b, "min_size", int, w),
-                                array_stride=_need(b, "array_stride", int, w)))
+                                array_stride=_need(b, "array_stride", int, w),
+                                min_size_spec=_spec_expr(b, "min_size_spec", w)))
     specs = []
     for i, s in enumerate(_need(d, "spec_constants", list, where)):
         w = f"{where}, spec constant #{i}"
@@ -291,7 +314,9 @@ def info_from_dict(d: Mapping[str, Any], where: str) -> ShaderInfo:
                       bindings=tuple(bindings), spec_constants=tuple(specs),
                       push_constant_size=_need(d, "push_constant_size", int, where),
                       shared_memory=_need(d, "shared_memory", int, where),
-                      push_constants=push)
+                      push_constants=push,
+                      shared_memory_spec=_spec_expr(d, "shared_memory_spec", where),
+                      push_constant_size_spec=_spec_expr(d, "push_constant_size_spec", where))
     # The derived fields are stored for other consumers; they must agree.
     for key in ("binding_count", "writable_mask", "readable_mask"):
         if _need(d, key, int, where) != getattr(info, key):
@@ -320,7 +345,8 @@ def _push_member(m: Any, where: str) -> PushMember:
                       vector=_need(m, "vector", int, where), columns=_need(m, "columns", int, where),
                       array=tuple(array), array_stride=_need(m, "array_stride", int, where),
                       matrix_stride=_need(m, "matrix_stride", int, where),
-                      row_major=_need(m, "row_major", bool, where), members=members)
+                      row_major=_need(m, "row_major", bool, where), members=members,
+                      length_spec=_spec_expr(m, "length_spec", where))
 
 
 @functools.lru_cache(maxsize=1)

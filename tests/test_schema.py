@@ -29,16 +29,21 @@ def schema() -> dict:
 def sample_manifest() -> dict:
     info = ShaderInfo(
         entry_point="main", local_size=(256, 1, 1), local_size_spec_ids=(0, None, None),
-        bindings=(Binding(0, 0, "A", "storage_buffer", 0, "read", True, False, 16, 4),
+        bindings=(Binding(0, 0, "A", "storage_buffer", 0, "read", True, False, 16, 4,
+                          ("max", 16, ("mul", ("len", ("spec", 0, 256)), 4))),
                   Binding(0, 1, "B", "storage_buffer", 0, "read_write", True, True, 0, 8),
                   Binding(0, 2, "P", "uniform_buffer", 1, "read", True, False)),
         spec_constants=(SpecConstant(0, "WG", "uint32", 256), SpecConstant(1, "SCALE", "float32", 0.5),
                         SpecConstant(2, "FAST", "bool", True), SpecConstant(3, "BIAS", "int32", -3)),
         push_constant_size=112, shared_memory=1024,
+        shared_memory_spec=("mul", ("len", ("spec", 0, 256)), 4),
+        push_constant_size_spec=("add", 48, ("mul", ("len", ("op", 132, "uint32", (32, 32),
+                                                             ("spec", 0, 256), 2)), 32)),
         push_constants=(
             PushMember("n", 0, 4, "uint32"),
             PushMember("rot", 16, 32, "float32", vector=2, columns=3, matrix_stride=16, row_major=True),
-            PushMember("lights", 48, 64, "struct", array=(2,), array_stride=32, members=(
+            PushMember("lights", 48, 64, "struct", array=(2,), array_stride=32,
+                       length_spec=("len", ("spec", 4, 2)), members=(
                 PushMember("dir", 0, 12, "float32", vector=3),
                 PushMember("ids", 16, 16, "int32", array=(2, 2), array_stride=8)))))
     entry = ManifestEntry(name="add_f32", source="glsl/add.comp", defines=(("TYPE", "float"),),
@@ -85,12 +90,12 @@ def test_schema_requires_every_field_the_writer_emits():
     unavailable = s["properties"]["unavailable"]["items"]
     assert set(unavailable["required"]) <= set(d["unavailable"][0]) == set(unavailable["properties"])
     binding = s["$defs"]["binding"]
-    assert set(binding["required"]) == set(d["shaders"][0]["bindings"][0]) == set(binding["properties"])
+    assert set(binding["required"]) <= set(d["shaders"][0]["bindings"][0]) == set(binding["properties"])
     spec = s["$defs"]["spec_constant"]
     assert set(spec["required"]) == set(d["shaders"][0]["spec_constants"][0]) == set(spec["properties"])
     push = s["$defs"]["push_member"]
     scalar, struct = d["shaders"][0]["push_constants"][0], d["shaders"][0]["push_constants"][2]
-    assert set(push["required"]) == set(scalar) == set(push["properties"]) - {"members"}
+    assert set(push["required"]) == set(scalar) == set(push["properties"]) - {"members", "length_spec"}
     assert set(struct) == set(push["properties"])
 
 

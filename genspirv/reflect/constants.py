@@ -3,7 +3,8 @@
 Takes an ``Index`` and gives scalar type names (the manifest's spellings,
 ``ScalarType``), the values of (spec) constants, array lengths, and the
 value of a spec-constant expression (``OpSpecConstantOp`` on integers and
-bools) for given spec values.  Pure functions; bad ids raise ``SpirvError``,
+bools) for given spec values, or, with ``SYMBOLIC`` values, the expression
+itself (``genspirv.reflect.spec_sizes``).  Pure functions; bad ids raise ``SpirvError``,
 what has no manifest spelling or no value raises ``ReflectError``, both with
 the word offset.
 """
@@ -17,7 +18,8 @@ from .. import spirv as sp
 from ..errors import ReflectError, SpirvError
 from ..spirv import Instruction
 from .index import MAX_TYPE_DEPTH, Index
-from .model import ScalarType, SpecValue, SpecValues
+from .model import ScalarType, SpecExpr, SpecValue, SpecValues
+from .spec_sizes import OP_SELECT, SPEC_OPS, SYMBOLIC, apply_op, bits_as
 
 
 # (width, signedness) of OpTypeInt, and the width of OpTypeFloat -> the manifest's spelling.
@@ -97,85 +99,25 @@ def non_negative_int(value: SpecValue, what: str, inst: Instruction) -> int:
 
 
 def array_length(index: Index, array_type: Instruction,
-                 values: Optional[SpecValues] = None) -> int:
+                 values: Optional[SpecValues] = None) -> SpecExpr:
     """Length of an OpTypeArray, 0 for a runtime array.  A spec-constant length takes
-    ``values[spec_id]`` where given, else its default (OpSpecConstantOp is evaluated)."""
+    ``values[spec_id]`` where given, else its default (OpSpecConstantOp is evaluated);
+    with ``values`` SYMBOLIC it is a ``("len", expression)`` (spec_sizes.py)."""
     if array_type.opcode == sp.OP_TYPE_RUNTIME_ARRAY:
         return 0
     value = evaluate_constant(index, array_type.operand(2), array_type, values)
+    if type(value) is tuple:
+        return ("len", value)
     return non_negative_int(value, "array length", array_type)
 
 
 # -- spec constant expressions ------------------------------------------------
-
-# OpSpecConstantOp operations on integers and bools that Shader modules may use,
-# as (arity, function of the operands' two's-complement bits, result is bool).
-_U, _S = "u", "s"      # how an operation reads its operands: unsigned or signed
-
-
-def _div(a: int, b: int) -> int:
-    if b == 0:
-        raise ZeroDivisionError
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def _srem(a: int, b: int) -> int:
-    return a - b * _div(a, b)
-
-
-_SPEC_OPS = {
-    113: (1, _U, lambda a: a),                 # OpUConvert
-    114: (1, _S, lambda a: a),                 # OpSConvert
-    126: (1, _S, lambda a: -a),                # OpSNegate
-    200: (1, _U, lambda a: ~a),                # OpNot
-    128: (2, _U, lambda a, b: a + b),          # OpIAdd
-    130: (2, _U, lambda a, b: a - b),          # OpISub
-    132: (2, _U, lambda a, b: a * b),          # OpIMul
-    134: (2, _U, _div),                        # OpUDiv
-    135: (2, _S, _div),                        # OpSDiv
-    137: (2, _U, lambda a, b: a % b),          # OpUMod
-    138: (2, _S, _srem),                       # OpSRem
-    139: (2, _S, lambda a, b: a % b),          # OpSMod (sign of the divisor, as Python's %)
-    194: (2, _U, lambda a, b: a >> b),         # OpShiftRightLogical
-    195: (2, _S, lambda a, b: a >> b),         # OpShiftRightArithmetic
-    196: (2, _U, lambda a, b: a << b),         # OpShiftLeftLogical
-    197: (2, _U, lambda a, b: a | b),          # OpBitwiseOr
-    198: (2, _U, lambda a, b: a ^ b),          # OpBitwiseXor
-    199: (2, _U, lambda a, b: a & b),          # OpBitwiseAnd
-    164: (2, _U, lambda a, b: a == b),         # OpLogicalEqual
-    165: (2, _U, lambda a, b: a != b),         # OpLogicalNotEqual
-    166: (2, _U, lambda a, b: a or b),         # OpLogicalOr
-    167: (2, _U, lambda a, b: a and b),        # OpLogicalAnd
-    168: (1, _U, lambda a: not a),             # OpLogicalNot
-    170: (2, _U, lambda a, b: a == b),         # OpIEqual
-    171: (2, _U, lambda a, b: a != b),         # OpINotEqual
-    172: (2, _U, lambda a, b: a > b),          # OpUGreaterThan
-    173: (2, _S, lambda a, b: a > b),          # OpSGreaterThan
-    174: (2, _U, lambda a, b: a >= b),         # OpUGreaterThanEqual
-    175: (2, _S, lambda a, b: a >= b),         # OpSGreaterThanEqual
-    176: (2, _U, lambda a, b: a < b),          # OpULessThan
-    177: (2, _S, lambda a, b: a < b),          # OpSLessThan
-    178: (2, _U, lambda a, b: a <= b),         # OpULessThanEqual
-    179: (2, _S, lambda a, b: a <= b),         # OpSLessThanEqual
-}
-_OP_SELECT = 169
-_SHIFTS = (194, 195, 196)
+# (the operations themselves are genspirv/reflect/spec_sizes.py's, shared with evaluate())
 
 
 def _int_width(index: Index, type_id: int, user: Instruction) -> Optional[int]:
     t = index.define(type_id, user)
     return t.operand(1) if t.opcode == sp.OP_TYPE_INT else None
-
-
-def _as(value: SpecValue, width: Optional[int], how: str) -> int:
-    """An int or bool constant's bits read as unsigned or signed at ``width``."""
-    if isinstance(value, bool) or width is None:
-        return int(value)
-    bits = value & ((1 << width) - 1)
-    if how == _S and bits >> (width - 1):
-        return bits - (1 << width)
-    return bits
 
 
 def evaluate_constant(index: Index, id_: int, user: Instruction,
@@ -200,37 +142,28 @@ def _evaluate(index: Index, id_: int, user: Instruction, values: Optional[SpecVa
     c = index.define(id_, user)
     if c.opcode != sp.OP_SPEC_CONSTANT_OP:
         value, spec_id = constant_value(index, id_, user)
+        if values is SYMBOLIC and spec_id is not None:
+            return ("spec", spec_id, value)
         if values is not None and spec_id is not None and spec_id in values:
             return values[spec_id]
         return value
     opcode = c.operand(2)
-    if opcode == _OP_SELECT:
-        if len(c.operands) < 6:
-            raise SpirvError("OpSpecConstantOp Select needs 3 operands", c.offset)
-        cond, a, b = (evaluate_constant(index, x, c, values, depth + 1, memo)
-                      for x in c.operands[3:6])
-        return a if cond else b
-    if opcode not in _SPEC_OPS:
+    if opcode != OP_SELECT and opcode not in SPEC_OPS:
         raise ReflectError(f"OpSpecConstantOp %{id_} at word {c.offset} uses opcode {opcode}, "
                            "which genspirv does not evaluate (used as a size at word "
-                           f"{user.offset})")
-    arity, how, fn = _SPEC_OPS[opcode]
+                           f"{user.offset}); size it with a spec constant or integer arithmetic "
+                           "on them")
+    arity, how = (3, "u") if opcode == OP_SELECT else SPEC_OPS[opcode][:2]
     args = c.operands[3:3 + arity]
     if len(args) != arity:
         raise SpirvError(f"OpSpecConstantOp opcode {opcode} needs {arity} operand(s)", c.offset)
-    operands = []
-    for arg in args:
-        width = _int_width(index, index.define(arg, c).result_type, c)
-        operands.append(_as(evaluate_constant(index, arg, c, values, depth + 1, memo), width, how))
+    raw = [evaluate_constant(index, arg, c, values, depth + 1, memo) for arg in args]
+    widths = tuple(_int_width(index, index.define(arg, c).result_type, c) or 0 for arg in args)
     type_name = scalar_type_name(index, c.result_type, c)
-    width = 1 if type_name == "bool" else int("".join(ch for ch in type_name if ch.isdigit()))
-    if opcode in _SHIFTS and not 0 <= operands[1] < width:
-        raise ReflectError(f"OpSpecConstantOp %{id_} at word {c.offset} shifts a {width}-bit "
-                           f"value by {operands[1]}")
-    try:
-        result = fn(*operands)
-    except ZeroDivisionError:
-        raise ReflectError(f"OpSpecConstantOp %{id_} at word {c.offset} divides by zero") from None
-    if isinstance(result, bool) or type_name == "bool":
-        return bool(result)
-    return _as(result, width, _S if type_name.startswith("int") else _U)
+    if any(type(v) is tuple for v in raw):     # depends on a spec constant: an expression
+        return ("op", opcode, str(type_name), widths, *raw)
+    if opcode == OP_SELECT:
+        operands = [bool(raw[0]), raw[1], raw[2]]
+    else:
+        operands = [bits_as(v, w, how) for v, w in zip(raw, widths)]
+    return apply_op(opcode, type_name, operands, f"OpSpecConstantOp %{id_} at word {c.offset}")

@@ -6,7 +6,8 @@ descriptor type (``DescriptorType``, from the storage class and the type
 under any descriptor arrays), array count (0 for a runtime array), declared
 access (``Access``: NonWritable / NonReadable on the variable or on every
 member of its block) and, for a buffer block, ``min_size`` and
-``array_stride`` of its trailing runtime array.  Module-wide: which entry
+``array_stride`` of its trailing runtime array, and ``min_size_spec``, the
+expression of min_size where a spec-sized array changes it (spec_sizes.py).  Module-wide: which entry
 point uses which is ``usage``'s business.  Pure; what has no descriptor kind
 raises ``ReflectError``, malformed decorations ``SpirvError``.
 """
@@ -22,7 +23,8 @@ from ..spirv import Instruction
 from .constants import array_length
 from .index import MAX_TYPE_DEPTH, Index
 from .layout import member_count, struct_size
-from .model import Access, DescriptorType
+from .model import Access, DescriptorType, SpecExpr
+from .spec_sizes import SYMBOLIC
 
 
 # The kinds a shader may write through; the others are read-only by nature.
@@ -42,6 +44,7 @@ class Descriptor:
     access: Access
     min_size: int = 0
     array_stride: int = 0
+    min_size_spec: Optional[SpecExpr] = None    # min_size at any spec values; None: fixed
 
 
 def _strip_arrays(index: Index, type_id: int, user: Instruction) -> tuple[Instruction, int]:
@@ -73,7 +76,7 @@ def _declared_access(index: Index, var: int, block: Optional[Instruction]) -> Ac
     return Access.READ_WRITE
 
 
-def describe_variable(index: Index, var: Instruction) -> Descriptor:
+def describe_variable(index: Index, var: Instruction, has_spec: bool = True) -> Descriptor:
     binding = index.decoration(var.result, sp.DECORATION_BINDING)
     dset = index.decoration(var.result, sp.DECORATION_DESCRIPTOR_SET)
     where = f"variable %{var.result} ({index.names.get(var.result, '')!r}) at word {var.offset}"
@@ -126,8 +129,9 @@ def describe_variable(index: Index, var: Instruction) -> Descriptor:
     if not name:
         name = index.names.get(element.result, "")
     min_size, array_stride = _block_sizes(index, block, where) if block is not None else (0, 0)
+    spec = struct_size(index, block, values=SYMBOLIC) if block is not None and has_spec else 0
     return Descriptor(var.result, dset[0] if dset else 0, binding[0], name, kind, count, access,
-                      min_size, array_stride)
+                      min_size, array_stride, spec if type(spec) is tuple else None)
 
 
 def _block_sizes(index: Index, block: Instruction, where: str) -> tuple[int, int]:
@@ -147,7 +151,13 @@ def _block_sizes(index: Index, block: Instruction, where: str) -> tuple[int, int
 
 def descriptors(index: Index) -> tuple[Descriptor, ...]:
     """Every global variable with a Binding decoration, in declaration order."""
-    return tuple(describe_variable(index, v) for v in index.variables
+    has_spec = has_spec_constants(index)
+    return tuple(describe_variable(index, v, has_spec) for v in index.variables
                  if index.decoration(v.result, sp.DECORATION_BINDING) is not None)
+
+
+def has_spec_constants(index: Index) -> bool:
+    """Whether any id carries a SpecId: without one no size can depend on spec values."""
+    return any(sp.DECORATION_SPEC_ID in d for d in index.decorations.values())
 
 

@@ -4,7 +4,8 @@
 MatrixStride decorations (and RowMajor) as spirv-cross's ``block_size``
 does; a type without layout decorations (Workgroup memory) is sized
 tightly.  Spec-constant array lengths take given spec values, else their
-defaults.  Pure functions; types with no size raise ``ReflectError`` with
+defaults; with ``SYMBOLIC`` values a size that depends on them is a
+``SpecExpr`` (genspirv/reflect/spec_sizes.py), a fixed one still an int.  Pure functions; types with no size raise ``ReflectError`` with
 the word offset.
 """
 
@@ -17,7 +18,8 @@ from ..errors import ReflectError
 from ..spirv import Instruction
 from .constants import array_length
 from .index import MAX_TYPE_DEPTH, Index
-from .model import SpecValues
+from .model import SpecExpr, SpecValues
+from .spec_sizes import add, maximum, mul
 
 
 def member_count(struct: Instruction) -> int:
@@ -25,7 +27,7 @@ def member_count(struct: Instruction) -> int:
 
 
 def type_size(index: Index, type_id: int, user: Instruction, depth: int = 0,
-              values: Optional[SpecValues] = None) -> int:
+              values: Optional[SpecValues] = None) -> SpecExpr:
     """Bytes a value of ``type_id`` spans in an explicitly laid-out block.
 
     A type without layout decorations (Workgroup memory) is sized tightly: an
@@ -40,29 +42,30 @@ def type_size(index: Index, type_id: int, user: Instruction, depth: int = 0,
         return max(t.operand(1) // 8, 1)
     if op == sp.OP_TYPE_BOOL:
         return 4
-    if op == sp.OP_TYPE_VECTOR:
-        return t.operand(2) * type_size(index, t.operand(1), t, depth + 1, values)
-    if op == sp.OP_TYPE_MATRIX:       # outside a struct member: tightly packed columns
-        return t.operand(2) * type_size(index, t.operand(1), t, depth + 1, values)
+    if op in (sp.OP_TYPE_VECTOR, sp.OP_TYPE_MATRIX):   # a matrix outside a struct: packed columns
+        return t.operand(2) * type_size(index, t.operand(1), t, depth + 1)
     if op == sp.OP_TYPE_POINTER:      # PhysicalStorageBuffer address
         return 8
     if op in (sp.OP_TYPE_ARRAY, sp.OP_TYPE_RUNTIME_ARRAY):
         length = array_length(index, t, values)
         stride = index.decoration(type_id, sp.DECORATION_ARRAY_STRIDE)
         if stride:
-            return length * stride[0]
-        return length * type_size(index, t.operand(1), t, depth + 1, values)
+            return mul(length, stride[0])
+        return mul(length, type_size(index, t.operand(1), t, depth + 1, values))
     if op == sp.OP_TYPE_STRUCT:
         if member_count(t) and index.member_decoration(t.result, 0, sp.DECORATION_OFFSET) is None:
-            return sum(type_size(index, m, t, depth + 1, values) for m in t.operands[1:])
+            total: SpecExpr = 0
+            for m in t.operands[1:]:
+                total = add(total, type_size(index, m, t, depth + 1, values))
+            return total
         return struct_size(index, t, depth + 1, values)
     raise ReflectError(f"type %{type_id} (opcode {op}) at word {t.offset} has no size in a block")
 
 
 def struct_size(index: Index, struct: Instruction, depth: int = 0,
-                values: Optional[SpecValues] = None) -> int:
+                values: Optional[SpecValues] = None) -> SpecExpr:
     """max over members of Offset + member size (matrices by MatrixStride and major order)."""
-    size = 0
+    size: SpecExpr = 0
     for member in range(member_count(struct)):
         member_type = struct.operands[1 + member]
         offset = index.member_decoration(struct.result, member, sp.DECORATION_OFFSET)
@@ -79,5 +82,5 @@ def struct_size(index: Index, struct: Instruction, depth: int = 0,
             member_size = stride[0] * (rows if row_major is not None else columns)
         else:
             member_size = type_size(index, member_type, struct, depth + 1, values)
-        size = max(size, offset[0] + member_size)
+        size = maximum(size, add(offset[0], member_size))
     return size

@@ -78,6 +78,8 @@ PUSH_TYPES = SPEC_TYPES + (STRUCT,)
 
 SpecValue = Union[bool, int, float]
 SpecValues = Mapping[int, SpecValue]      # spec id -> value, for specialised sizes
+# A size that depends on spec values: an int, or a nested tuple (genspirv/reflect/spec_sizes.py).
+SpecExpr = Union[int, tuple]
 
 
 def _normalise(record, **kinds) -> None:
@@ -98,6 +100,7 @@ class Binding:
     written: bool      # statically reachable store/atomic/image write
     min_size: int = 0      # bytes of the block without its trailing runtime array (0: no block)
     array_stride: int = 0  # bytes per element of the block's trailing runtime array (0: none)
+    min_size_spec: Optional[SpecExpr] = None   # min_size at any spec values; None: fixed
 
     def __post_init__(self) -> None:
         _normalise(self, type=DescriptorType, access=Access)
@@ -142,6 +145,7 @@ class PushMember:
     matrix_stride: int = 0     # bytes between columns (rows when row_major)
     row_major: bool = False    # a matrix laid out row by row
     members: tuple["PushMember", ...] = ()    # a struct's members, in offset order
+    length_spec: Optional[SpecExpr] = None   # the outermost length at any spec values; None: fixed
 
     def __post_init__(self) -> None:
         if self.type != STRUCT:
@@ -158,6 +162,9 @@ class ShaderInfo:
     push_constant_size: int
     shared_memory: int = 0    # bytes of Workgroup memory at the spec constants' defaults
     push_constants: tuple[PushMember, ...] = ()   # the entry point's block, in offset order
+    # The two sizes at any spec values (genspirv/reflect/spec_sizes.py); None: fixed.
+    shared_memory_spec: Optional[SpecExpr] = None
+    push_constant_size_spec: Optional[SpecExpr] = None
 
     @property
     def binding_count(self) -> int:

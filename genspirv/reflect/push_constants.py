@@ -4,8 +4,10 @@
 of the module.  ``push_constants(index, entry_point)`` gives the members of
 the entry point's block as ``PushMember`` records in offset order: name
 (OpMemberName, "" when there is none), offset, size, scalar type, vector
-and matrix shape, array lengths (outermost first) and strides; a nested
-struct carries its own members, offsets relative to it.  The runtime packs
+and matrix shape, array lengths (outermost first) and strides, and
+``length_spec``, the outermost length's expression where a spec constant sizes
+it (genspirv/reflect/spec_sizes.py); a nested struct carries its own members,
+offsets relative to it.  The runtime packs
 named push values from these (genspirv.runtime.push), so a layout the
 records cannot say exactly is refused here rather than mis-packed later:
 docs/RULES.md#reflection-rules lists what is refused and why.
@@ -22,7 +24,8 @@ from ..spirv import Instruction
 from .constants import array_length, scalar_type_name
 from .index import MAX_TYPE_DEPTH, EntryPoint, Index
 from .layout import member_count, struct_size, type_size
-from .model import SCALAR_BYTES, STRUCT, PushMember, ScalarType
+from .model import SCALAR_BYTES, STRUCT, PushMember, ScalarType, SpecExpr, SpecValues
+from .spec_sizes import SYMBOLIC, maximum
 from .usage import usage
 
 # The bytes of a PhysicalStorageBuffer pointer (a buffer_reference): a device address.
@@ -40,12 +43,14 @@ def _push_variables(index: Index) -> list[Instruction]:
     return [v for v in index.variables if v.operand(2) == sp.STORAGE_PUSH_CONSTANT]
 
 
-def push_constant_size(index: Index) -> int:
-    """Largest PushConstant block of the module (one per entry point is allowed)."""
-    size = 0
+def push_constant_size(index: Index, values: Optional[SpecValues] = None) -> SpecExpr:
+    """Largest PushConstant block of the module (one per entry point is allowed); with
+    ``SYMBOLIC`` values, its expression over spec ids where a spec-sized array changes it."""
+    size: SpecExpr = 0
     for var in _push_variables(index):
         type_id = _block_type(index, var)
-        size = max(size, type_size(index, type_id, index.define(var.result_type, var)))
+        size = maximum(size, type_size(index, type_id, index.define(var.result_type, var),
+                                       values=values))
     return size
 
 
@@ -93,7 +98,11 @@ def _member(index: Index, struct: Instruction, m: int, where: str, depth: int) -
     if not offset:
         raise ReflectError(f"{where} of struct %{struct.result} at word {struct.offset} "
                            "has no Offset")
-    dims, stride, element = _arrays(index, struct.operands[1 + m], struct, where)
+    dims, stride, element, length_spec = _arrays(index, struct.operands[1 + m], struct, where)
+    if length_spec is not None and depth:
+        raise ReflectError(f"{where}: an array sized by a spec constant inside a struct of the "
+                           "push-constant block (the struct's layout is fixed at the defaults); "
+                           "make it a member of the block itself, or size it with a constant")
     shape: dict = {}
     if element.opcode == sp.OP_TYPE_STRUCT:
         shape = {"type": STRUCT, "members": _members(index, element, where, depth + 1)}
@@ -117,13 +126,16 @@ def _member(index: Index, struct: Instruction, m: int, where: str, depth: int) -
                            f"{element.offset} has no push-constant layout")
     size = dims[0] * stride if dims else element_size
     return PushMember(name=name, offset=offset[0], size=size, array=dims,
-                      array_stride=stride, **shape)
+                      array_stride=stride, length_spec=length_spec, **shape)
 
 
 def _arrays(index: Index, type_id: int, user: Instruction,
-            where: str) -> tuple[tuple[int, ...], int, Instruction]:
-    """(lengths outermost first, the outermost ArrayStride, the element type)."""
+            where: str) -> tuple[tuple[int, ...], int, Instruction, Optional[SpecExpr]]:
+    """(lengths outermost first, the outermost ArrayStride, the element type, the outermost
+    length's expression over spec ids or None).  Only the outermost length may depend on
+    spec values: the ArrayStride of an outer dimension is fixed at the defaults."""
     dims: list[int] = []
+    length_spec: Optional[SpecExpr] = None
     strides: list[int] = []
     t = index.define(type_id, user)
     while t.opcode in (sp.OP_TYPE_ARRAY, sp.OP_TYPE_RUNTIME_ARRAY):
@@ -136,6 +148,13 @@ def _arrays(index: Index, type_id: int, user: Instruction,
             raise ReflectError(f"{where}: array type %{t.result} at word {t.offset} "
                                "has no ArrayStride")
         dims.append(array_length(index, t))
+        spec = array_length(index, t, SYMBOLIC)
+        if type(spec) is tuple:
+            if dims[1:]:
+                raise ReflectError(f"{where}: inner array dimension {len(dims) - 1} is sized by a "
+                                   "spec constant (the outer stride is fixed at its default); "
+                                   "only the outermost length may be")
+            length_spec = spec
         strides.append(stride[0])
         t = index.define(t.operand(1), t)
     # One stride per member: an inner dimension must be its outer one's element, whole.
@@ -143,7 +162,7 @@ def _arrays(index: Index, type_id: int, user: Instruction,
         if strides[i - 1] != dims[i] * strides[i]:
             raise ReflectError(f"{where}: array strides {strides} do not nest (an outer stride "
                                "must be the inner length times the inner stride)")
-    return tuple(dims), (strides[0] if strides else 0), t
+    return tuple(dims), (strides[0] if strides else 0), t, length_spec
 
 
 def _matrix(index: Index, struct: Instruction, m: int, matrix: Instruction,

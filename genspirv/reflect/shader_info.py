@@ -19,6 +19,7 @@ from .index import EntryPoint, Index, index_module
 from .model import (Access, Binding, BindingUsage, DescriptorType, ShaderInfo, SpecConstant,
                     SpecValues)
 from .push_constants import push_constant_size, push_constants
+from .spec_sizes import SYMBOLIC, maximum
 from .specialization import spec_constants, workgroup_size
 from .usage import usage
 from .workgroup_memory import workgroup_memory_bytes
@@ -36,9 +37,14 @@ def _merge(a: Binding, b: Binding) -> Binding:
     writable = a.writable or b.writable
     access = (Access.READ_WRITE if readable and writable
               else Access.READ if readable else Access.WRITE)
+    spec = None
+    if a.min_size_spec is not None or b.min_size_spec is not None:
+        spec = maximum(a.min_size if a.min_size_spec is None else a.min_size_spec,
+                       b.min_size if b.min_size_spec is None else b.min_size_spec)
     return Binding(a.set, a.binding, a.name or b.name, a.type, max(a.count, b.count), access,
                    a.accessed or b.accessed, a.written or b.written,
-                   max(a.min_size, b.min_size), _finest_stride(a.array_stride, b.array_stride))
+                   max(a.min_size, b.min_size), _finest_stride(a.array_stride, b.array_stride),
+                   spec)
 
 
 def _finest_stride(a: int, b: int) -> int:
@@ -53,21 +59,24 @@ def _roots(descs: tuple[Descriptor, ...]) -> dict[int, bool]:
 
 
 def _info(index: Index, ep: EntryPoint, descs: tuple[Descriptor, ...],
-          specs: tuple[SpecConstant, ...], push_size: int) -> ShaderInfo:
+          specs: tuple[SpecConstant, ...], push_size: tuple) -> ShaderInfo:
     use = usage(index, ep.function, _roots(descs))
     merged: dict[tuple[int, int], Binding] = {}
     for d in descs:
         b = Binding(d.set, d.binding, d.name, d.type, d.count, d.access,
                     d.variable in use.accessed, d.variable in use.written,
-                    d.min_size, d.array_stride)
+                    d.min_size, d.array_stride, d.min_size_spec)
         key = (d.set, d.binding)
         merged[key] = _merge(merged[key], b) if key in merged else b
     local_size, spec_ids = workgroup_size(index, ep)
+    shared = workgroup_memory_bytes(index, ep, SYMBOLIC) if specs else 0
     return ShaderInfo(entry_point=ep.name, local_size=local_size, local_size_spec_ids=spec_ids,
                       bindings=tuple(merged[k] for k in sorted(merged)),
-                      spec_constants=specs, push_constant_size=push_size,
+                      spec_constants=specs, push_constant_size=push_size[0],
                       shared_memory=workgroup_memory_bytes(index, ep),
-                      push_constants=push_constants(index, ep))
+                      push_constants=push_constants(index, ep),
+                      shared_memory_spec=shared if type(shared) is tuple else None,
+                      push_constant_size_spec=push_size[1])
 
 
 def _compute_entry_points(index: Index) -> list[EntryPoint]:
@@ -104,8 +113,15 @@ def _reflect_module(blob: bytes) -> list[ShaderInfo]:
     eps = _compute_entry_points(index)
     if not eps:
         raise ReflectError(_no_compute_message(index))
-    descs, specs, push = descriptors(index), spec_constants(index), push_constant_size(index)
+    descs, specs = descriptors(index), spec_constants(index)
+    push = _push_sizes(index, specs)
     return [_info(index, ep, descs, specs, push) for ep in eps]
+
+
+def _push_sizes(index: Index, specs: tuple[SpecConstant, ...]) -> tuple:
+    """(push-constant size at the defaults, its expression over spec ids or None)."""
+    spec = push_constant_size(index, SYMBOLIC) if specs else 0
+    return push_constant_size(index), spec if type(spec) is tuple else None
 
 
 def reflect(blob: bytes, entry_point: Optional[str] = None) -> ShaderInfo:
@@ -117,7 +133,8 @@ def reflect(blob: bytes, entry_point: Optional[str] = None) -> ShaderInfo:
 def _reflect(blob: bytes, entry_point: Optional[str]) -> ShaderInfo:
     index = index_module(sp.parse(blob))
     ep = _select_entry_point(index, entry_point)
-    return _info(index, ep, descriptors(index), spec_constants(index), push_constant_size(index))
+    specs = spec_constants(index)
+    return _info(index, ep, descriptors(index), specs, _push_sizes(index, specs))
 
 
 def binding_usage(blob: bytes, entry_point: Optional[str] = None

@@ -3,8 +3,10 @@
 ``workgroup_memory_bytes(index, entry_point, values)`` sums the sizes of the
 ``Workgroup`` storage-class variables the entry point can use, with
 spec-constant-sized arrays taken from ``values`` (spec id -> value) where
-given, else from the constants' defaults (OpSpecConstantOp evaluated), so the
-runtime can recompute the figure for the values it specialises with.
+given, else from the constants' defaults (OpSpecConstantOp evaluated); with
+``SYMBOLIC`` values it is the expression the manifest records as
+``shared_memory_spec``, which ``spec_sizes.shared_memory_at`` evaluates for the
+values a kernel is specialised with.
 
 Sizing follows the Khronos validation layers: types without explicit layout
 are packed tightly (a bool counts 4 bytes, a vec3 12); with
@@ -23,14 +25,17 @@ from .. import spirv as sp
 from ..errors import SpirvError
 from .index import EntryPoint, Index
 from .layout import type_size
-from .model import SpecValues
+from .model import SpecExpr, SpecValues
+from .spec_sizes import add, maximum
 
 
 def workgroup_memory_bytes(index: Index, ep: EntryPoint,
-                           values: Optional[SpecValues] = None) -> int:
-    """Bytes of Workgroup memory ``ep`` declares, specialised with ``values``."""
+                           values: Optional[SpecValues] = None) -> SpecExpr:
+    """Bytes of Workgroup memory ``ep`` declares, specialised with ``values`` (with
+    ``SYMBOLIC`` values: the expression over spec ids, an int when none matters)."""
     interface = set(ep.interface) if index.module.version >= (1, 4) else None
-    separate = aliased = 0
+    separate: SpecExpr = 0
+    aliased: SpecExpr = 0
     for var in index.variables:
         if var.operand(2) != sp.STORAGE_WORKGROUP:
             continue
@@ -42,7 +47,7 @@ def workgroup_memory_bytes(index: Index, ep: EntryPoint,
                              var.offset)
         size = type_size(index, pointer.operand(2), pointer, values=values)
         if index.decoration(var.result, sp.DECORATION_ALIASED) is not None:
-            aliased = max(aliased, size)
+            aliased = maximum(aliased, size)
         else:
-            separate += size
-    return separate + aliased
+            separate = add(separate, size)
+    return add(separate, aliased)

@@ -12,8 +12,8 @@ but refusals, each a ``GenspirvError`` subclass naming the kernel:
   (blob sha256, entry) for the whole process.
 - ``check_specialised``: after specialisation the workgroup size is at least
   1 and within ``maxComputeWorkGroupSize`` / ``maxComputeWorkGroupInvocations``,
-  and the workgroup (shared) memory the kernel declares, recomputed for the
-  spec values, within ``maxComputeSharedMemorySize``
+  and the workgroup (shared) memory the kernel declares, at the spec values
+  (``genspirv.reflect.shared_memory_at`` over the manifest's expression), within ``maxComputeSharedMemorySize``
   (``WorkgroupLimitError`` naming the spec constant, the value and the limit).
 
 Both run at kernel load (``Device.kernel``), never per dispatch. No Vulkan.
@@ -27,7 +27,7 @@ from typing import Mapping
 from ..reflect import verify as reflect_verify
 from ..errors import WorkgroupLimitError
 from ..manifest import ManifestEntry
-from ..reflect import shared_memory_bytes
+from ..reflect import shared_memory_at
 
 _proven: set = set()              # (sha256, ShaderInfo) pairs whose blob reflects to the entry
 _proven_lock = threading.Lock()
@@ -97,7 +97,5 @@ def check_specialised(entry: ManifestEntry, blob: bytes, local_size: tuple[int, 
 
 
 def _shared_memory(entry: ManifestEntry, blob: bytes, values: Mapping[int, object]) -> int:
-    info = entry.info
-    if not info.shared_memory:     # no Workgroup variable: none appears by specialising
-        return 0
-    return shared_memory_bytes(blob, dict(values), info.entry_point) if values else info.shared_memory
+    # The manifest's expression, proven against the blob by verify_kernel.
+    return shared_memory_at(entry.info, values)

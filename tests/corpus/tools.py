@@ -153,6 +153,8 @@ def _merge_sizes(a: dict, b: dict) -> dict:
         elif k == "array_stride":
             strides = [s for s in (a.get(k, 0), b[k]) if s]
             merged[k] = min(strides) if strides else 0
+        elif k == "spec_sized":
+            merged[k] = a.get(k, False) or b[k]
     return merged
 
 
@@ -211,7 +213,8 @@ def actual_from_info(info) -> dict:
     return {
         "bindings": {(b.set, b.binding): {"type": b.type, "count": b.count, "access": b.access,
                                           "min_size": b.min_size,
-                                          "array_stride": b.array_stride}
+                                          "array_stride": b.array_stride,
+                                          "spec_sized": b.min_size_spec is not None}
                      for b in info.bindings},
         "local_size": info.local_size,
         "local_size_spec_ids": info.local_size_spec_ids,
@@ -239,11 +242,12 @@ def _cross_block_sizes(cross: dict, section: str, res: dict) -> dict:
     ``block_size`` (the declared size with the runtime array empty) and the
     ``array_stride`` of a last member whose outer array size is 0 (runtime)."""
     if section not in ("ssbos", "ubos"):
-        return {"min_size": 0, "array_stride": 0}
+        return {"min_size": 0, "array_stride": 0, "spec_sized": False}
     members = cross["types"][res["type"]]["members"]
     last = members[-1] if members else {}
     runtime = (last.get("array", [None])[-1] == 0 and last.get("array_size_is_literal", [False])[-1])
-    return {"min_size": res["block_size"], "array_stride": last["array_stride"] if runtime else 0}
+    return {"min_size": res["block_size"], "array_stride": last["array_stride"] if runtime else 0,
+            "spec_sized": _cross_spec_sized(cross, res["type"])}
 
 
 def dis_spec_defaults(blob: bytes) -> list[tuple[int, str, object]]:
@@ -297,12 +301,19 @@ def _cross_member(cross: dict, member: dict, position: int) -> dict:
     dims = [size if literal else specs_by_var[size]["default_value"]
             for size, literal in zip(member.get("array", []), member.get("array_size_is_literal", []))]
     dims.reverse()                   # spirv-cross lists the innermost first
+    literal = member.get("array_size_is_literal", [])
+    outer = member["array"][-1] if literal else None
+    # The outermost length's spec id where a spec constant is it, "expr" where a spec
+    # constant expression (OpSpecConstantOp) is; None where it is a number.
+    spec_sized = (None if not literal or literal[-1] else
+                  specs_by_var[outer]["id"] if outer in specs_by_var else "expr")
     name = member["name"]
     out = {"name": "" if name == f"_m{position}" else name,    # spirv-cross names the unnamed
            "offset": member["offset"], "array": tuple(dims),
            "array_stride": member.get("array_stride", 0) if dims else 0,
            "matrix_stride": member.get("matrix_stride", 0),
-           "row_major": bool(member.get("row_major", False)), "members": ()}
+           "row_major": bool(member.get("row_major", False)), "members": (),
+           "spec_sized": spec_sized}
     if member.get("physical_pointer"):
         out.update(type="uint64", vector=1, columns=1)
         element = 8
@@ -349,5 +360,30 @@ def push_members_of(info) -> tuple[dict, ...]:
         return {"name": m.name, "offset": m.offset, "size": m.size, "type": str(m.type),
                 "vector": m.vector, "columns": m.columns, "array": m.array,
                 "array_stride": m.array_stride, "matrix_stride": m.matrix_stride,
-                "row_major": m.row_major, "members": tuple(one(x) for x in m.members)}
+                "row_major": m.row_major, "members": tuple(one(x) for x in m.members),
+                "spec_sized": spec_sized(m.length_spec)}
     return tuple(one(m) for m in info.push_constants)
+
+
+def spec_sized(length_spec) -> object:
+    """A member's ``length_spec`` as ``_cross_member`` spells it: the spec id of a length
+    that is a spec constant, "expr" for an expression of them, None for a number."""
+    if length_spec is None:
+        return None
+    inner = length_spec[1]         # ("len", e)
+    return inner[1] if inner[0] == "spec" else "expr"
+
+
+def _cross_spec_sized(cross: dict, type_name: str, depth: int = 0) -> bool:
+    """Whether a struct of spirv-cross's types holds an array whose length is not a
+    literal (a spec constant), outside a runtime array (which adds nothing to a min_size)."""
+    for member in cross["types"][type_name]["members"]:
+        sizes, literal = member.get("array", []), member.get("array_size_is_literal", [])
+        if sizes and literal[-1] and sizes[-1] == 0:
+            continue
+        if not all(literal):
+            return True
+        if member["type"] in cross["types"] and depth < 16 and _cross_spec_sized(
+                cross, member["type"], depth + 1):
+            return True
+    return False
