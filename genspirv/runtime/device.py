@@ -325,8 +325,8 @@ class Device:
                                     f"not {describe_value(buffers)}")
         check_owner(bound, self, f"dispatch on {self.label}")
         views = bound_views(k, buffers, self)
-        check_dispatch_args(k.entry, len(views), len(push))
-        plan = make_plan(k, views, self._limits)
+        check_dispatch_args(bound.entry, len(views), len(push))
+        plan = make_plan(bound, views, self._limits)
         if key is not None:
             if len(self._plans) >= MAX_PLANS:
                 self._plans.clear()

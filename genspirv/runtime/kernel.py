@@ -9,12 +9,16 @@ bytes of a ``VkSpecializationInfo``: bool is a 4-byte VkBool32, 64-bit types
 take 8 bytes; every constant of one spec id gets one value (the caller's, else
 the named constant's default), and ``SpecData.values`` says which, per id.
 
-The hard checks of a dispatch that only need the entry (buffer count, push
-size) live here too, so their messages name the kernel and both numbers.
+A ``BoundKernel`` (one set of spec values) carries the entry at those values
+(``specialised_entry``: the sizes a spec-sized array changes) and a pipeline
+layout whose push range is its push size. The hard checks of a dispatch that
+only need the entry (buffer count, push size) live here too, so their messages
+name the kernel and both numbers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from dataclasses import dataclass
 from typing import Mapping
@@ -24,10 +28,12 @@ from ..errors import (
     BindingCountError,
     DeviceFeatureError,
     GenspirvError,
+    PushConstantError,
     PushConstantSizeError,
     SpecConstantError,
 )
 from ..manifest import ManifestEntry, check_blob
+from ..reflect.spec_sizes import depends_on_spec, overlapping_members, specialise
 from ._vk import call, ffi, vk
 from .trust import check_specialised, verify_kernel
 
@@ -215,23 +221,34 @@ class Kernel:
                                                        pBindings=layout_bindings or None)
             layout = call(vk.vkCreateDescriptorSetLayout, device, cinfo, None)
             self.set_layouts.append(layout)
-        ranges = []
-        if self.push_constant_size:
-            ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0,
-                                             size=self.push_constant_size)]
-        set_layouts = list(self.set_layouts)
-        linfo = vk.VkPipelineLayoutCreateInfo(setLayoutCount=len(set_layouts),
-                                              pSetLayouts=set_layouts or None,
-                                              pushConstantRangeCount=len(ranges),
-                                              pPushConstantRanges=ranges or None)
-        self.pipeline_layout = call(vk.vkCreatePipelineLayout, device, linfo, None)
+        self._layouts: dict[int, object] = {}     # push-constant size -> pipeline layout
+        self.pipeline_layout = self.layout_for(self.push_constant_size)
         code = bytes(blob)   # the binding casts it in place: keep it referenced until the call returns
         minfo = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
         self.module = call(vk.vkCreateShaderModule, device, minfo, None)
         self._pipelines: dict[tuple, object] = {}
 
-    def pipeline(self, spec: SpecData):
-        """The pipeline for these spec values (created once, then cached)."""
+    def layout_for(self, push_size: int):
+        """The pipeline layout with a push range of ``push_size`` bytes (created once): a
+        spec-sized push array gives a specialisation its own size."""
+        layout = self._layouts.get(push_size)
+        if layout is not None:
+            return layout
+        ranges = []
+        if push_size:
+            ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0,
+                                             size=push_size)]
+        set_layouts = list(self.set_layouts)
+        linfo = vk.VkPipelineLayoutCreateInfo(setLayoutCount=len(set_layouts),
+                                              pSetLayouts=set_layouts or None,
+                                              pushConstantRangeCount=len(ranges),
+                                              pPushConstantRanges=ranges or None)
+        layout = self._layouts[push_size] = call(vk.vkCreatePipelineLayout, self._device, linfo, None)
+        return layout
+
+    def pipeline(self, spec: SpecData, layout=None):
+        """The pipeline for these spec values (created once, then cached), with ``layout``
+        (the kernel's default one when None)."""
         pipe = self._pipelines.get(spec.key)
         if pipe is not None:
             return pipe
@@ -245,7 +262,7 @@ class Kernel:
         stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
                                                    module=self.module, pName=self.entry.info.entry_point,
                                                    pSpecializationInfo=spec_info)
-        cinfo = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.pipeline_layout,
+        cinfo = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout or self.pipeline_layout,
                                                basePipelineIndex=-1)
         infos = [cinfo]
         pipe = call(vk.vkCreateComputePipelines, self._device, None, 1, infos, None)[0]
@@ -258,14 +275,43 @@ class Kernel:
         self._pipelines.clear()
         if self.module is not None:
             vk.vkDestroyShaderModule(self._device, self.module, None)
-            vk.vkDestroyPipelineLayout(self._device, self.pipeline_layout, None)
+            for layout in self._layouts.values():
+                vk.vkDestroyPipelineLayout(self._device, layout, None)
+            self._layouts.clear()
             for layout in self.set_layouts:
                 vk.vkDestroyDescriptorSetLayout(self._device, layout, None)
             self.module = None
 
 
+def specialised_entry(entry: ManifestEntry, spec: SpecData) -> ManifestEntry:
+    """``entry`` with every size a spec-sized array changes at ``spec``'s values
+    (push members and size, min sizes, shared memory); ``entry`` itself when none does.
+    A length that is no positive number, or a push member grown into the next one,
+    is refused naming the kernel."""
+    info = entry.info
+    if not depends_on_spec(info):
+        return entry
+    values = dict(spec.values)
+    try:
+        special = specialise(info, values)
+    except GenspirvError as exc:
+        raise SpecConstantError(f"kernel {entry.name}: with spec values {dict(spec.key)}, {exc}") from None
+    clash = overlapping_members(special.push_constants)
+    if clash is not None:
+        a, b = clash
+        raise PushConstantError(
+            f"kernel {entry.name}: with spec values {dict(spec.key)} push member {a.name!r} "
+            f"({a.array[0]} elements, bytes {a.offset}..{a.offset + a.size}) runs into {b.name!r} "
+            f"at byte {b.offset} (a block's layout is fixed at the defaults); make the "
+            "spec-sized array the block's last member")
+    return dataclasses.replace(entry, info=special)
+
+
 class BoundKernel:
-    """A kernel with fixed spec values: what ``dev.kernel(name, spec=...)`` returns."""
+    """A kernel with fixed spec values: what ``dev.kernel(name, spec=...)`` returns.
+
+    ``entry`` is the manifest entry at these spec values (``specialised_entry``): push
+    data is packed and checked, and buffers checked against min_size, by it."""
 
     def __init__(self, kernel: Kernel, spec: SpecData, limits=None):
         if limits is not None:
@@ -274,9 +320,15 @@ class BoundKernel:
         self.kernel = kernel
         self.spec = spec
         self.name = kernel.name
-        self.entry = kernel.entry
+        self.entry = specialised_entry(kernel.entry, spec)
+        info = self.entry.info
         self.device = kernel.device
-        self.pipeline = kernel.pipeline(spec)
+        self.bindings = info.bindings
+        self.readable_mask = kernel.readable_mask
+        self.writable_mask = kernel.writable_mask
+        self.push_constant_size = info.push_constant_size
+        self.pipeline_layout = kernel.layout_for(info.push_constant_size)
+        self.pipeline = kernel.pipeline(spec, self.pipeline_layout)
 
     def __repr__(self) -> str:
         return f"<Kernel {self.name} spec={dict(self.spec.key)}>"

@@ -78,11 +78,14 @@ def bound_views(k, buffers, device) -> tuple[BufferView, ...]:
 
 
 def make_plan(k, views: tuple[BufferView, ...], limits: dict) -> DispatchPlan:
-    """Check ``views`` (from ``bound_views``) against ``k``'s bindings and the device's limits."""
+    """Check ``views`` (from ``bound_views``) against ``k``'s bindings and the device's limits
+    (``k``: a bound kernel, its min sizes and push size at its spec values)."""
     for i, v in enumerate(views):
         check_binding_range(k, i, v, limits)
     distinct = tuple({v.buffer.uid: v.buffer for v in views}.values())
-    key = f"{id(k)}/" + ",".join(f"{v.buffer.uid}:{v.offset}:{v.size}" for v in views)
+    # Sets bound through one pipeline layout are disturbed by binding through another
+    # (a spec-sized push range gives a specialisation its own): the layout is in the key.
+    key = f"{id(k.pipeline_layout)}/" + ",".join(f"{v.buffer.uid}:{v.offset}:{v.size}" for v in views)
     return DispatchPlan(views=views, access=access_of(k, [v.range for v in views]),
                         descriptor_key=key, buffers=distinct, pipeline_layout=k.pipeline_layout,
                         push_size=k.push_constant_size)
