@@ -77,9 +77,9 @@ static const uint32_t genspirv_words_0[519] = {
     0x00000041, 0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_0[3] = {
-    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u }
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u, NULL, 0u }
 };
 
 /* add_f32: glsl/add.comp, 502 words */
@@ -149,9 +149,9 @@ static const uint32_t genspirv_words_1[502] = {
     0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_1[3] = {
-    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 
 /* add_rms_norm: glsl/add_rms_norm.comp, 2754 words */
@@ -502,12 +502,18 @@ static const uint32_t genspirv_words_2[2754] = {
     0x0000001d, 0x0003003e, 0x0000011a, 0x0000013c, 0x000200f9, 0x0000011e, 0x000200f8, 0x00000120,
     0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_2[4] = { /* (mul (len (spec 0 128)) 4) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_2[5] = {
-    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "Residual", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Weight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 3u, "H", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 4u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "Residual", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Weight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "H", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 4u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_2[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_2[2] = { "", "BLOCK_SIZE" };
@@ -735,9 +741,20 @@ static const uint32_t genspirv_words_3[1727] = {
     0x00000019, 0x00000003, 0x00050080, 0x00000008, 0x00000049, 0x0000001a, 0x00000047, 0x00060039,
     0x00000002, 0x0000004a, 0x00000015, 0x00000048, 0x00000049, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_3[9] = { /* (add (mul (len (spec 0 128)) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_3[2] = {
-    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "Out", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "Out", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_3[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_3[2] = { "", "BLOCK_SIZE" };
@@ -1283,11 +1300,22 @@ static const uint32_t genspirv_words_4[4269] = {
     0x0000011b, 0x00000179, 0x000200f9, 0x00000164, 0x000200f8, 0x00000166, 0x0004003d, 0x00000006,
     0x0000017a, 0x0000011a, 0x000200fe, 0x0000017a, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_4[9] = { /* (add (mul (len (spec 0 128)) 4) (mul (len (spec 1 1024)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_4[4] = {
-    { 0u, 0u, "Q", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "K", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "V", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 3u, "Out", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "Q", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "K", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "V", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "Out", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_4[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_4[3] = { "", "BLOCK_SIZE", "MAX_CTX" };
@@ -1397,8 +1425,8 @@ static const uint32_t genspirv_words_5[768] = {
     0x00000012, 0x00000078, 0x000200f9, 0x00000068, 0x000200f8, 0x0000006a, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_5[2] = {
-    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 16u },
-    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 16u }
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 16u, NULL, 0u },
+    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 16u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_5[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_5[2] = { "", "BLOCK_SIZE" };
@@ -1505,8 +1533,8 @@ static const uint32_t genspirv_words_6[747] = {
     0x00000077, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_6[2] = {
-    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 16u },
-    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 16u, NULL, 0u },
+    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_6[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_6[2] = { "", "BLOCK_SIZE" };
@@ -1574,8 +1602,8 @@ static const uint32_t genspirv_words_7[434] = {
     0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_7[2] = {
-    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u }
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u, NULL, 0u }
 };
 
 /* copy_f32: glsl/copy.comp, 432 words */
@@ -1636,8 +1664,8 @@ static const uint32_t genspirv_words_8[432] = {
     0x00000008, 0x00000035, 0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_8[2] = {
-    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 
 /* fill_f16: glsl/fill.comp, 404 words */
@@ -1695,7 +1723,7 @@ static const uint32_t genspirv_words_9[404] = {
     0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_9[1] = {
-    { 0u, 0u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u }
+    { 0u, 0u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u, NULL, 0u }
 };
 
 /* fill_f32: glsl/fill.comp, 395 words */
@@ -1752,7 +1780,7 @@ static const uint32_t genspirv_words_10[395] = {
     0x00000012, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_10[1] = {
-    { 0u, 0u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 
 /* get_rows_f16: glsl/get_rows.comp, 697 words */
@@ -1846,10 +1874,16 @@ static const uint32_t genspirv_words_11[697] = {
     0x0000005b, 0x00000052, 0x0000001b, 0x00000058, 0x0003003e, 0x0000005b, 0x00000059, 0x000100fd,
     0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_11[4] = { /* (mul (len (spec 0 128)) 4) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_11[3] = {
-    { 0u, 0u, "Ids", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "Table", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 2u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "Ids", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "Table", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 2u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_11[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_11[2] = { "", "BLOCK_SIZE" };
@@ -1946,10 +1980,16 @@ static const uint32_t genspirv_words_12[676] = {
     0x00000037, 0x00060041, 0x0000004a, 0x00000058, 0x00000050, 0x0000001b, 0x00000056, 0x0003003e,
     0x00000058, 0x00000057, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_12[4] = { /* (mul (len (spec 0 128)) 4) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_12[3] = {
-    { 0u, 0u, "Ids", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "Table", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "Ids", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "Table", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_12[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_12[2] = { "", "BLOCK_SIZE" };
@@ -2185,10 +2225,27 @@ static const uint32_t genspirv_words_13[1785] = {
     0x0003003e, 0x000000f6, 0x00000121, 0x000200f9, 0x000000f7, 0x000200f8, 0x000000f9, 0x000100fd,
     0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_13[15] = { /* (add (mul (len (op 132 uint32 [32 32] (op 132 uint32 [32 32] (spec 1 16) 4) (spec 2 16))) 4) (mul (len (op 132 uint32 [32 32] (spec 0 16) (spec 2 16))) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_13[3] = {
-    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_13[5] = { 0u, 0u, 1u, 1u, 2u };
 static const char *const genspirv_spec_names_13[5] = { "", "TILE_N", "", "TILE_M", "TILE_K" };
@@ -2424,10 +2481,27 @@ static const uint32_t genspirv_words_14[1764] = {
     0x0000011e, 0x0000011d, 0x00000039, 0x0003003e, 0x000000f3, 0x0000011e, 0x000200f9, 0x000000f4,
     0x000200f8, 0x000000f6, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_14[15] = { /* (add (mul (len (op 132 uint32 [32 32] (op 132 uint32 [32 32] (spec 1 16) 4) (spec 2 16))) 4) (mul (len (op 132 uint32 [32 32] (spec 0 16) (spec 2 16))) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_14[3] = {
-    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_14[5] = { 0u, 0u, 1u, 1u, 2u };
 static const char *const genspirv_spec_names_14[5] = { "", "TILE_N", "", "TILE_M", "TILE_K" };
@@ -2556,10 +2630,16 @@ static const uint32_t genspirv_words_15[912] = {
     0x00000087, 0x00000010, 0x00050080, 0x00000006, 0x00000088, 0x00000087, 0x00000086, 0x0003003e,
     0x00000010, 0x00000088, 0x000200f9, 0x00000014, 0x000200f8, 0x00000016, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_15[4] = { /* (mul (len (spec 0 256)) 4) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_15[3] = {
-    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_15[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_15[2] = { "", "BLOCK_SIZE" };
@@ -2637,9 +2717,9 @@ static const uint32_t genspirv_words_16[519] = {
     0x00000041, 0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_16[3] = {
-    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u }
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u, NULL, 0u }
 };
 
 /* mul_f32: glsl/mul.comp, 502 words */
@@ -2709,9 +2789,9 @@ static const uint32_t genspirv_words_17[502] = {
     0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_17[3] = {
-    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 
 /* mul_mat_vec_add_f16: glsl/mul_mat_vec.comp, 3014 words */
@@ -3094,11 +3174,24 @@ static const uint32_t genspirv_words_18[3014] = {
     0x00000002, 0x000001cb, 0x00000012, 0x00000017, 0x000100fd, 0x000200f8, 0x000001ca, 0x00050039,
     0x00000002, 0x000001cd, 0x00000015, 0x00000017, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_18[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_18[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "Resid", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "Resid", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_18[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_18[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -3421,11 +3514,24 @@ static const uint32_t genspirv_words_19[2479] = {
     0x000200f9, 0x0000013f, 0x000200f8, 0x00000141, 0x000200f9, 0x0000010a, 0x000200f8, 0x0000010a,
     0x00050039, 0x00000002, 0x0000017a, 0x00000012, 0x00000014, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_19[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_19[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "Resid", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "Resid", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_19[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_19[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -3788,11 +3894,24 @@ static const uint32_t genspirv_words_20[2800] = {
     0x000001a1, 0x00050039, 0x00000002, 0x000001a3, 0x00000012, 0x00000017, 0x000100fd, 0x000200f8,
     0x000001a2, 0x00050039, 0x00000002, 0x000001a5, 0x00000015, 0x00000017, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_20[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_20[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "Resid", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "Resid", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_20[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_20[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -4089,11 +4208,24 @@ static const uint32_t genspirv_words_21[2265] = {
     0x000200f8, 0x000000e5, 0x00050039, 0x00000002, 0x00000152, 0x00000012, 0x00000014, 0x000100fd,
     0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_21[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_21[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "Resid", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "Resid", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_21[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_21[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -4471,10 +4603,23 @@ static const uint32_t genspirv_words_22[2915] = {
     0x00000017, 0x000100fd, 0x000200f8, 0x000001bc, 0x00050039, 0x00000002, 0x000001bf, 0x00000015,
     0x00000017, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_22[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_22[3] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_22[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_22[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -4788,10 +4933,23 @@ static const uint32_t genspirv_words_23[2404] = {
     0x00000138, 0x000200f9, 0x00000101, 0x000200f8, 0x00000101, 0x00050039, 0x00000002, 0x00000171,
     0x00000012, 0x00000014, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_23[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_23[3] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_23[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_23[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -5142,10 +5300,23 @@ static const uint32_t genspirv_words_24[2701] = {
     0x00000195, 0x00000012, 0x00000017, 0x000100fd, 0x000200f8, 0x00000194, 0x00050039, 0x00000002,
     0x00000197, 0x00000015, 0x00000017, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_24[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_24[3] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_24[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_24[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -5432,10 +5603,23 @@ static const uint32_t genspirv_words_25[2190] = {
     0x00000111, 0x000200f8, 0x00000113, 0x000200f9, 0x000000dc, 0x000200f8, 0x000000dc, 0x00050039,
     0x00000002, 0x00000149, 0x00000012, 0x00000014, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_25[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_25[3] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_25[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_25[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -5967,12 +6151,29 @@ static const uint32_t genspirv_words_26[4148] = {
     0x00000022, 0x00000027, 0x000100fd, 0x000200f8, 0x00000288, 0x00050039, 0x00000002, 0x0000028b,
     0x00000025, 0x00000027, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_26[15] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_26[5] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 4u, "Wup", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 4u, "Wup", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_26[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_26[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -6404,12 +6605,29 @@ static const uint32_t genspirv_words_27[3349] = {
     0x000200f8, 0x000001bc, 0x000200f9, 0x00000185, 0x000200f8, 0x00000185, 0x00050039, 0x00000002,
     0x00000207, 0x00000022, 0x00000024, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_27[15] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_27[5] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 4u, "Wup", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 4u, "Wup", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_27[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_27[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -6914,12 +7132,29 @@ static const uint32_t genspirv_words_28[3933] = {
     0x00000261, 0x00000022, 0x00000027, 0x000100fd, 0x000200f8, 0x00000260, 0x00050039, 0x00000002,
     0x00000263, 0x00000025, 0x00000027, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_28[15] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_28[5] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 4u, "Wup", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 4u, "Wup", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_28[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_28[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -7324,12 +7559,29 @@ static const uint32_t genspirv_words_29[3134] = {
     0x00000196, 0x000200f8, 0x00000198, 0x000200f9, 0x00000161, 0x000200f8, 0x00000161, 0x00050039,
     0x00000002, 0x000001df, 0x00000022, 0x00000024, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_29[15] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_29[5] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 4u, "Wup", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 4u, "Wup", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_29[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_29[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -7786,11 +8038,26 @@ static const uint32_t genspirv_words_30[3545] = {
     0x000200f8, 0x00000225, 0x00050039, 0x00000002, 0x00000228, 0x0000001f, 0x00000021, 0x000100fd,
     0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_30[13] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (spec 1 1) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_30[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_30[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_30[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -8159,11 +8426,26 @@ static const uint32_t genspirv_words_31[2844] = {
     0x00000184, 0x000200f9, 0x0000014d, 0x000200f8, 0x0000014d, 0x00050039, 0x00000002, 0x000001b7,
     0x0000001c, 0x0000001e, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_31[13] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (spec 1 1) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_31[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_31[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_31[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -8593,11 +8875,26 @@ static const uint32_t genspirv_words_32[3336] = {
     0x000001fd, 0x00050039, 0x00000002, 0x000001ff, 0x0000001c, 0x00000021, 0x000100fd, 0x000200f8,
     0x000001fe, 0x00050039, 0x00000002, 0x00000201, 0x0000001f, 0x00000021, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_32[13] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (spec 1 1) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_32[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_32[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_32[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -8940,11 +9237,26 @@ static const uint32_t genspirv_words_33[2635] = {
     0x000200f9, 0x00000129, 0x000200f8, 0x00000129, 0x00050039, 0x00000002, 0x00000190, 0x0000001c,
     0x0000001e, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_33[13] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (spec 1 1) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_33[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_33[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_33[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -9387,10 +9699,25 @@ static const uint32_t genspirv_words_34[3437] = {
     0x00000215, 0x00000019, 0x0000001e, 0x000100fd, 0x000200f8, 0x00000214, 0x00050039, 0x00000002,
     0x00000217, 0x0000001c, 0x0000001e, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_34[13] = { /* (add (mul (len (op 132 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_34[3] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_34[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_34[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -9758,10 +10085,25 @@ static const uint32_t genspirv_words_35[2834] = {
     0x00000147, 0x000200f8, 0x00000147, 0x00050039, 0x00000002, 0x000001b7, 0x00000019, 0x0000001b,
     0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_35[13] = { /* (add (mul (len (op 132 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_35[3] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_35[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_35[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -10177,10 +10519,25 @@ static const uint32_t genspirv_words_36[3223] = {
     0x00050039, 0x00000002, 0x000001ed, 0x00000019, 0x0000001e, 0x000100fd, 0x000200f8, 0x000001ec,
     0x00050039, 0x00000002, 0x000001ef, 0x0000001c, 0x0000001e, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_36[13] = { /* (add (mul (len (op 132 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_36[3] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_36[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_36[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -10521,10 +10878,25 @@ static const uint32_t genspirv_words_37[2620] = {
     0x00000159, 0x000200f9, 0x00000122, 0x000200f8, 0x00000122, 0x00050039, 0x00000002, 0x0000018f,
     0x00000019, 0x0000001b, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_37[13] = { /* (add (mul (len (op 132 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_37[3] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_37[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_37[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -11051,11 +11423,28 @@ static const uint32_t genspirv_words_38[4105] = {
     0x000200f8, 0x00000284, 0x00050039, 0x00000002, 0x00000287, 0x00000025, 0x00000027, 0x000100fd,
     0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_38[15] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_38[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_38[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_38[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -11482,11 +11871,28 @@ static const uint32_t genspirv_words_39[3311] = {
     0x000200f9, 0x000001ce, 0x000200f8, 0x000001d0, 0x000200f9, 0x00000199, 0x000200f8, 0x00000199,
     0x00050039, 0x00000002, 0x00000204, 0x00000022, 0x00000024, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_39[15] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_39[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_39[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_39[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -11986,11 +12392,28 @@ static const uint32_t genspirv_words_40[3896] = {
     0x0000025c, 0x00050039, 0x00000002, 0x0000025e, 0x00000022, 0x00000027, 0x000100fd, 0x000200f8,
     0x0000025d, 0x00050039, 0x00000002, 0x00000260, 0x00000025, 0x00000027, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_40[15] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_40[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_40[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_40[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -12391,11 +12814,28 @@ static const uint32_t genspirv_words_41[3102] = {
     0x000001aa, 0x000200f8, 0x000001ac, 0x000200f9, 0x00000175, 0x000200f8, 0x00000175, 0x00050039,
     0x00000002, 0x000001dd, 0x00000022, 0x00000024, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_41[15] = { /* (add (mul (len (op 132 uint32 [32 32] (op 128 uint32 [32 32] (op 132 uint32 [32 32] 2 (spec 1 1)) 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(2) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 128u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_41[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "NormWeight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_41[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_41[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -12807,11 +13247,24 @@ static const uint32_t genspirv_words_42[3187] = {
     0x00000021, 0x000100fd, 0x000200f8, 0x000001e7, 0x00050039, 0x00000002, 0x000001ea, 0x0000001f,
     0x00000021, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_42[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_42[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_42[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_42[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -13159,11 +13612,24 @@ static const uint32_t genspirv_words_43[2676] = {
     0x00000169, 0x000200f9, 0x00000132, 0x000200f8, 0x00000132, 0x00050039, 0x00000002, 0x0000019c,
     0x0000001c, 0x0000001e, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_43[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_43[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_43[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_43[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -13549,11 +14015,24 @@ static const uint32_t genspirv_words_44[2978] = {
     0x000100fd, 0x000200f8, 0x000001c0, 0x00050039, 0x00000002, 0x000001c3, 0x0000001f, 0x00000021,
     0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_44[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_44[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_44[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_44[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -13875,11 +14354,24 @@ static const uint32_t genspirv_words_45[2467] = {
     0x000200f9, 0x0000010e, 0x000200f8, 0x0000010e, 0x00050039, 0x00000002, 0x00000175, 0x0000001c,
     0x0000001e, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_45[11] = { /* (add (mul (len (op 132 uint32 [32 32] (spec 1 1) (spec 0 128))) 4) (mul (len (spec 0 128)) 4)) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(1) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_OP, 2u, 32u, 0u, { 32, 32, 0 }, 132u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_ADD, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_45[4] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u },
-    { 0u, 3u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u },
+    { 0u, 3u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_45[3] = { 0u, 0u, 1u };
 static const char *const genspirv_spec_names_45[3] = { "", "BLOCK_SIZE", "ROWS_PER_GROUP" };
@@ -14235,10 +14727,16 @@ static const uint32_t genspirv_words_46[2743] = {
     0x00000022, 0x0003003e, 0x0000012e, 0x0000017d, 0x000200f9, 0x0000016b, 0x000200f8, 0x0000016d,
     0x0004003d, 0x00000006, 0x0000017e, 0x0000012d, 0x000200fe, 0x0000017e, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_46[4] = { /* (mul (len (spec 0 128)) 4) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_46[3] = {
-    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "Weight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "Weight", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_46[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_46[2] = { "", "BLOCK_SIZE" };
@@ -14354,9 +14852,15 @@ static const uint32_t genspirv_words_47[830] = {
     0x00000077, 0x00000073, 0x00000076, 0x00060041, 0x0000005c, 0x00000078, 0x00000066, 0x0000001d,
     0x00000070, 0x0003003e, 0x00000078, 0x00000077, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_47[4] = { /* (mul (len (spec 0 128)) 4) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_47[2] = {
-    { 0u, 0u, "Src", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "Src", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_47[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_47[2] = { "", "BLOCK_SIZE" };
@@ -14472,9 +14976,15 @@ static const uint32_t genspirv_words_48[831] = {
     0x00000009, 0x00000078, 0x00000074, 0x00000077, 0x00060041, 0x0000005d, 0x00000079, 0x00000067,
     0x0000001d, 0x00000071, 0x0003003e, 0x00000079, 0x00000078, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_48[4] = { /* (mul (len (spec 0 128)) 4) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_48[2] = {
-    { 0u, 0u, "Src", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "Src", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "Dst", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_48[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_48[2] = { "", "BLOCK_SIZE" };
@@ -14547,8 +15057,8 @@ static const uint32_t genspirv_words_49[478] = {
     0x000200f9, 0x00000010, 0x000200f8, 0x00000012, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_49[2] = {
-    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u },
-    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u }
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 2u, NULL, 0u },
+    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 2u, NULL, 0u }
 };
 
 /* scale_f32: glsl/scale.comp, 465 words */
@@ -14614,8 +15124,8 @@ static const uint32_t genspirv_words_50[465] = {
     0x00010038
 };
 static const genspirv_binding genspirv_bindings_50[2] = {
-    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 
 /* silu_mul: glsl/silu_mul.comp, 501 words */
@@ -14684,10 +15194,16 @@ static const uint32_t genspirv_words_51[501] = {
     0x00000034, 0x0000003b, 0x00060041, 0x00000026, 0x0000003d, 0x0000002c, 0x00000015, 0x0000002d,
     0x0003003e, 0x0000003d, 0x0000003c, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_51[4] = { /* (mul (len (spec 0 128)) 4) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_51[3] = {
-    { 0u, 0u, "Gate", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Out", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "Gate", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "Up", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Out", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_51[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_51[2] = { "", "BLOCK_SIZE" };
@@ -14705,7 +15221,8 @@ const genspirv_module genspirv_modules[] = {
       "5bc1544d27e9f50f9badb23e01e731ab95dfb823fa5778c041dcff1191743ff0",
       { -1, -1, -1 },
       genspirv_bindings_0, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "add_f32", "main",
       genspirv_words_1, 502u,
       NULL, NULL, 0u,
@@ -14714,7 +15231,8 @@ const genspirv_module genspirv_modules[] = {
       "ca2436110fe7e7bd1650bcb0c8600489eecf82669ac4e4b0f60e76c95e56306c",
       { -1, -1, -1 },
       genspirv_bindings_1, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "add_rms_norm", "main",
       genspirv_words_2, 2754u,
       genspirv_spec_ids_2, genspirv_spec_names_2, 2u,
@@ -14723,7 +15241,8 @@ const genspirv_module genspirv_modules[] = {
       "962350b74355e5737be6b28c1c51527586e400611b5205492a46b5b6179582ab",
       { 0, -1, -1 },
       genspirv_bindings_2, genspirv_spec_constants_2,
-      512u },
+      512u, NULL, 0u,
+      genspirv_shared_memory_spec_2, 4u },
     { "argmax", "main",
       genspirv_words_3, 1727u,
       genspirv_spec_ids_3, genspirv_spec_names_3, 2u,
@@ -14732,7 +15251,8 @@ const genspirv_module genspirv_modules[] = {
       "70936e8a5a93f33d3d457a7be499f3839dfafd81877d9fb3f14c68411d10ed72",
       { 0, -1, -1 },
       genspirv_bindings_3, genspirv_spec_constants_3,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_3, 9u },
     { "attention", "main",
       genspirv_words_4, 4269u,
       genspirv_spec_ids_4, genspirv_spec_names_4, 3u,
@@ -14741,7 +15261,8 @@ const genspirv_module genspirv_modules[] = {
       "628d5acd57a0b37cc1a3117085bf2334627ec85d5e50b7258617b415503593bb",
       { 0, -1, -1 },
       genspirv_bindings_4, genspirv_spec_constants_4,
-      4608u },
+      4608u, NULL, 0u,
+      genspirv_shared_memory_spec_4, 9u },
     { "bandwidth_probe_copy", "main",
       genspirv_words_5, 768u,
       genspirv_spec_ids_5, genspirv_spec_names_5, 2u,
@@ -14750,7 +15271,8 @@ const genspirv_module genspirv_modules[] = {
       "fdc607480091c268ea7c6c87f315acb78fd9d136f6b9f548abd63a4c2025721b",
       { 0, -1, -1 },
       genspirv_bindings_5, genspirv_spec_constants_5,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "bandwidth_probe_read", "main",
       genspirv_words_6, 747u,
       genspirv_spec_ids_6, genspirv_spec_names_6, 2u,
@@ -14759,7 +15281,8 @@ const genspirv_module genspirv_modules[] = {
       "67bb23417d43565fbdd803f9702a7799a1f99a6d193a708639cca2c5c3f4a932",
       { 0, -1, -1 },
       genspirv_bindings_6, genspirv_spec_constants_6,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "copy_f16", "main",
       genspirv_words_7, 434u,
       NULL, NULL, 0u,
@@ -14768,7 +15291,8 @@ const genspirv_module genspirv_modules[] = {
       "45a6f7be49c438ef6ff4a14920adfd1f000d77dbc9e0b9d085cc074312a24c77",
       { -1, -1, -1 },
       genspirv_bindings_7, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "copy_f32", "main",
       genspirv_words_8, 432u,
       NULL, NULL, 0u,
@@ -14777,7 +15301,8 @@ const genspirv_module genspirv_modules[] = {
       "7144e97993bd9c023778cd3a2ef03b316b23c49ea9d30d3f1d50a78543e87eb4",
       { -1, -1, -1 },
       genspirv_bindings_8, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "fill_f16", "main",
       genspirv_words_9, 404u,
       NULL, NULL, 0u,
@@ -14786,7 +15311,8 @@ const genspirv_module genspirv_modules[] = {
       "2b57c54df1c086fc01beb85c5d781b9e54dc85553c9339e1dc90fcf8d8dc14dd",
       { -1, -1, -1 },
       genspirv_bindings_9, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "fill_f32", "main",
       genspirv_words_10, 395u,
       NULL, NULL, 0u,
@@ -14795,7 +15321,8 @@ const genspirv_module genspirv_modules[] = {
       "a5b5ecc53b43a3fe12d5a9307138b3dcf61a6238d8bb27558e7dc728d15905c3",
       { -1, -1, -1 },
       genspirv_bindings_10, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "get_rows_f16", "main",
       genspirv_words_11, 697u,
       genspirv_spec_ids_11, genspirv_spec_names_11, 2u,
@@ -14804,7 +15331,8 @@ const genspirv_module genspirv_modules[] = {
       "e141e731adfe7c4f20fd7ca9537a93517cafbd768df535db319b314d01eb6f52",
       { 0, -1, -1 },
       genspirv_bindings_11, genspirv_spec_constants_11,
-      512u },
+      512u, NULL, 0u,
+      genspirv_shared_memory_spec_11, 4u },
     { "get_rows_f32", "main",
       genspirv_words_12, 676u,
       genspirv_spec_ids_12, genspirv_spec_names_12, 2u,
@@ -14813,7 +15341,8 @@ const genspirv_module genspirv_modules[] = {
       "3d9c101e434af373a2d3b83017ca30ec9d8f79ab94ec3dd0987366b3740dd19d",
       { 0, -1, -1 },
       genspirv_bindings_12, genspirv_spec_constants_12,
-      512u },
+      512u, NULL, 0u,
+      genspirv_shared_memory_spec_12, 4u },
     { "matmul_f16", "main",
       genspirv_words_13, 1785u,
       genspirv_spec_ids_13, genspirv_spec_names_13, 5u,
@@ -14822,7 +15351,8 @@ const genspirv_module genspirv_modules[] = {
       "bfdb21267f0c8933db67ccda26049f89e0bc3a70dd0139e5fffbaeb713b03f06",
       { 0, 1, -1 },
       genspirv_bindings_13, genspirv_spec_constants_13,
-      5120u },
+      5120u, NULL, 0u,
+      genspirv_shared_memory_spec_13, 15u },
     { "matmul_f32", "main",
       genspirv_words_14, 1764u,
       genspirv_spec_ids_14, genspirv_spec_names_14, 5u,
@@ -14831,7 +15361,8 @@ const genspirv_module genspirv_modules[] = {
       "726659b66301919adc6c0b48fe6a31ebdb56abda688e8cf1c75563351ce57c33",
       { 0, 1, -1 },
       genspirv_bindings_14, genspirv_spec_constants_14,
-      5120u },
+      5120u, NULL, 0u,
+      genspirv_shared_memory_spec_14, 15u },
     { "matvec_f32", "main",
       genspirv_words_15, 912u,
       genspirv_spec_ids_15, genspirv_spec_names_15, 2u,
@@ -14840,7 +15371,8 @@ const genspirv_module genspirv_modules[] = {
       "85056893993fa82f692a9b79ae2b00dd652549a82e97bc92a066a5943d9fb8d4",
       { 0, -1, -1 },
       genspirv_bindings_15, genspirv_spec_constants_15,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_15, 4u },
     { "mul_f16", "main",
       genspirv_words_16, 519u,
       NULL, NULL, 0u,
@@ -14849,7 +15381,8 @@ const genspirv_module genspirv_modules[] = {
       "707c786ba06fac31dc053357c17fe22e8e1cb2528f6c58248ca3f5e719f38d72",
       { -1, -1, -1 },
       genspirv_bindings_16, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "mul_f32", "main",
       genspirv_words_17, 502u,
       NULL, NULL, 0u,
@@ -14858,7 +15391,8 @@ const genspirv_module genspirv_modules[] = {
       "bee4a718967c6a40bf15b3d896e3ff26e746485df149376135b2da7664b0311f",
       { -1, -1, -1 },
       genspirv_bindings_17, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "mul_mat_vec_add_f16", "main",
       genspirv_words_18, 3014u,
       genspirv_spec_ids_18, genspirv_spec_names_18, 3u,
@@ -14867,7 +15401,8 @@ const genspirv_module genspirv_modules[] = {
       "f3020a921e8f0af64eabe6e42f7b3e8841dca99198cdac2bed2015001eac8c97",
       { 0, -1, -1 },
       genspirv_bindings_18, genspirv_spec_constants_18,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_18, 11u },
     { "mul_mat_vec_add_f16_noshuffle", "main",
       genspirv_words_19, 2479u,
       genspirv_spec_ids_19, genspirv_spec_names_19, 3u,
@@ -14876,7 +15411,8 @@ const genspirv_module genspirv_modules[] = {
       "bf1f324fa655dad09a555cfe75119425955509b85dd9dc755996f7ba70841810",
       { 0, -1, -1 },
       genspirv_bindings_19, genspirv_spec_constants_19,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_19, 11u },
     { "mul_mat_vec_add_f32", "main",
       genspirv_words_20, 2800u,
       genspirv_spec_ids_20, genspirv_spec_names_20, 3u,
@@ -14885,7 +15421,8 @@ const genspirv_module genspirv_modules[] = {
       "3b7d7be972274356b487bda563fa811468f917a3592a106c25241a050dc06da1",
       { 0, -1, -1 },
       genspirv_bindings_20, genspirv_spec_constants_20,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_20, 11u },
     { "mul_mat_vec_add_f32_noshuffle", "main",
       genspirv_words_21, 2265u,
       genspirv_spec_ids_21, genspirv_spec_names_21, 3u,
@@ -14894,7 +15431,8 @@ const genspirv_module genspirv_modules[] = {
       "35045f1d2b826c2cc66f8f134b9d4da2bf2e4fdb070572a36f470ba8385b865c",
       { 0, -1, -1 },
       genspirv_bindings_21, genspirv_spec_constants_21,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_21, 11u },
     { "mul_mat_vec_f16", "main",
       genspirv_words_22, 2915u,
       genspirv_spec_ids_22, genspirv_spec_names_22, 3u,
@@ -14903,7 +15441,8 @@ const genspirv_module genspirv_modules[] = {
       "5e9a0b6370e408d4a6f3ec02b59c62885a37a8ac1247e78033ffc32eac530ad0",
       { 0, -1, -1 },
       genspirv_bindings_22, genspirv_spec_constants_22,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_22, 11u },
     { "mul_mat_vec_f16_noshuffle", "main",
       genspirv_words_23, 2404u,
       genspirv_spec_ids_23, genspirv_spec_names_23, 3u,
@@ -14912,7 +15451,8 @@ const genspirv_module genspirv_modules[] = {
       "4dcd2e9db367c23625526d2f05f5e536f34dfe31641c77cba7a2d26bc07a55c3",
       { 0, -1, -1 },
       genspirv_bindings_23, genspirv_spec_constants_23,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_23, 11u },
     { "mul_mat_vec_f32", "main",
       genspirv_words_24, 2701u,
       genspirv_spec_ids_24, genspirv_spec_names_24, 3u,
@@ -14921,7 +15461,8 @@ const genspirv_module genspirv_modules[] = {
       "c847aef9952d0f1b08be3fce70bc7e1c45153e84a6478e7eb8044bc2f0149f9e",
       { 0, -1, -1 },
       genspirv_bindings_24, genspirv_spec_constants_24,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_24, 11u },
     { "mul_mat_vec_f32_noshuffle", "main",
       genspirv_words_25, 2190u,
       genspirv_spec_ids_25, genspirv_spec_names_25, 3u,
@@ -14930,7 +15471,8 @@ const genspirv_module genspirv_modules[] = {
       "465acfd604d950773fc02a4c9f923b3d7dfd5e9d94b1458649c4b11cc8c133ee",
       { 0, -1, -1 },
       genspirv_bindings_25, genspirv_spec_constants_25,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_25, 11u },
     { "mul_mat_vec_glu_norm_f16", "main",
       genspirv_words_26, 4148u,
       genspirv_spec_ids_26, genspirv_spec_names_26, 3u,
@@ -14939,7 +15481,8 @@ const genspirv_module genspirv_modules[] = {
       "627a01d4e21bf27c3427e066483d76018dba9f12841d7089a6c9e65856591710",
       { 0, -1, -1 },
       genspirv_bindings_26, genspirv_spec_constants_26,
-      2048u },
+      2048u, NULL, 0u,
+      genspirv_shared_memory_spec_26, 15u },
     { "mul_mat_vec_glu_norm_f16_noshuffle", "main",
       genspirv_words_27, 3349u,
       genspirv_spec_ids_27, genspirv_spec_names_27, 3u,
@@ -14948,7 +15491,8 @@ const genspirv_module genspirv_modules[] = {
       "89295b0a6b6758e9710f2f2a0118f4685edc7ea2ccf0fb2bf9319f3b9607547e",
       { 0, -1, -1 },
       genspirv_bindings_27, genspirv_spec_constants_27,
-      2048u },
+      2048u, NULL, 0u,
+      genspirv_shared_memory_spec_27, 15u },
     { "mul_mat_vec_glu_norm_f32", "main",
       genspirv_words_28, 3933u,
       genspirv_spec_ids_28, genspirv_spec_names_28, 3u,
@@ -14957,7 +15501,8 @@ const genspirv_module genspirv_modules[] = {
       "d6a6557238c368ab29521158dc2ba1f3e847bff5ce5d03be5d227a0a97519069",
       { 0, -1, -1 },
       genspirv_bindings_28, genspirv_spec_constants_28,
-      2048u },
+      2048u, NULL, 0u,
+      genspirv_shared_memory_spec_28, 15u },
     { "mul_mat_vec_glu_norm_f32_noshuffle", "main",
       genspirv_words_29, 3134u,
       genspirv_spec_ids_29, genspirv_spec_names_29, 3u,
@@ -14966,7 +15511,8 @@ const genspirv_module genspirv_modules[] = {
       "a5222e6d74b34f7be8c0be58275494d08f74f3bfb78a38863fd2fbea98282cca",
       { 0, -1, -1 },
       genspirv_bindings_29, genspirv_spec_constants_29,
-      2048u },
+      2048u, NULL, 0u,
+      genspirv_shared_memory_spec_29, 15u },
     { "mul_mat_vec_norm_f16", "main",
       genspirv_words_30, 3545u,
       genspirv_spec_ids_30, genspirv_spec_names_30, 3u,
@@ -14975,7 +15521,8 @@ const genspirv_module genspirv_modules[] = {
       "b0cbd22d308218d38d811acc20ebffaafc07593156cb5299653cf2969926ec98",
       { 0, -1, -1 },
       genspirv_bindings_30, genspirv_spec_constants_30,
-      1536u },
+      1536u, NULL, 0u,
+      genspirv_shared_memory_spec_30, 13u },
     { "mul_mat_vec_norm_f16_noshuffle", "main",
       genspirv_words_31, 2844u,
       genspirv_spec_ids_31, genspirv_spec_names_31, 3u,
@@ -14984,7 +15531,8 @@ const genspirv_module genspirv_modules[] = {
       "e66b412d11815360759f82ed8b1d100e25df6c0ba84054a15dd7324c56cd2bfb",
       { 0, -1, -1 },
       genspirv_bindings_31, genspirv_spec_constants_31,
-      1536u },
+      1536u, NULL, 0u,
+      genspirv_shared_memory_spec_31, 13u },
     { "mul_mat_vec_norm_f32", "main",
       genspirv_words_32, 3336u,
       genspirv_spec_ids_32, genspirv_spec_names_32, 3u,
@@ -14993,7 +15541,8 @@ const genspirv_module genspirv_modules[] = {
       "f82a02bee3e0e27e90c883bed1ae24ba7901215fb051c32910570f7bc3f0a2cb",
       { 0, -1, -1 },
       genspirv_bindings_32, genspirv_spec_constants_32,
-      1536u },
+      1536u, NULL, 0u,
+      genspirv_shared_memory_spec_32, 13u },
     { "mul_mat_vec_norm_f32_noshuffle", "main",
       genspirv_words_33, 2635u,
       genspirv_spec_ids_33, genspirv_spec_names_33, 3u,
@@ -15002,7 +15551,8 @@ const genspirv_module genspirv_modules[] = {
       "85fa2104a804d4d5763a5fe3dbb19ce10836b3da53728d69b8a05fad1bad713d",
       { 0, -1, -1 },
       genspirv_bindings_33, genspirv_spec_constants_33,
-      1536u },
+      1536u, NULL, 0u,
+      genspirv_shared_memory_spec_33, 13u },
     { "mul_mat_vec_rope_f16", "main",
       genspirv_words_34, 3437u,
       genspirv_spec_ids_34, genspirv_spec_names_34, 3u,
@@ -15011,7 +15561,8 @@ const genspirv_module genspirv_modules[] = {
       "6df340e6ea08ba3d7e83080437150e97a43ca557d61adcdd44c976f89abb8962",
       { 0, -1, -1 },
       genspirv_bindings_34, genspirv_spec_constants_34,
-      1536u },
+      1536u, NULL, 0u,
+      genspirv_shared_memory_spec_34, 13u },
     { "mul_mat_vec_rope_f16_noshuffle", "main",
       genspirv_words_35, 2834u,
       genspirv_spec_ids_35, genspirv_spec_names_35, 3u,
@@ -15020,7 +15571,8 @@ const genspirv_module genspirv_modules[] = {
       "334d082a6942e2a4664db455fde73fe0a7ee0ba83243d83580f6d823748cbf92",
       { 0, -1, -1 },
       genspirv_bindings_35, genspirv_spec_constants_35,
-      1536u },
+      1536u, NULL, 0u,
+      genspirv_shared_memory_spec_35, 13u },
     { "mul_mat_vec_rope_f32", "main",
       genspirv_words_36, 3223u,
       genspirv_spec_ids_36, genspirv_spec_names_36, 3u,
@@ -15029,7 +15581,8 @@ const genspirv_module genspirv_modules[] = {
       "dd1944ceb27bb8050c4ee8bc24dbcefa8e760b6dbec9b305ef6391cb0abdcd6a",
       { 0, -1, -1 },
       genspirv_bindings_36, genspirv_spec_constants_36,
-      1536u },
+      1536u, NULL, 0u,
+      genspirv_shared_memory_spec_36, 13u },
     { "mul_mat_vec_rope_f32_noshuffle", "main",
       genspirv_words_37, 2620u,
       genspirv_spec_ids_37, genspirv_spec_names_37, 3u,
@@ -15038,7 +15591,8 @@ const genspirv_module genspirv_modules[] = {
       "ccd78fe98c712ceaa47a6ffc710838ccd3d7b3b1f076115631f54d11b7706f0c",
       { 0, -1, -1 },
       genspirv_bindings_37, genspirv_spec_constants_37,
-      1536u },
+      1536u, NULL, 0u,
+      genspirv_shared_memory_spec_37, 13u },
     { "mul_mat_vec_rope_norm_f16", "main",
       genspirv_words_38, 4105u,
       genspirv_spec_ids_38, genspirv_spec_names_38, 3u,
@@ -15047,7 +15601,8 @@ const genspirv_module genspirv_modules[] = {
       "f0de1dc771f29f401c9b7f52259a2b07aec15d697f46a74b7c0c8123e02f8bda",
       { 0, -1, -1 },
       genspirv_bindings_38, genspirv_spec_constants_38,
-      2048u },
+      2048u, NULL, 0u,
+      genspirv_shared_memory_spec_38, 15u },
     { "mul_mat_vec_rope_norm_f16_noshuffle", "main",
       genspirv_words_39, 3311u,
       genspirv_spec_ids_39, genspirv_spec_names_39, 3u,
@@ -15056,7 +15611,8 @@ const genspirv_module genspirv_modules[] = {
       "29cf64be74515bba971885e66b9658ec5565906018d32fc97f54b1736777b936",
       { 0, -1, -1 },
       genspirv_bindings_39, genspirv_spec_constants_39,
-      2048u },
+      2048u, NULL, 0u,
+      genspirv_shared_memory_spec_39, 15u },
     { "mul_mat_vec_rope_norm_f32", "main",
       genspirv_words_40, 3896u,
       genspirv_spec_ids_40, genspirv_spec_names_40, 3u,
@@ -15065,7 +15621,8 @@ const genspirv_module genspirv_modules[] = {
       "1dff063011f6acc17e7318335863c3ef2847e2621d91619000f6fd6a7631ea73",
       { 0, -1, -1 },
       genspirv_bindings_40, genspirv_spec_constants_40,
-      2048u },
+      2048u, NULL, 0u,
+      genspirv_shared_memory_spec_40, 15u },
     { "mul_mat_vec_rope_norm_f32_noshuffle", "main",
       genspirv_words_41, 3102u,
       genspirv_spec_ids_41, genspirv_spec_names_41, 3u,
@@ -15074,7 +15631,8 @@ const genspirv_module genspirv_modules[] = {
       "519df8ffca23fc48d869da4746882db683f4bada0df799a6803d4897954f9ad3",
       { 0, -1, -1 },
       genspirv_bindings_41, genspirv_spec_constants_41,
-      2048u },
+      2048u, NULL, 0u,
+      genspirv_shared_memory_spec_41, 15u },
     { "mul_mat_vec_silu_f16", "main",
       genspirv_words_42, 3187u,
       genspirv_spec_ids_42, genspirv_spec_names_42, 3u,
@@ -15083,7 +15641,8 @@ const genspirv_module genspirv_modules[] = {
       "e54597309a40e2fe290441d53bfbdb98ad75066d9761751f7a503756762b84ca",
       { 0, -1, -1 },
       genspirv_bindings_42, genspirv_spec_constants_42,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_42, 11u },
     { "mul_mat_vec_silu_f16_noshuffle", "main",
       genspirv_words_43, 2676u,
       genspirv_spec_ids_43, genspirv_spec_names_43, 3u,
@@ -15092,7 +15651,8 @@ const genspirv_module genspirv_modules[] = {
       "e518127d15dd6ac24aac46549f7ea6accf75f072e7e06d7ee10655b5eb8f567c",
       { 0, -1, -1 },
       genspirv_bindings_43, genspirv_spec_constants_43,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_43, 11u },
     { "mul_mat_vec_silu_f32", "main",
       genspirv_words_44, 2978u,
       genspirv_spec_ids_44, genspirv_spec_names_44, 3u,
@@ -15101,7 +15661,8 @@ const genspirv_module genspirv_modules[] = {
       "ec8eee4aaa5bd6c47e19de367e5a8adb967f8b1530dfead7f186975b3549e734",
       { 0, -1, -1 },
       genspirv_bindings_44, genspirv_spec_constants_44,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_44, 11u },
     { "mul_mat_vec_silu_f32_noshuffle", "main",
       genspirv_words_45, 2467u,
       genspirv_spec_ids_45, genspirv_spec_names_45, 3u,
@@ -15110,7 +15671,8 @@ const genspirv_module genspirv_modules[] = {
       "3c7e4b94d2a0ea84aaf8122ba53519507f5c66fed6edfdc2ca06ab3eb58b7e64",
       { 0, -1, -1 },
       genspirv_bindings_45, genspirv_spec_constants_45,
-      1024u },
+      1024u, NULL, 0u,
+      genspirv_shared_memory_spec_45, 11u },
     { "rms_norm", "main",
       genspirv_words_46, 2743u,
       genspirv_spec_ids_46, genspirv_spec_names_46, 2u,
@@ -15119,7 +15681,8 @@ const genspirv_module genspirv_modules[] = {
       "99c891c7868ed3adf1ab9be247a863177305b850d092f08883787623c3beb278",
       { 0, -1, -1 },
       genspirv_bindings_46, genspirv_spec_constants_46,
-      512u },
+      512u, NULL, 0u,
+      genspirv_shared_memory_spec_46, 4u },
     { "rope_neox", "main",
       genspirv_words_47, 830u,
       genspirv_spec_ids_47, genspirv_spec_names_47, 2u,
@@ -15128,7 +15691,8 @@ const genspirv_module genspirv_modules[] = {
       "04f2d13b5ce562e6a55adfaaab6fc0dea01a38872262fe5306ad01608e08aed3",
       { 0, -1, -1 },
       genspirv_bindings_47, genspirv_spec_constants_47,
-      512u },
+      512u, NULL, 0u,
+      genspirv_shared_memory_spec_47, 4u },
     { "rope_norm", "main",
       genspirv_words_48, 831u,
       genspirv_spec_ids_48, genspirv_spec_names_48, 2u,
@@ -15137,7 +15701,8 @@ const genspirv_module genspirv_modules[] = {
       "fb59b32595abb0c28790e79baa68e67a37ca0774ba776ebf16c3dd8d9529d0b1",
       { 0, -1, -1 },
       genspirv_bindings_48, genspirv_spec_constants_48,
-      512u },
+      512u, NULL, 0u,
+      genspirv_shared_memory_spec_48, 4u },
     { "scale_f16", "main",
       genspirv_words_49, 478u,
       NULL, NULL, 0u,
@@ -15146,7 +15711,8 @@ const genspirv_module genspirv_modules[] = {
       "cd5d541e2a182ffd1e1deecfb749deb22af9bacec2a887bafda40a1b92a1c7c1",
       { -1, -1, -1 },
       genspirv_bindings_49, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "scale_f32", "main",
       genspirv_words_50, 465u,
       NULL, NULL, 0u,
@@ -15155,7 +15721,8 @@ const genspirv_module genspirv_modules[] = {
       "ed1e7f905ffb26c0cdd095ecaa1b6c6cd815f6f19088954669432cd2a89abc09",
       { -1, -1, -1 },
       genspirv_bindings_50, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "silu_mul", "main",
       genspirv_words_51, 501u,
       genspirv_spec_ids_51, genspirv_spec_names_51, 2u,
@@ -15164,9 +15731,10 @@ const genspirv_module genspirv_modules[] = {
       "5ed4dde512525b9709edf9d395179b21dee869df0137cfe0d0bd503fe5e3d08f",
       { 0, -1, -1 },
       genspirv_bindings_51, genspirv_spec_constants_51,
-      512u },
+      512u, NULL, 0u,
+      genspirv_shared_memory_spec_51, 4u },
     { NULL, NULL, NULL, 0u, NULL, NULL, 0u, 0u, UINT64_C(0), UINT64_C(0), 0u, { 0u, 0u, 0u }, NULL,
-      { -1, -1, -1 }, NULL, NULL, 0u }
+      { -1, -1, -1 }, NULL, NULL, 0u, NULL, 0u, NULL, 0u }
 };
 
 const size_t genspirv_module_count = 52u;

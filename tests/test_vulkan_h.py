@@ -107,6 +107,9 @@ REFUSALS = {
     "update_size": (11, ["update of 6 bytes"]),
     "copy_overlap": (11, ["source [0, 32) overlaps destination [16, 48)"]),
     "fill_size": (11, ["fill of 8 bytes at offset 2"]),
+    "spec_push_size": (2, ["kernel spec_push: 8 byte(s) of push data, the kernel's push constants are 32 bytes"]),
+    "spec_min_size": (3, ["kernel spec_push, binding inp: view of 8 bytes", "at least 32 bytes (min_size)"]),
+    "spec_length": (7, ["kernel spec_push: with its spec values an array length", "is 0"]),
     "descriptors_full": (10, ["kernel spec: the descriptor cache holds 3", "genspirv_vk_descriptors_reset"]),
 }
 @pytest.mark.slow
@@ -151,6 +154,12 @@ def test_specialisation_is_the_python_runtimes(outputs):
             assert got[case] == [local, 1, 1, *words], (case, got[case], words)
     assert got["defaults"][:4] == [64, 1, 1, 64]              # the named default wins the shared id
     assert got["named"][3:9] == [32, 32, 7, 0x40000000, 1, 9]
+@pytest.mark.slow
+def test_a_spec_sized_push_array_and_block_are_sized_at_the_kernels_values(outputs):
+    # N = 8: a 32-byte push range, all 8 pushed words read, and all 8 of the 32-byte block.
+    assert runs(outputs["c"])["spec_push"] == [32, *range(10, 18), *range(20, 28)]
+
+
 @pytest.mark.slow
 def test_uniform_buffer_in_set_one_with_set_zero_empty(outputs):
     assert runs(outputs["c"])["uniform"] == [2, 1000, 1001, 1002, 1003]

@@ -6,7 +6,9 @@ and C++11 holding each blob's words (8 per line, ``0x%08x``) and a
 ``genspirv_module`` table with the reflection a host needs to build and check
 a pipeline (entry point, spec constants with id, name, type and default, each
 binding's set/binding/type/count/access/min_size, writable/readable masks,
-push-constant size, local size and its spec ids, shared memory), plus
+push-constant size, local size and its spec ids, shared memory, and the
+sizes a spec-sized array changes as ``genspirv_spec_step`` arrays in reverse
+Polish order, which ``genspirv/vulkan.h`` evaluates at a kernel's values), plus
 ``genspirv_module_count``, ``genspirv_find_module(name)`` and the variants the
 build reported unavailable. ``genspirv/vulkan.h`` builds pipelines from it.
 
@@ -32,7 +34,7 @@ import jinja2
 
 from ..errors import CodegenError
 from ..manifest import Manifest, ManifestEntry, check_blob, manifest_to_dict
-from ..reflect import DESCRIPTOR_TYPES, SPEC_TYPES
+from ..reflect import DESCRIPTOR_TYPES, SPEC_TYPES, spec_sizes
 from .ctext import BANNER, blob_words, c_escape, c_string, word_lines
 
 MASK_BITS = 64  # the C table's masks are uint64_t
@@ -80,10 +82,45 @@ def spec_default_bits(spec_type: str, default, where: str) -> int:
     return int.from_bytes(data, "little")
 
 
-def _binding_view(b: Mapping) -> dict:
+_STEP_KINDS = {"spec": "GENSPIRV_STEP_SPEC", "len": "GENSPIRV_STEP_LEN", "add": "GENSPIRV_STEP_ADD",
+               "mul": "GENSPIRV_STEP_MUL", "max": "GENSPIRV_STEP_MAX"}
+
+
+def spec_steps(expr) -> list[str]:
+    """A ``SpecExpr`` (genspirv/reflect/spec_sizes.py) as the initialisers of its
+    ``genspirv_spec_step``s, in reverse Polish order (operands before their operation)."""
+    def step(kind: str, value: int = 0, arity: int = 0, bits: int = 0, signed: int = 0,
+             widths: tuple = (), opcode: int = 0) -> str:
+        w = ", ".join(str(x) for x in (tuple(widths) + (0, 0, 0))[:3])
+        return f"{{ {kind}, {arity}u, {bits}u, {signed}u, {{ {w} }}, {opcode}u, INT64_C({value}) }}"
+
+    if type(expr) is not tuple:
+        return [step("GENSPIRV_STEP_NUMBER", int(expr))]
+    kind = expr[0]
+    if kind == "spec":
+        return [step("GENSPIRV_STEP_SPEC", expr[1])]
+    if kind == "op":
+        _, opcode, type_name, widths, *args = expr
+        out = [s for a in args for s in spec_steps(a)]
+        return out + [step("GENSPIRV_STEP_OP", arity=len(args), bits=spec_sizes.type_width(type_name),
+                           signed=int(type_name.startswith("int")), widths=widths, opcode=opcode)]
+    return [s for a in expr[1:] for s in spec_steps(a)] + [step(_STEP_KINDS[kind])]
+
+
+def _steps_view(ident: str, expr, comment: str, arrays: list) -> tuple[str, int]:
+    """(the C pointer, the step count) of a size's expression; ("NULL", 0) when fixed."""
+    if expr is None:
+        return "NULL", 0
+    steps = spec_steps(expr)
+    arrays.append({"ident": ident, "steps": steps, "comment": c_escape(comment)})
+    return ident, len(steps)
+
+
+def _binding_view(b: Mapping, min_size_steps: tuple[str, int] = ("NULL", 0)) -> dict:
     view = {"set": b["set"], "binding": b["binding"], "name_literal": c_string(b["name"]),
             "type_enum": c_enum("GENSPIRV_DESCRIPTOR", b["type"]), "count": b["count"],
-            "access_enum": c_enum("GENSPIRV_ACCESS", b["access"])}
+            "access_enum": c_enum("GENSPIRV_ACCESS", b["access"]),
+            "min_size_spec": min_size_steps[0], "min_size_steps": min_size_steps[1]}
     # Fields newer manifests carry; the C table has them only when the manifest does.
     for key in OPTIONAL_BINDING_FIELDS:
         if key in b:
@@ -100,6 +137,14 @@ def _module_view(index: int, entry: ManifestEntry, d: Mapping, words: tuple[int,
         raise CodegenError(f"shader {entry.name!r}: {info.binding_count} bindings do not fit the "
                            f"C table's {MASK_BITS}-bit masks")
     specs = d["spec_constants"]
+    arrays: list = []
+    push_steps = _steps_view(f"genspirv_push_size_spec_{index}", info.push_constant_size_spec,
+                             d.get("push_constant_size_spec", ""), arrays)
+    shared_steps = _steps_view(f"genspirv_shared_memory_spec_{index}", info.shared_memory_spec,
+                               d.get("shared_memory_spec", ""), arrays)
+    bindings = [_binding_view(b, _steps_view(f"genspirv_min_size_spec_{index}_{i}", ib.min_size_spec,
+                                             b.get("min_size_spec", ""), arrays))
+                for i, (b, ib) in enumerate(zip(d["bindings"], info.bindings))]
     return {
         "name": entry.name,
         "name_comment": c_escape(entry.name),
@@ -121,7 +166,10 @@ def _module_view(index: int, entry: ManifestEntry, d: Mapping, words: tuple[int,
              "default_bits": f"0x{spec_default_bits(s['type'], s['default'], f'shader {entry.name!r}'):x}",
              "default_comment": c_escape(json.dumps(s["default"]))}
             for s in specs],
-        "bindings": [_binding_view(b) for b in d["bindings"]],
+        "bindings": bindings,
+        "step_arrays": arrays,
+        "push_constant_size_spec": push_steps[0], "push_constant_size_steps": push_steps[1],
+        "shared_memory_spec": shared_steps[0], "shared_memory_steps": shared_steps[1],
         "binding_count": info.binding_count,
         "writable_mask": f"0x{info.writable_mask:x}",
         "readable_mask": f"0x{info.readable_mask:x}",

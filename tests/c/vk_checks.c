@@ -2,7 +2,8 @@
  *
  * Built with the table of tests/c/checks (gen/checks.h) and the example's
  * device.c. Prints one line per case:
- *   run <case>: <local size x y z> <the uint words the kernel wrote>   (uniform: <sets> <words>)
+ *   run <case>: <local size x y z> <the uint words the kernel wrote>   (uniform: <sets> <words>;
+ *                                                                     spec_push: <push size> <words>)
  *   check <case>: <code> <recorded nothing: 1|0> <message>   refusals
  * and, last, the validation counts (run it with --validate).
  */
@@ -95,6 +96,38 @@ static int run_spec(const char *name, const genspirv_vk_spec *spec, size_t count
     return 0;
 }
 
+/* spec_push with N = 8: 8 words pushed and 8 read from a 32-byte block, written to out[384, +64). */
+static int run_spec_push(void)
+{
+    genspirv_vk_kernel k;
+    genspirv_vk_spec n = genspirv_vk_spec_uint("N", 8);
+    genspirv_vk_view v[2];
+    uint32_t w[8], a[8], i;
+    for (i = 0; i < 8; i++) {
+        w[i] = 10u + i;
+        a[i] = 20u + i;
+    }
+    if (genspirv_vk_kernel_create(&ctx, &k, module("spec_push"), &n, 1, VK_NULL_HANDLE) != GENSPIRV_VK_OK) {
+        printf("run spec_push: refused %s\n", genspirv_vk_message(&ctx));
+        return 1;
+    }
+    v[0] = view(out.buffer, 320, 32);
+    v[1] = view(out.buffer, 384, 64);
+    if (device_begin(&dev)) return 1;
+    genspirv_vk_begin(&ctx, dev.cmd);
+    if (genspirv_vk_update(&ctx, out.buffer, 320, a, 32) != GENSPIRV_VK_OK ||
+        genspirv_vk_dispatch(&ctx, &k, v, 2, w, 32, 1, 1, 1) != GENSPIRV_VK_OK ||
+        genspirv_vk_host_read(&ctx, out.buffer, 384, 64) != GENSPIRV_VK_OK || device_submit_and_wait(&dev)) {
+        printf("run spec_push: failed %s\n", genspirv_vk_message(&ctx));
+        return 1;
+    }
+    printf("run spec_push: %u", (unsigned)k.push_constant_size);
+    for (i = 0; i < 16; i++) printf(" %u", (unsigned)((const uint32_t *)out.mapped)[96 + i]);
+    printf("\n");
+    genspirv_vk_kernel_destroy(&ctx, &k);
+    return 0;
+}
+
 static int runs(void)
 {
     genspirv_vk_spec named[5], mixed[2];
@@ -108,7 +141,8 @@ static int runs(void)
     named[4] = genspirv_vk_spec_uint("WIDE", 9);
     mixed[0] = genspirv_vk_spec_uint("OFFSET", 5);     /* an unsigned value for an int constant */
     mixed[1] = genspirv_vk_spec_int("SCALE", 3);       /* an integer for a float constant */
-    if (run_spec("defaults", NULL, 0, 0) || run_spec("named", named, 5, 1) || run_spec("mixed", mixed, 2, 2)) {
+    if (run_spec("defaults", NULL, 0, 0) || run_spec("named", named, 5, 1) || run_spec("mixed", mixed, 2, 2) ||
+        run_spec_push()) {
         return 1;
     }
     /* A uniform buffer in set 1, set 0 empty: o[i] = k + i. */
@@ -135,8 +169,9 @@ static int runs(void)
 
 static void refusals(void)
 {
-    genspirv_vk_kernel k, u, refused;
-    genspirv_vk_view views[2], bad;
+    genspirv_vk_kernel k, u, refused, sp;
+    genspirv_vk_view views[2], bad, sp_views[2];
+    uint32_t words[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     genspirv_vk_spec spec;
     genspirv_vk_context small;
     genspirv_vk_context_info info;
@@ -200,6 +235,19 @@ static void refusals(void)
     check(&ctx, "update_size", genspirv_vk_update(&ctx, out.buffer, 0, &tag, 6), &s);
     check(&ctx, "copy_overlap", genspirv_vk_copy(&ctx, out.buffer, 0, out.buffer, 16, 32), &s);
     check(&ctx, "fill_size", genspirv_vk_fill(&ctx, out.buffer, 2, 8, 0u), &s);
+    /* spec_push at N = 8: push and min_size at its spec values, not the defaults' 8 bytes. */
+    spec = genspirv_vk_spec_uint("N", 8);
+    genspirv_vk_kernel_create(&ctx, &sp, module("spec_push"), &spec, 1, VK_NULL_HANDLE);
+    sp_views[0] = view(out.buffer, 320, 32);
+    sp_views[1] = view(out.buffer, 384, 64);
+    s = take(&ctx);
+    check(&ctx, "spec_push_size", genspirv_vk_dispatch(&ctx, &sp, sp_views, 2, words, 8, 1, 1, 1), &s);
+    sp_views[0] = view(out.buffer, 320, 8);
+    check(&ctx, "spec_min_size", genspirv_vk_dispatch(&ctx, &sp, sp_views, 2, words, 32, 1, 1, 1), &s);
+    genspirv_vk_kernel_destroy(&ctx, &sp);
+    spec = genspirv_vk_spec_uint("N", 0);
+    check(&ctx, "spec_length", genspirv_vk_kernel_create(&ctx, &refused, module("spec_push"), &spec, 1,
+                                                         VK_NULL_HANDLE), &s);
 
     /* A cache of 4 entries holds 3 bindings of views; the fourth is refused. */
     memset(&info, 0, sizeof info);

@@ -62,9 +62,9 @@ static const uint32_t genspirv_words_0[398] = {
     0x00000022, 0x0003003e, 0x00000033, 0x00000032, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_0[3] = {
-    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "C", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 
 /* axpy: glsl/eltwise.comp, 460 words */
@@ -129,10 +129,10 @@ static const uint32_t genspirv_words_1[460] = {
     0x0000003b, 0x0000003a, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_1[4] = {
-    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "S", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 4u, 0u },
-    { 0u, 3u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "A", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "B", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "S", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 4u, 0u, NULL, 0u },
+    { 0u, 3u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 
 /* matvec: glsl/matvec.comp, 811 words */
@@ -240,10 +240,16 @@ static const uint32_t genspirv_words_2[811] = {
     0x0000002b, 0x00000075, 0x0003003e, 0x00000078, 0x00000077, 0x000200f9, 0x00000070, 0x000200f8,
     0x00000070, 0x000100fd, 0x00010038
 };
+static const genspirv_spec_step genspirv_shared_memory_spec_2[4] = { /* (mul (len (spec 0 64)) 4) */
+    { GENSPIRV_STEP_SPEC, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_LEN, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) },
+    { GENSPIRV_STEP_NUMBER, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(4) },
+    { GENSPIRV_STEP_MUL, 0u, 0u, 0u, { 0, 0, 0 }, 0u, INT64_C(0) }
+};
 static const genspirv_binding genspirv_bindings_2[3] = {
-    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u }
+    { 0u, 0u, "W", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 2u, "Y", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 0u, 4u, NULL, 0u }
 };
 static const uint32_t genspirv_spec_ids_2[2] = { 0u, 0u };
 static const char *const genspirv_spec_names_2[2] = { "", "BLOCK_SIZE" };
@@ -334,8 +340,8 @@ static const uint32_t genspirv_words_3[621] = {
     0x0000005b, 0x000200f8, 0x0000005b, 0x000100fd, 0x00010038
 };
 static const genspirv_binding genspirv_bindings_3[2] = {
-    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u },
-    { 0u, 1u, "S", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 4u, 0u }
+    { 0u, 0u, "X", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_READ, 0u, 4u, NULL, 0u },
+    { 0u, 1u, "S", GENSPIRV_DESCRIPTOR_STORAGE_BUFFER, 1u, GENSPIRV_ACCESS_WRITE, 4u, 0u, NULL, 0u }
 };
 
 const genspirv_module genspirv_modules[] = {
@@ -347,7 +353,8 @@ const genspirv_module genspirv_modules[] = {
       "1d91158f463be58da22a0f1517d7d81baea4a451768db012d4f08e427878e23a",
       { -1, -1, -1 },
       genspirv_bindings_0, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "axpy", "main",
       genspirv_words_1, 460u,
       NULL, NULL, 0u,
@@ -356,7 +363,8 @@ const genspirv_module genspirv_modules[] = {
       "64186850036f8ef5884dd864ece5e4d339b0e7f63dec5d7e8257376a567103eb",
       { -1, -1, -1 },
       genspirv_bindings_1, NULL,
-      0u },
+      0u, NULL, 0u,
+      NULL, 0u },
     { "matvec", "main",
       genspirv_words_2, 811u,
       genspirv_spec_ids_2, genspirv_spec_names_2, 2u,
@@ -365,7 +373,8 @@ const genspirv_module genspirv_modules[] = {
       "09ec78fa110a06d8f7ced0182ec6f4b5c223428c75b30ae29ebd8ad53f9b2588",
       { 0, -1, -1 },
       genspirv_bindings_2, genspirv_spec_constants_2,
-      256u },
+      256u, NULL, 0u,
+      genspirv_shared_memory_spec_2, 4u },
     { "reduce", "main",
       genspirv_words_3, 621u,
       NULL, NULL, 0u,
@@ -374,9 +383,10 @@ const genspirv_module genspirv_modules[] = {
       "3c1c7bd5237984af4e4773c7dff839f09ebb110d2db26eca074d3a97a8df5a72",
       { -1, -1, -1 },
       genspirv_bindings_3, NULL,
-      1024u },
+      1024u, NULL, 0u,
+      NULL, 0u },
     { NULL, NULL, NULL, 0u, NULL, NULL, 0u, 0u, UINT64_C(0), UINT64_C(0), 0u, { 0u, 0u, 0u }, NULL,
-      { -1, -1, -1 }, NULL, NULL, 0u }
+      { -1, -1, -1 }, NULL, NULL, 0u, NULL, 0u, NULL, 0u }
 };
 
 const size_t genspirv_module_count = 4u;

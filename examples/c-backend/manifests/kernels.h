@@ -91,6 +91,29 @@ static inline const char *genspirv_spec_type_name(genspirv_spec_type type)
 
 #define GENSPIRV_HAS_MIN_SIZE 1
 #define GENSPIRV_HAS_ARRAY_STRIDE 1
+/* A size a spec-sized array changes, as steps in reverse Polish order over a stack of
+ * integers (genspirv/vulkan.h evaluates them at a kernel's spec values). */
+#define GENSPIRV_HAS_SPEC_SIZES 1
+typedef enum genspirv_spec_step_kind {
+    GENSPIRV_STEP_NUMBER = 0,      /* push value */
+    GENSPIRV_STEP_SPEC = 1,        /* push the value spec id `value` runs with */
+    GENSPIRV_STEP_LEN = 2,         /* an array length: refused unless at least 1 */
+    GENSPIRV_STEP_ADD = 3,         /* pop b, a; push a + b */
+    GENSPIRV_STEP_MUL = 4,         /* pop b, a; push a * b */
+    GENSPIRV_STEP_MAX = 5,         /* pop b, a; push the larger */
+    GENSPIRV_STEP_OP = 6           /* pop arity operands; push OpSpecConstantOp `opcode` of them */
+} genspirv_spec_step_kind;
+
+typedef struct genspirv_spec_step {
+    uint8_t kind;                  /* a genspirv_spec_step_kind */
+    uint8_t arity;                 /* GENSPIRV_STEP_OP: its operands, 1 to 3 */
+    uint8_t result_bits;           /* GENSPIRV_STEP_OP: the result's width (1: a bool) */
+    uint8_t result_signed;         /* GENSPIRV_STEP_OP: 1 for a signed integer result */
+    uint8_t operand_bits[3];       /* GENSPIRV_STEP_OP: each operand's width (0: a bool) */
+    uint16_t opcode;               /* GENSPIRV_STEP_OP: the SPIR-V opcode */
+    int64_t value;                 /* GENSPIRV_STEP_NUMBER: the number; GENSPIRV_STEP_SPEC: the spec id */
+} genspirv_spec_step;
+
 typedef struct genspirv_binding {
     uint32_t set;
     uint32_t binding;
@@ -100,6 +123,8 @@ typedef struct genspirv_binding {
     genspirv_access access;
     uint64_t min_size;             /* bytes of the block without its runtime array */
     uint64_t array_stride;         /* bytes per element of a trailing runtime array; 0 if none */
+    const genspirv_spec_step *min_size_spec;   /* min_size at any spec values; NULL: fixed */
+    uint32_t min_size_steps;
 } genspirv_binding;
 
 typedef struct genspirv_spec_constant {
@@ -128,6 +153,10 @@ typedef struct genspirv_module {
     const genspirv_binding *bindings;              /* binding_count of them; NULL if none */
     const genspirv_spec_constant *spec_constants;  /* spec_count of them, as spec_ids; NULL if none */
     uint32_t shared_memory;        /* bytes of workgroup memory at the spec constants' defaults */
+    const genspirv_spec_step *push_constant_size_spec;   /* at any spec values; NULL: fixed */
+    uint32_t push_constant_size_steps;
+    const genspirv_spec_step *shared_memory_spec;        /* at any spec values; NULL: fixed */
+    uint32_t shared_memory_steps;
 } genspirv_module;
 
 /* Sorted by name; genspirv_modules[genspirv_module_count] is a zeroed sentinel. */

@@ -25,14 +25,16 @@
  * the id's constants disagree (local_size_x_id = 0 beside BLOCK_SIZE = 64 runs
  * with 64), else the module's own defaults. The workgroup size after
  * specialisation must be within maxComputeWorkGroupSize and
- * maxComputeWorkGroupInvocations; the shared memory the module declares at
- * its defaults within maxComputeSharedMemorySize (with overrides given, the
- * header cannot recompute it, and leaves that check to the driver).
+ * maxComputeWorkGroupInvocations. The sizes an array sized by a spec
+ * constant changes are taken at the kernel's values, from the expressions the
+ * table carries (genspirv_spec_step): the push range and the push data a
+ * dispatch must give, each binding's min_size, and the shared memory, which
+ * must be within maxComputeSharedMemorySize; a length below 1 is refused.
  *
  * A dispatch is refused, with a return code and a message naming the kernel,
  * the binding and both numbers, when the views are not one per binding, the
- * push data is not the reflected size, a view is smaller than its binding's
- * min_size, its offset not a multiple of the device's
+ * push data is not the reflected size (at the kernel's spec values), a view is
+ * smaller than its binding's min_size (likewise), its offset not a multiple of the device's
  * minStorageBufferOffsetAlignment (minUniformBufferOffsetAlignment for a
  * uniform buffer), it is larger than maxStorageBufferRange
  * (maxUniformBufferRange), or a group count is 0 or past

@@ -169,6 +169,10 @@ typedef struct genspirv_vk_kernel {
     uint32_t set_count;                     /* sets 0 .. set_count - 1 (empty ones for gaps) */
     uint32_t local_size[3];                 /* the workgroup size it runs with */
     VkDescriptorType types[GENSPIRV_VK_MAX_BINDINGS];
+    /* At the spec values it runs with (a spec-sized array changes them): */
+    uint32_t push_constant_size;            /* bytes of push data a dispatch gives */
+    uint32_t shared_memory;                 /* bytes of workgroup memory */
+    uint64_t min_sizes[GENSPIRV_VK_MAX_BINDINGS];   /* bytes a view of each binding needs */
 } genspirv_vk_kernel;
 
 /* A specialisation value by constant name; make one with the helpers below. */

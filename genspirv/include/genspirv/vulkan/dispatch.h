@@ -30,13 +30,11 @@ static inline genspirv_vk_result genspirv_vki_check_view(genspirv_vk_context *ct
                                  "%llu is not a multiple of the device's %llu-byte %s offset alignment", m->name,
                                  b->name, (unsigned long long)v->offset, (unsigned long long)align, type);
     }
-#ifdef GENSPIRV_HAS_MIN_SIZE
-    if (v->size < b->min_size) {
+    if (v->size < k->min_sizes[i]) {     /* at the kernel's spec values */
         return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_MIN_SIZE, "genspirv: kernel %s, binding %s: view of %llu "
                                  "bytes, the shader's block needs at least %llu bytes (min_size)", m->name, b->name,
-                                 (unsigned long long)v->size, (unsigned long long)b->min_size);
+                                 (unsigned long long)v->size, (unsigned long long)k->min_sizes[i]);
     }
-#endif
     if (v->size > most) {
         return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_RANGE, "genspirv: kernel %s, binding %s: view of %llu bytes, "
                                  "the device binds at most %llu bytes as a %s", m->name, b->name,
@@ -75,10 +73,10 @@ static inline genspirv_vk_result genspirv_vk_dispatch(genspirv_vk_context *ctx, 
                                  "kernel has %u binding(s) (%s)", m->name, (unsigned)view_count,
                                  (unsigned)m->binding_count, used ? names : "none");
     }
-    if (push_size != m->push_constant_size || (push_size != 0 && push == NULL)) {
+    if (push_size != k->push_constant_size || (push_size != 0 && push == NULL)) {
         return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_PUSH_SIZE, "genspirv: kernel %s: %u byte(s) of push data, the "
                                  "kernel's push constants are %u bytes", m->name, push == NULL ? 0u :
-                                 (unsigned)push_size, (unsigned)m->push_constant_size);
+                                 (unsigned)push_size, (unsigned)k->push_constant_size);
     }
     groups[0] = x;
     groups[1] = y;

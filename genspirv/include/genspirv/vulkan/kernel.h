@@ -84,7 +84,9 @@ static inline genspirv_vk_result genspirv_vk_kernel_create(genspirv_vk_context *
     }
     result = genspirv_vki_pack(ctx, m, spec, spec_count, &packed);
     if (result != GENSPIRV_VK_OK) return result;
-    result = genspirv_vki_workgroup(ctx, m, &packed, spec_count, k->local_size);
+    result = genspirv_vki_workgroup(ctx, m, &packed, k->local_size);
+    if (result != GENSPIRV_VK_OK) return result;
+    result = genspirv_vki_sizes(ctx, m, &packed, k);
     if (result != GENSPIRV_VK_OK) return result;
 
     for (s = 0; s < k->set_count; s++) {       /* sets with no binding get an empty layout */
@@ -109,13 +111,13 @@ static inline genspirv_vk_result genspirv_vk_kernel_create(genspirv_vk_context *
     }
     push.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     push.offset = 0;
-    push.size = m->push_constant_size;
+    push.size = k->push_constant_size;
     memset(&layout_info, 0, sizeof layout_info);
     layout_info.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
     layout_info.setLayoutCount = k->set_count;
     layout_info.pSetLayouts = k->set_count ? k->set_layouts : NULL;
-    layout_info.pushConstantRangeCount = m->push_constant_size ? 1u : 0u;
-    layout_info.pPushConstantRanges = m->push_constant_size ? &push : NULL;
+    layout_info.pushConstantRangeCount = k->push_constant_size ? 1u : 0u;
+    layout_info.pPushConstantRanges = k->push_constant_size ? &push : NULL;
     r = ctx->vk->CreatePipelineLayout(ctx->device, &layout_info, ctx->allocator, &k->layout);
     if (r != VK_SUCCESS) {
         k->layout = VK_NULL_HANDLE;

@@ -1,4 +1,5 @@
-/* genspirv/vulkan/spec.h -- specialisation: constants by name, one value per shared id, the workgroup limits.
+/* genspirv/vulkan/spec.h -- specialisation: constants by name, one value per shared id, the workgroup limits,
+ * and the sizes a spec-sized array changes (the table's expressions, evaluated at the kernel's values).
  *
  * A part of genspirv/vulkan.h, which includes the parts in order (context, spec,
  * kernel, dispatch) inside its extern "C": include that header, not this one.
@@ -269,8 +270,7 @@ static inline genspirv_vk_result genspirv_vki_pack(genspirv_vk_context *ctx, con
 
 /* The workgroup size after specialisation, and the device's limits on it. */
 static inline genspirv_vk_result genspirv_vki_workgroup(genspirv_vk_context *ctx, const genspirv_module *m,
-                                                        const genspirv_vki_packed *p, size_t spec_count,
-                                                        uint32_t local[3])
+                                                        const genspirv_vki_packed *p, uint32_t local[3])
 {
     uint64_t invocations = 1;
     uint32_t axis, k;
@@ -295,10 +295,196 @@ static inline genspirv_vk_result genspirv_vki_workgroup(genspirv_vk_context *ctx
                                  m->name, (unsigned)local[0], (unsigned)local[1], (unsigned)local[2],
                                  (unsigned long long)invocations, (unsigned)ctx->max_invocations);
     }
-    if (spec_count == 0 && m->shared_memory > ctx->max_shared_memory) {
+    return GENSPIRV_VK_OK;
+}
+
+/* -- sizes a spec-sized array changes ------------------------------------------ */
+
+#ifndef GENSPIRV_VK_MAX_SPEC_STACK
+#define GENSPIRV_VK_MAX_SPEC_STACK 32
+#endif
+
+/* The value spec id `id` runs with, a signed type's sign-extended. */
+static inline int64_t genspirv_vki_spec_value(const genspirv_module *m, const genspirv_vki_packed *p, int64_t id)
+{
+    uint32_t k, i;
+    for (k = 0; k < p->id_count; k++) {
+        if ((int64_t)p->ids[k] != id) continue;
+        for (i = 0; i < m->spec_count; i++) {
+            const genspirv_spec_constant *c = &m->spec_constants[i];
+            unsigned width = 8u * c->size;
+            uint64_t bits = p->values[k];
+            if (c->id != p->ids[k]) continue;
+            if (genspirv_vki_is_signed(c->type) && width < 64 && ((bits >> (width - 1)) & 1u)) {
+                bits |= ~(((uint64_t)1 << width) - 1);
+            }
+            return (int64_t)bits;
+        }
+    }
+    return 0;
+}
+
+/* v's bits at `width` (0: a bool, read as 0 or 1), signed or unsigned. */
+static inline int64_t genspirv_vki_bits_as(int64_t v, unsigned width, int is_signed)
+{
+    uint64_t bits;
+    if (width == 0 || width >= 64) return v;
+    bits = (uint64_t)v & (((uint64_t)1 << width) - 1);
+    if (is_signed && ((bits >> (width - 1)) & 1u)) bits |= ~(((uint64_t)1 << width) - 1);
+    return (int64_t)bits;
+}
+
+static inline int genspirv_vki_signed_op(unsigned op)
+{
+    return op == 114 || op == 126 || op == 135 || op == 138 || op == 139 || op == 195 || op == 173 ||
+           op == 175 || op == 177 || op == 179;
+}
+
+/* One OpSpecConstantOp over operands read at their widths: 0, or 1 on a division by zero, 2 for an
+ * opcode the header does not know. */
+static inline int genspirv_vki_apply(unsigned op, const int64_t *x, int64_t *out)
+{
+    int64_t a = x[0], b = x[1], r;
+    switch (op) {
+    case 113: case 114: r = a; break;                          /* UConvert, SConvert */
+    case 126: r = -a; break;                                   /* SNegate */
+    case 200: r = ~a; break;                                   /* Not */
+    case 128: r = a + b; break;
+    case 130: r = a - b; break;
+    case 132: r = a * b; break;
+    case 134: case 135: case 137: case 138: case 139:          /* UDiv, SDiv, UMod, SRem, SMod */
+        if (b == 0) return 1;
+        r = op == 134 || op == 135 ? a / b : a % b;            /* C truncates, as SDiv and SRem do */
+        if (op == 139 && r != 0 && ((r < 0) != (b < 0))) r += b;   /* SMod: the divisor's sign */
+        break;
+    case 194: r = (int64_t)((uint64_t)a >> b); break;
+    case 195: r = a < 0 ? ~(~a >> b) : a >> b; break;
+    case 196: r = (int64_t)((uint64_t)a << b); break;
+    case 197: r = a | b; break;
+    case 198: r = a ^ b; break;
+    case 199: r = a & b; break;
+    case 164: case 170: r = a == b; break;
+    case 165: case 171: r = a != b; break;
+    case 166: r = a || b; break;
+    case 167: r = a && b; break;
+    case 168: r = !a; break;
+    case 169: r = a ? b : x[2]; break;                         /* Select */
+    case 172: case 173: r = a > b; break;
+    case 174: case 175: r = a >= b; break;
+    case 176: case 177: r = a < b; break;
+    case 178: case 179: r = a <= b; break;
+    default: return 2;
+    }
+    *out = r;
+    return 0;
+}
+
+/* A size of the table (its steps, in reverse Polish order) at the packed spec values. */
+static inline genspirv_vk_result genspirv_vki_spec_size(genspirv_vk_context *ctx, const genspirv_module *m,
+                                                        const genspirv_vki_packed *p, const genspirv_spec_step *steps,
+                                                        uint32_t n, const char *what, uint64_t *out)
+{
+    int64_t stack[GENSPIRV_VK_MAX_SPEC_STACK];
+    uint32_t top = 0, i, j;
+    for (i = 0; i < n; i++) {
+        const genspirv_spec_step *s = &steps[i];
+        uint32_t need = s->kind == GENSPIRV_STEP_OP ? s->arity : s->kind == GENSPIRV_STEP_LEN ? 1u
+                        : s->kind >= GENSPIRV_STEP_ADD ? 2u : 0u;
+        int64_t x[3] = {0, 0, 0}, r = 0;
+        if (top < need || (need == 0 && top == GENSPIRV_VK_MAX_SPEC_STACK) || need > 3) {
+            return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_UNSUPPORTED, "genspirv: kernel %s: its %s expression "
+                                     "is malformed or deeper than GENSPIRV_VK_MAX_SPEC_STACK (%d); regenerate the "
+                                     "table, or define it larger", m->name, what, GENSPIRV_VK_MAX_SPEC_STACK);
+        }
+        top -= need;
+        for (j = 0; j < need; j++) x[j] = stack[top + j];
+        switch (s->kind) {
+        case GENSPIRV_STEP_NUMBER: r = s->value; break;
+        case GENSPIRV_STEP_SPEC: r = genspirv_vki_spec_value(m, p, s->value); break;
+        case GENSPIRV_STEP_LEN:
+            if (x[0] < 1) {
+                return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_SPEC, "genspirv: kernel %s: with its spec values an "
+                                         "array length in its %s is %lld; a length must be a positive integer",
+                                         m->name, what, (long long)x[0]);
+            }
+            r = x[0];
+            break;
+        case GENSPIRV_STEP_ADD: r = x[0] + x[1]; break;
+        case GENSPIRV_STEP_MUL: r = x[0] * x[1]; break;
+        case GENSPIRV_STEP_MAX: r = x[0] > x[1] ? x[0] : x[1]; break;
+        default: {                                             /* GENSPIRV_STEP_OP */
+            int is_signed = genspirv_vki_signed_op(s->opcode), status;
+            for (j = 0; j < need; j++) {
+                if (s->opcode != 169 || j == 0) x[j] = genspirv_vki_bits_as(x[j], s->operand_bits[j], is_signed);
+            }
+            if ((s->opcode == 194 || s->opcode == 195 || s->opcode == 196) &&
+                (x[1] < 0 || x[1] >= (int64_t)s->result_bits)) {
+                return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_SPEC, "genspirv: kernel %s: with its spec values "
+                                         "its %s shifts a %u-bit value by %lld", m->name, what,
+                                         (unsigned)s->result_bits, (long long)x[1]);
+            }
+            status = genspirv_vki_apply(s->opcode, x, &r);
+            if (status != 0) {
+                return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_SPEC, "genspirv: kernel %s: with its spec values "
+                                         "its %s %s", m->name, what, status == 1 ? "divides by zero"
+                                         : "uses an opcode the header does not know; regenerate the table");
+            }
+            r = s->result_bits == 1 ? (r != 0) : genspirv_vki_bits_as(r, s->result_bits, s->result_signed);
+        }
+        }
+        stack[top++] = r;
+    }
+    if (top != 1) {
+        return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_UNSUPPORTED, "genspirv: kernel %s: its %s expression is "
+                                 "malformed; regenerate the table", m->name, what);
+    }
+    *out = (uint64_t)stack[0];
+    return GENSPIRV_VK_OK;
+}
+
+/* k's push-constant size, shared memory and min sizes at the packed spec values, and the
+ * shared memory within maxComputeSharedMemorySize. */
+static inline genspirv_vk_result genspirv_vki_sizes(genspirv_vk_context *ctx, const genspirv_module *m,
+                                                    const genspirv_vki_packed *p, genspirv_vk_kernel *k)
+{
+    uint64_t size;
+    uint32_t i;
+    genspirv_vk_result r;
+    k->push_constant_size = m->push_constant_size;
+    k->shared_memory = m->shared_memory;
+    for (i = 0; i < m->binding_count; i++) {
+#ifdef GENSPIRV_HAS_MIN_SIZE
+        k->min_sizes[i] = m->bindings[i].min_size;
+#else
+        k->min_sizes[i] = 0;
+#endif
+    }
+#ifdef GENSPIRV_HAS_SPEC_SIZES
+    if (m->push_constant_size_steps) {
+        r = genspirv_vki_spec_size(ctx, m, p, m->push_constant_size_spec, m->push_constant_size_steps,
+                                   "push-constant size", &size);
+        if (r != GENSPIRV_VK_OK) return r;
+        k->push_constant_size = (uint32_t)size;
+    }
+    if (m->shared_memory_steps) {
+        r = genspirv_vki_spec_size(ctx, m, p, m->shared_memory_spec, m->shared_memory_steps, "shared memory", &size);
+        if (r != GENSPIRV_VK_OK) return r;
+        k->shared_memory = size > 0xffffffffu ? 0xffffffffu : (uint32_t)size;
+    }
+    for (i = 0; i < m->binding_count; i++) {
+        if (m->bindings[i].min_size_steps == 0) continue;
+        r = genspirv_vki_spec_size(ctx, m, p, m->bindings[i].min_size_spec, m->bindings[i].min_size_steps,
+                                   "min_size", &k->min_sizes[i]);
+        if (r != GENSPIRV_VK_OK) return r;
+    }
+#else
+    (void)p; (void)size; (void)r;
+#endif
+    if (k->shared_memory > ctx->max_shared_memory) {
         return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_WORKGROUP, "genspirv: kernel %s declares %u bytes of shared "
-                                 "memory, the device allows at most %u (maxComputeSharedMemorySize)", m->name,
-                                 (unsigned)m->shared_memory, (unsigned)ctx->max_shared_memory);
+                                 "memory at its spec values, the device allows at most %u "
+                                 "(maxComputeSharedMemorySize)", m->name, (unsigned)k->shared_memory,
+                                 (unsigned)ctx->max_shared_memory);
     }
     return GENSPIRV_VK_OK;
 }
