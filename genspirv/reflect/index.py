@@ -4,7 +4,9 @@
 sorts what reflection looks up into dicts: names, decorations (decoration
 groups applied), entry points, execution modes, functions with their
 parameters and bodies, global variables and imported instruction sets.
-Malformed function structure raises ``SpirvError`` with the word offset.
+Malformed function structure raises ``SpirvError`` with the word offset; a
+module whose resources reflection cannot see raises ``ReflectError`` naming
+the extension (docs/RULES.md#reflection-rules, "Descriptor heaps").
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from .. import spirv as sp
-from ..errors import SpirvError
+from ..errors import ReflectError, SpirvError
 from ..spirv import Instruction, Module
 
 # A type or constant chain deeper than this is a corrupted (cyclic) module.
@@ -64,6 +66,30 @@ class Index:
 def _decorate(table: dict, key, decoration: int, operands: tuple[int, ...]) -> None:
     # The first decoration of a kind wins: a duplicate is invalid SPIR-V anyway.
     table.setdefault(key, {}).setdefault(decoration, operands)
+
+
+# Extensions whose resources are no variables with a Binding: reflection would see none.
+_HEAP_EXTENSIONS = {"SPV_EXT_descriptor_heap": "descriptor heaps"}
+
+
+def _refuse_extension(inst: Instruction) -> None:
+    name = inst.string(0)[0]
+    if name in _HEAP_EXTENSIONS:
+        raise ReflectError(f"the module declares {name} (OpExtension at word {inst.offset}): its "
+                           f"{_HEAP_EXTENSIONS[name]} hold resources genspirv cannot reflect, so no "
+                           "binding or barrier would be known; compile the shader with descriptor "
+                           "set bindings instead")
+
+
+def _refuse_untyped(inst: Instruction) -> None:
+    """An untyped (SPV_KHR_untyped_pointers) variable in a resource's storage class: as a
+    descriptor, a push block or shared memory it has no type reflection could read."""
+    storage = inst.operands[2] if len(inst.operands) > 2 else None
+    if storage in sp.STORAGE_NAMES:
+        raise ReflectError(f"the module uses SPV_KHR_untyped_pointers: OpUntypedVariableKHR "
+                           f"%{inst.operands[1]} at word {inst.offset} is a {sp.STORAGE_NAMES[storage]} "
+                           "variable (a descriptor heap or untyped resource) genspirv cannot "
+                           "reflect; declare the resource as a typed variable")
 
 
 def index_module(module: Module) -> Index:
@@ -120,6 +146,10 @@ def index_module(module: Module) -> Index:
             modes.setdefault(inst.operand(0), []).append(inst)
         elif op == sp.OP_VARIABLE:
             variables.append(inst)
+        elif op == sp.OP_EXTENSION and inst.operands:
+            _refuse_extension(inst)
+        elif op == sp.OP_UNTYPED_VARIABLE_KHR:
+            _refuse_untyped(inst)
         elif op == sp.OP_EXT_INST_IMPORT:
             ext_inst_sets[inst.result] = inst.string(1)[0]
     if current is not None:
