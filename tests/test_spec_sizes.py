@@ -94,3 +94,82 @@ def test_manifest_text_is_refused_when_malformed():
     for bad in ("(mul 1)", "(spec x 1)", "(op 999 uint32 [32] 1)", "(add 1 2) 3", "(add 1"):
         with pytest.raises(ValueError):
             from_text(bad)
+
+
+def _compile(tmp_path, body: str) -> bytes:
+    source = tmp_path / "k.comp"
+    source.write_text("#version 450\nlayout(local_size_x = 1) in;\n"
+                      "layout(constant_id = 0) const uint N = 2u;\n" + body +
+                      "\nlayout(binding = 0) buffer O { float v[]; } o;\nvoid main() { o.v[0] = 1.0; }\n")
+    return tools.compile_glsl(source)
+
+
+INNER_SPEC = """
+               OpCapability Shader
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main" %pc
+               OpExecutionMode %main LocalSize 1 1 1
+               OpDecorate %N SpecId 0
+               OpDecorate %inner ArrayStride 4
+               OpDecorate %outer ArrayStride 8
+               OpDecorate %P Block
+               OpMemberDecorate %P 0 Offset 0
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+      %float = OpTypeFloat 32
+       %uint = OpTypeInt 32 0
+          %N = OpSpecConstant %uint 2
+     %uint_4 = OpConstant %uint 4
+      %inner = OpTypeArray %float %N
+      %outer = OpTypeArray %inner %uint_4
+          %P = OpTypeStruct %outer
+        %ptr = OpTypePointer PushConstant %P
+         %pc = OpVariable %ptr PushConstant
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+               OpReturn
+               OpFunctionEnd
+"""
+
+
+def test_a_spec_length_the_fixed_layout_cannot_follow_is_refused(tmp_path):
+    # glslang refuses float w[4][N] itself; a hand-written module need not.
+    source = tmp_path / "inner.spvasm"
+    source.write_text(INNER_SPEC)
+    with pytest.raises(ReflectError, match="inner array dimension 1 is sized by a spec") as exc:
+        reflect(tools.assemble(source, "spv1.5"))
+    assert "push constant block" in str(exc.value)
+    body = "struct S { float a[N]; }; layout(push_constant) uniform P { S s; } pc;"
+    with pytest.raises(ReflectError, match="inside a struct") as exc:
+        reflect(_compile(tmp_path, body))
+    assert "push constant block" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_spec_length_the_fixed_layout_can_follow_is_recorded(tmp_path):
+    # Negative control of the two above: the outermost length of a block member.
+    info = reflect(_compile(tmp_path, "layout(push_constant) uniform P { float w[N][4]; } pc;"))
+    (w,) = info.push_constants
+    assert (w.array, w.length_spec, push_constant_size_at(info, {0: 3})) == ((2, 4), ("len", ("spec", 0, 2)), 48)
+
+
+def test_a_manifest_holds_the_expressions_and_refuses_a_bad_one():
+    from genspirv.errors import ManifestError
+    from genspirv.manifest import info_from_dict, info_to_dict
+    info = reflect(tools.corpus_blob(tools.CORPUS / "push.comp"))
+    d = json.loads(json.dumps(info_to_dict(info)))
+    assert d["push_constant_size_spec"].startswith("(max ") and "length_spec" in d["push_constants"][-2]
+    assert info_from_dict(d, "m.json") == info
+    d["bindings"][0]["min_size_spec"] = "(mul 4)"
+    with pytest.raises(ManifestError, match=r"m.json, binding #0: field 'min_size_spec': .*takes 2"):
+        info_from_dict(d, "m.json")
+
+
+def test_a_hand_edited_expression_is_a_mismatch_with_the_blob():
+    import dataclasses
+
+    from genspirv.reflect.verify import verify_entry
+    blob = tools.corpus_blob(tools.CORPUS / "spec.comp")
+    info = reflect(blob)
+    assert verify_entry(info, blob) == []
+    edited = dataclasses.replace(info, shared_memory_spec=("mul", ("len", ("spec", 20, 5)), 2))
+    assert [m.field for m in verify_entry(edited, blob)] == ["shared_memory_spec"]
