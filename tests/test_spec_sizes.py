@@ -2,8 +2,8 @@
 
 Reflection records the outermost length of a push-constant member, a binding's
 min_size and the workgroup memory as ``genspirv.reflect.spec_sizes`` expressions
-(docs/RULES.md#spec-sized-arrays); ``shared_memory_at``, ``push_constant_size_at``
-and ``specialise`` give them at given spec values.  Checked against spirv-cross
+(docs/RULES.md#reflection-rules, "Spec-sized arrays"); ``shared_memory_at``,
+``push_constant_size_at`` and ``specialise`` give them at given spec values.  Checked against spirv-cross
 (which of them are spec-sized, tests/test_oracle.py), against the blob re-reflected
 at the same values, and against numbers worked by hand.
 """
@@ -30,6 +30,7 @@ def _blobs():
         (p.name, tools.corpus_blob(p)) for p in tools.corpus_files()]
 
 
+@pytest.mark.slow
 def test_every_expression_is_its_field_at_the_defaults_and_the_blob_at_other_values():
     seen = 0
     for name, blob in _blobs():

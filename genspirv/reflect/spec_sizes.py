@@ -2,8 +2,8 @@
 
 An array whose length is a spec constant (``float w[N]``, ``shared float t[N * 2]``)
 makes a size depend on the values a pipeline is specialised with.  Reflection
-records such a size as a ``SpecExpr`` (docs/RULES.md#spec-sized-arrays), a
-nested tuple the manifest writes as nested JSON lists:
+records such a size as a ``SpecExpr`` (docs/RULES.md#reflection-rules,
+"Spec-sized arrays"), a nested tuple:
 
 - an ``int``: a fixed number;
 - ``("spec", id, default)``: the value of spec id ``id`` (``default`` when not given);
