@@ -157,10 +157,6 @@ def maximum(a: SpecExpr, b: SpecExpr) -> SpecExpr:
     return b if a == 0 else a if b == 0 else ("max", a, b)
 
 
-def is_fixed(expr) -> bool:
-    return type(expr) is int
-
-
 # -- evaluating ----------------------------------------------------------------
 
 
