@@ -111,15 +111,8 @@ def run_generator(root: Path, rel: str) -> tuple[list[Any], list[Any]]:
     """``generator_variants`` in a child process, stopped after ``GENSPIRV_GENERATOR_TIMEOUT``
     seconds: a generator that never returns costs one line, not a hung build."""
     timeout = settings.get("GENSPIRV_GENERATOR_TIMEOUT")
-
-    def run(stage):
-        try:
-            return True, plain(generator_variants(root, rel, stage))
-        except ConfigError as exc:
-            return False, str(exc)
-
     try:
-        ok, value = isolated.call(run, timeout)
+        ok, value = isolated.call(_isolated, (root, rel), timeout)
     except isolated.Overran as exc:
         raise ConfigError(f"{rel}: the generator did not finish {exc.stage or 'while loading'} within "
                           f"{timeout:g} s and was stopped: make it quicker (it runs on every build and "
@@ -132,6 +125,14 @@ def run_generator(root: Path, rel: str) -> tuple[list[Any], list[Any]]:
     if not ok:
         raise ConfigError(value)
     return value
+
+
+def _isolated(stage: Callable[[str], None], root: Path, rel: str) -> tuple[bool, Any]:
+    """The child's side of ``run_generator`` (module-level: a fresh interpreter finds it by name)."""
+    try:
+        return True, plain(generator_variants(root, rel, stage))
+    except ConfigError as exc:
+        return False, str(exc)
 
 
 class _Foreign:

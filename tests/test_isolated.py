@@ -1,0 +1,125 @@
+"""A generator run where fork is missing (Windows) or unsafe (macOS): in a fresh interpreter.
+
+Each test takes fork away in this process (``os.fork`` deleted, as on Windows,
+or ``sys.platform`` set to ``darwin``) and runs a generator through the build's
+own entry points. The generator says whether it runs in a copy of this process
+(pytest loaded) or in a fresh Python, so the path taken is asserted, not
+assumed; with fork present (Linux) it is the copy, the control. The faults are
+those the fork path already meets (tests/test_reliability_inputs.py): a
+generator that never returns, one whose process ends, one that raises, each
+one line naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from genspirv import isolated
+from genspirv.config import load_config
+from genspirv.errors import ConfigError
+
+COMP = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"
+
+
+def project(root: Path, generator: str) -> Path:
+    (root / "glsl").mkdir(parents=True)
+    (root / "glsl/a.comp").write_text(COMP)
+    (root / "tools").mkdir()
+    (root / "tools/gen.py").write_text(textwrap.dedent(generator))
+    (root / "pyproject.toml").write_text('[tool.genspirv]\ngenerator = "tools/gen.py"\n')
+    return root
+
+
+@pytest.fixture
+def no_fork(monkeypatch):
+    """This Python as Windows has it: no os.fork."""
+    monkeypatch.delattr(os, "fork")
+
+
+WHERE = """\
+    import sys
+    import helper
+    def variants():
+        print("printed by the generator")
+        where = "copy" if "_pytest" in sys.modules else "fresh"
+        return [{"name": where, "source": "a.comp", "defines": {"N": helper.N}}]
+    """
+
+
+@pytest.mark.parametrize("platform, fork, where", [("linux", True, "copy"), ("darwin", True, "fresh"),
+                                                   ("win32", False, "fresh")])
+def test_a_generator_runs_in_a_fresh_interpreter_where_fork_is_missing_or_unsafe(tmp_path, monkeypatch, capfd,
+                                                                                 platform, fork, where):
+    root = project(tmp_path, WHERE)
+    (root / "tools/helper.py").write_text("N = '3'\n")
+    monkeypatch.setattr(sys, "platform", platform)
+    if not fork:
+        monkeypatch.delattr(os, "fork")
+    assert [(v.name, v.defines) for v in load_config(root).variants] == [(where, (("N", "3"),))]
+    assert not (root / "tools/__pycache__").exists()
+    # What the generator prints reaches the user; in a fresh Python, on stderr (its stdout carries the answer).
+    out, err = capfd.readouterr()
+    assert "printed by the generator" in (out if where == "copy" else err)
+
+
+@pytest.mark.slow
+def test_without_fork_a_generator_that_never_returns_is_killed_at_the_deadline(tmp_path, no_fork, genspirv):
+    root = project(tmp_path, """\
+        import os, pathlib
+        def variants():
+            pathlib.Path(__file__).with_name("pid").write_text(str(os.getpid()))
+            while True:
+                pass
+        """)
+    # 1 s, not the fork test's 0.5: a fresh Python must start and import genspirv before variants() runs.
+    result = genspirv("build", "--root", root, env={"GENSPIRV_GENERATOR_TIMEOUT": "1"})
+    assert result.code == 2
+    assert result.err.splitlines() == [
+        "genspirv: error: tools/gen.py: the generator did not finish in variants() within 1 s and was stopped: "
+        "make it quicker (it runs on every build and check), or raise GENSPIRV_GENERATOR_TIMEOUT"]
+    pid = int((root / "tools/pid").read_text())
+    assert pid != os.getpid()
+    with pytest.raises(ProcessLookupError):     # killed and reaped, not left running
+        os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("return [1 / 0]", "tools/gen.py:3: the generator failed in variants(): ZeroDivisionError: division by zero"),
+    ("raise KeyboardInterrupt('stop')", "tools/gen.py: the generator failed: KeyboardInterrupt: stop"),
+    ("os._exit(3)", "tools/gen.py: the generator's process ended in variants() without giving its variants "
+                    "(exit status 3)"),
+    ("os.kill(os.getpid(), signal.SIGKILL)", "tools/gen.py: the generator's process ended in variants() without "
+                                             "giving its variants (killed by signal 9)"),
+], ids=["raises", "interrupted", "exits", "crashes"])
+def test_without_fork_a_generator_that_raises_or_dies_is_one_line_naming_it(tmp_path, no_fork, body, message):
+    root = project(tmp_path, f"import os, signal\ndef variants():\n    {body}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(root)
+    assert str(info.value) == message
+
+
+def test_without_fork_a_python_that_cannot_start_is_one_line(tmp_path, no_fork, monkeypatch):
+    root = project(tmp_path, "def variants():\n    return []\n")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    with pytest.raises(ConfigError, match=r"^tools/gen.py: the generator's process ended while loading without "
+                                          r"giving its variants \(no Python could be started from sys.executable "
+                                          r"'.*no-python': .*No such file"):
+        load_config(root)
+
+
+ARM = "import signal, sys, time\n{}from genspirv import isolated\nisolated._arm(0.05)\ntime.sleep(30)\n"
+
+
+@pytest.mark.slow
+def test_the_childs_own_alarm_ends_it_with_setitimer_and_without():
+    """Windows has no setitimer: a thread ends the child at its deadline instead (exit status RUNG)."""
+    for hide, code in (("del signal.setitimer\n", isolated.RUNG), ("", -signal.SIGALRM)):
+        proc = subprocess.run([sys.executable, "-c", ARM.format(hide)], capture_output=True, text=True, timeout=20)
+        assert proc.returncode == code, proc.stderr
