@@ -33,11 +33,12 @@ LAYERS = [
     {"blobcache"},                                  # compiled blobs by content key
     {"compilers"},                                  # every compiler of a build, and each variant's chain
     {"plan", "compile", "emit", "lint"},
-    {"outputs", "suppress"},
+    {"outputs", "suppress", "buildreport"},         # ...; what a build did
     {"build"},
     {"check", "scaffold"},
     {"llm"},                                        # the demo, on the runtime's public API
     {"bench"},                                      # every benchmark
+    {"reflect_command"},                            # `genspirv reflect`
     {"cli"},
     {"__main__"},
 ]
