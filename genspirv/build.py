@@ -9,6 +9,8 @@ variant with the first compiler of its chain that can build it, reflects,
 renders the manifest and generated files), then writes what changed.
 In read-write mode each blob compiled is handed to the remote cache's
 background stores as it finishes; the build waits for them before it returns.
+A build of named variants (``only``; ``genspirv.selection``) keeps every
+other variant as committed.
 
 Nothing is lost: each compile lands in the blob cache and the journal as it
 finishes, so a build that fails or is interrupted (SIGINT, SIGTERM) keeps
@@ -31,7 +33,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Optional
+from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 from . import manifest as manifest_mod
 from . import settings
@@ -52,6 +54,7 @@ from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs
                       outputs_key, remove_stale_temp_files, unavailable_names)
 from .plan import Found, Reason, Lookups, Plan, found_elsewhere, make_plan
 from .reflect import ShaderInfo
+from .selection import choose, left_out, only as only_chosen
 from .variants import CompilerName, compiler_named
 from .remote_cache import Lookup, RemoteCache
 
@@ -236,7 +239,8 @@ class BuildInterrupted(KeyboardInterrupt):
 
 def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: Log = None,
           on_command: CommandLog = None, explain: Log = None,
-          compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> BuildReport:
+          compiler: Optional[Compiler | Compilers] = None, verbose: bool = False,
+          only: Optional[Sequence[str]] = None) -> BuildReport:
     """Bring blobs, manifest and generated files up to date with the sources.
 
     ``explain`` hears one line per variant compiled or taken from the cache, saying why.
@@ -244,17 +248,20 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     ``compiler`` replaces the pinned glslang as the default compiler (tests pass a fake), or
     is every compiler of the build (``Compilers``). On failure raises the error
     (CompileError for a shader) with ``.report``: what was compiled and kept in the cache,
-    what failed. Interrupted, raises ``BuildInterrupted``.
+    what failed. Interrupted, raises ``BuildInterrupted``. ``only``: the variant names, sources
+    or globs to build (``genspirv.selection``); the others are kept as committed.
     """
     state_dir = config.root / STATE_DIR
+    chosen = choose(config, only) if only else None     # a word that names nothing: before any work
     remote = RemoteCache.for_config(config)     # a bad URL stops the build before it starts
     with compilers_for(config, compiler, jobs=jobs, version_cache=state_dir / TOOLS_FILE,
                        probe_cache=state_dir / PROBES_FILE) as compilers:
-        return _build(config, compilers, remote, jobs, force, log, on_command, explain, verbose)
+        return _build(config, compilers, remote, jobs, force, log, on_command, explain, verbose, chosen)
 
 
 def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Optional[int], force: bool, log: Log,
-           on_command: CommandLog, explain: Log, verbose: bool) -> BuildReport:
+           on_command: CommandLog, explain: Log, verbose: bool,
+           chosen: Optional[frozenset[str]] = None) -> BuildReport:
     versions = compilers.versions()
     optimizer = versions.optimizer
     # The remote cache's stores finish after the lock is released (they touch no project file).
@@ -267,7 +274,9 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
         hashes = FileHashes.for_config(config)
         cache = BlobCache.for_config(config)
         project = lookups(config, versions, hashes, cache, state.inputs)
-        plan = ask_remote(make_plan(config.variants, records, project, force), remote, records, project, cache)
+        plan = only_chosen(make_plan(config.variants, records, project, force), chosen, records,
+                           lambda v: config.path(config.blob_relpath(v)).is_file())
+        plan = ask_remote(plan, remote, records, project, cache)
         reported = tuple(s.name for s in plan.from_remote) if remote.enabled else None
         if explain is not None:
             for line in plan.explanations():
@@ -356,7 +365,8 @@ def _report(config: Config, compilers: Compilers, plan: Plan, records: Mapping[s
     variants = {v.name: v for v in config.variants}
     # A variant that failed is not also unavailable (its old record may say it was).
     unavailable = [(n, r) for n, r in sorted(records.items()) if r.unavailable and n not in failed]
-    return BuildReport(compiled=compiled, up_to_date=tuple(s.name for s in plan.up_to_date), removed=removed,
+    return BuildReport(compiled=compiled, removed=removed, not_selected=left_out(plan, config.variants),
+                       up_to_date=tuple(s.name for s in plan.up_to_date if s.reason is not Reason.NOT_SELECTED),
                        written=written, cached=tuple(s.name for s in plan.from_cache),
                        compiled_by=tuple((n, records[n].compiler.value) for n in compiled
                                          if records[n].compiler is not CompilerName.GLSLANG),

@@ -30,6 +30,7 @@ class BuildReport:
     # (name, why) of each unavailable variant: what its compiler lacks, or how to install one
     unavailable_because: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     remote: Optional[tuple[str, ...]] = None   # variant names taken from the remote cache; None: none set
+    not_selected: tuple[str, ...] = ()   # a build of named variants: the others, not up to date, kept as committed
 
     def summary(self) -> str:
         by = Counter(compiler for _, compiler in self.compiled_by)
@@ -44,6 +45,8 @@ class BuildReport:
             parts.append(f"{len(self.unavailable)} unavailable")
         if self.failed:
             parts.append(f"{len(self.failed)} failed")
+        if self.not_selected:
+            parts.append(f"{len(self.not_selected)} not selected")
         return ", ".join(parts) + f", {len(self.removed)} removed, {len(self.written)} files written"
 
     def unavailable_lines(self, verbose: bool = False) -> list[str]:

@@ -78,6 +78,8 @@ def _add_manifest_option(p: argparse.ArgumentParser) -> None:
 
 
 def _build_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("targets", metavar="NAME_OR_SOURCE", nargs="*",
+                   help="build only these variants: names, sources or globs (the others stay as committed)")
     _add_jobs_quiet(p)
     p.add_argument("--force", action="store_true", help="recompile every variant")
     p.add_argument("--explain", action="store_true",
@@ -143,7 +145,8 @@ def cmd_build(args: argparse.Namespace) -> int:
             report = build(config, jobs=args.jobs, force=args.force,
                            log=_without_progress(progress) if args.quiet else progress,
                            on_command=progress.command if args.verbose else None,
-                           explain=progress if explain else None, verbose=args.verbose)
+                           explain=progress if explain else None, verbose=args.verbose,
+                           only=args.targets or None)
     except BuildInterrupted as exc:
         progress.close()
         _warn(f"genspirv: interrupted: {exc.kept} of {exc.total} compiles finished and are kept; "
@@ -375,7 +378,7 @@ def make_parser() -> argparse.ArgumentParser:
     for c in COMMANDS:
         p = sub.add_parser(c.name, help=c.help, description=c.help, parents=[common])
         c.add_arguments(p)
-        p.set_defaults(run=c.run)
+        p.set_defaults(run=c.run, usage_of=p)
     return parser
 
 
@@ -401,7 +404,11 @@ def _project_root(args: argparse.Namespace) -> Optional[Path]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = make_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # The command's own usage, not the top level's: argparse hands a subcommand's
+        # unknown arguments up to the main parser, whose usage lists only the commands.
+        getattr(args, "usage_of", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.check and args.command not in (None, "check"):
         parser.error("--check is `genspirv check`; it takes no other command")
     run = cmd_check if args.check else getattr(args, "run", None)

@@ -58,6 +58,7 @@ class Reason(enum.Enum):
     BLOB_CHANGED = "committed blob missing or different"
     CACHE_MISSING = "cache entry missing"
     NOW_REQUIRED = "no longer optional"
+    NOT_SELECTED = "not selected"               # a build of named variants keeps this one as committed
 
 
 @dataclass(frozen=True)

@@ -174,3 +174,18 @@ def dev():
         pytest.skip(f"no Vulkan device: {exc}")
     yield d
     d.close()
+
+
+@pytest.fixture
+def fake_genspirv(genspirv, monkeypatch):
+    """``genspirv`` (the CLI in-process) with builds and checks compiling through the fake compiler
+    (tests/fake_compiler.py) unless a test hands them another; returns the run function."""
+    import genspirv.build as build_mod
+    import genspirv.check as check_mod
+    from fake_compiler import FakeCompiler
+
+    for module in (build_mod, check_mod):
+        real = module.compilers_for
+        monkeypatch.setattr(module, "compilers_for",
+                            lambda config, compiler=None, _real=real, **kw: _real(config, compiler or FakeCompiler(), **kw))
+    return genspirv

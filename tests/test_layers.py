@@ -33,7 +33,7 @@ LAYERS = [
     {"blobcache"},                                  # compiled blobs by content key
     {"compilers"},                                  # every compiler of a build, and each variant's chain
     {"plan", "compile", "emit", "lint"},
-    {"outputs", "suppress", "buildreport"},         # ...; what a build did
+    {"outputs", "suppress", "selection", "buildreport"},   # ...; build NAME...'s plan; what a build did
     {"build"},
     {"check", "scaffold"},
     {"llm"},                                        # the demo, on the runtime's public API
