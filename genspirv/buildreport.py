@@ -2,7 +2,7 @@
 
 Takes the names the build sorted into each outcome and gives the one-line
 summary the command prints (``summary``) and what it says of its unavailable
-variants (``unavailable_lines``).
+variants (``unavailable_lines``). ``genspirv.results`` writes it as JSON.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ from .console import VARIANT_LINE, Progress, colourise, use_colour as _use_colou
 from .errors import GenspirvError, ManifestError, UsageError
 
 
-def _say(line: str) -> None:
-    print(line, flush=True)
+def _say(line: str, stream=None) -> None:
+    print(line, file=stream or sys.stdout, flush=True)
 
 
 def _warn(line: str) -> None:
@@ -67,6 +67,8 @@ def _add_jobs_quiet(p: argparse.ArgumentParser) -> None:
                    help="no progress lines (the summary and errors still print)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print every compiler command line, and every line of a compile error")
+    from .results import add_arguments      # --json, --annotations: build and check both
+    add_arguments(p)
 
 
 def _add_manifest_option(p: argparse.ArgumentParser) -> None:
@@ -88,6 +90,16 @@ def _build_args(p: argparse.ArgumentParser) -> None:
                    help="-d explain: the same as --explain (ninja's spelling)")
     from .emit.cmake import add_build_arguments
     add_build_arguments(p)
+
+
+def _human(args: argparse.Namespace):
+    """Where progress and summaries go: stdout, or stderr when --json - takes stdout."""
+    return sys.stderr if getattr(args, "json", None) == "-" else sys.stdout
+
+
+def _emit_results(args: argparse.Namespace, doc: dict, problems, title: str) -> None:
+    from .results import emit
+    emit(args.json, args.annotations, doc, problems, title)
 
 
 def _without_progress(log: Callable[[str], None]) -> Callable[[str], None]:
@@ -136,10 +148,15 @@ def _sigterm_interrupts():
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import BuildInterrupted, build
     from .emit.cmake import write_depfile_from_args
+    from .results import build_result, error_problems
     _check_output_file("--depfile", args.depfile)
+    if args.json != "-":
+        _check_output_file("--json", args.json)
     config = _config(args)
-    progress = Progress()
+    out = _human(args)
+    progress = Progress(out)
     explain = args.explain or args.debug == "explain"
+    report, error = None, None
     try:
         with _sigterm_interrupts():
             report = build(config, jobs=args.jobs, force=args.force,
@@ -151,15 +168,23 @@ def cmd_build(args: argparse.Namespace) -> int:
         progress.close()
         _warn(f"genspirv: interrupted: {exc.kept} of {exc.total} compiles finished and are kept; "
               "nothing committed was written; the next build compiles only the rest")
+        _emit_results(args, build_result(config, None, 130), [], "genspirv build")
         return 130
+    except GenspirvError as exc:
+        error, report = exc, getattr(exc, "report", None)
     finally:
         progress.close()
+    if error is not None:
+        _emit_results(args, build_result(config, report, error.exit_code, error), error_problems(error, config),
+                      "genspirv build")
+        raise error
     write_depfile_from_args(config, args)
     for line in report.unavailable_lines(verbose=args.verbose):
-        _say(f"genspirv build: {line}")
+        _say(f"genspirv build: {line}", out)
     if config.other_stages:
-        _say(f"genspirv build: {config.other_stages_note()}")
-    _say(f"genspirv build: {report.summary()}")
+        _say(f"genspirv build: {config.other_stages_note()}", out)
+    _say(f"genspirv build: {report.summary()}", out)
+    _emit_results(args, build_result(config, report, 0), [], "genspirv build")
     return 0
 
 
@@ -172,24 +197,36 @@ def _check_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
-    jobs = getattr(args, "jobs", None)
-    # Progress of the fresh compile is noise next to the verdict; only the verdict prints.
-    progress = Progress()
+    from .results import check_problems, check_result, error_problems
+    # `genspirv --check` has none of check's own options: their defaults.
+    args = argparse.Namespace(**{"jobs": None, "quiet": False, "verbose": False, "json": None,
+                                 "annotations": None, **vars(args)})
+    if args.json not in (None, "-"):
+        _check_output_file("--json", args.json)
+    config = _config(args)
+    out = _human(args)
+    progress = Progress(out)
     try:
         with _sigterm_interrupts():
-            verbose = getattr(args, "verbose", False)
-            report = check(_config(args), jobs=jobs, on_command=progress.command if verbose else None,
-                           verbose=verbose)
+            report = check(config, jobs=args.jobs, log=_without_progress(progress) if args.quiet else progress,
+                           on_command=progress.command if args.verbose else None, verbose=args.verbose)
+    except GenspirvError as exc:
+        progress.close()
+        _emit_results(args, check_result(config, None, exc.exit_code, exc), error_problems(exc, config),
+                      "genspirv check")
+        raise
     finally:
         progress.close()
+    code = 0 if report.ok else 1
     if report.ok:
-        _say(f"genspirv check: {len(report.checked)} files up to date")
-        return 0
-    for d in report.differences:
-        _warn(f"genspirv check: {d}")
-    _warn(f"genspirv check: {len(report.differences)} of the committed outputs are stale; "
-          "run `genspirv build` and commit the result")
-    return 1
+        _say(f"genspirv check: {len(report.checked)} files up to date", out)
+    else:
+        for d in report.differences:
+            _warn(f"genspirv check: {d}")
+        _warn(f"genspirv check: {len(report.differences)} of the committed outputs are stale; "
+              "run `genspirv build` and commit the result")
+    _emit_results(args, check_result(config, report, code), check_problems(report), "genspirv check")
+    return code
 
 
 # -- reflect ------------------------------------------------------------------

@@ -234,4 +234,17 @@ def raise_failures(failures: Mapping[str, GenspirvError], summary: str = "", ver
     # A broken toolchain outranks a broken shader: it is exit 2, not 1.
     errors = list(failures.values())
     worst = next((f for f in errors if isinstance(f, ToolchainError)), errors[0])
-    raise (type(worst) if type(worst) is not UnavailableError else CompileError)(message)
+    error = (type(worst) if type(worst) is not UnavailableError else CompileError)(message)
+    error.failures = dict(failures)         # each variant's own error: for --json and annotations
+    raise error
+
+
+def error_site(exc: GenspirvError) -> tuple[Optional[str], Optional[int], str]:
+    """(file, line, message) of a variant's error: the compiler's first ``file:line: error:``
+    line where it printed one, else (its source or None, None, the error's first line)."""
+    if isinstance(exc, CompileError) and exc.messages:
+        first, _ = _first_error(exc)
+        m = _ERROR_LINE.match(first) if first else None
+        if m:
+            return m.group(1), int(m.group(2)), first[m.end():].strip()
+    return getattr(exc, "source", "") or None, None, str(exc).split("\n", 1)[0]

@@ -145,7 +145,7 @@ def test_every_blob_validates_and_its_entry_is_its_reflection(built, tmp_path):
 def test_check_rebuilds_every_blob_byte_for_byte_and_sees_a_changed_one(built, genspirv):
     result = genspirv("--root", built, "check")
     assert result.code == 0, result.err
-    assert result.out == "genspirv check: 6 files up to date\n"
+    assert result.out.splitlines()[-1] == "genspirv check: 6 files up to date"     # after its progress lines
     blob = built / "spirv/scale_bf16.spv"
     data = bytearray(blob.read_bytes())
     data[-8] ^= 1
@@ -423,7 +423,7 @@ def test_a_generated_source_builds_with_the_second_compiler_and_check_reads_it_f
     shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".genspirv"))
     result = genspirv("--root", clone, "check")
     assert result.code == 0, result.err
-    assert result.out == "genspirv check: 2 files up to date\n"
+    assert result.out.splitlines()[-1] == "genspirv check: 2 files up to date"
     assert not (clone / ".genspirv/generated").exists()
 
     # An error in the generated header names it as the build does, in build and in check alike.

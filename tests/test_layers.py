@@ -38,7 +38,7 @@ LAYERS = [
     {"check", "scaffold"},
     {"llm"},                                        # the demo, on the runtime's public API
     {"bench"},                                      # every benchmark
-    {"reflect_command"},                            # `genspirv reflect`
+    {"results", "reflect_command"},                 # --json and annotations; `reflect`
     {"cli"},
     {"__main__"},
 ]

@@ -1,0 +1,102 @@
+"""Output for CI: check's progress, ``--json`` results (schema genspirv-results/1) and GitHub annotations.
+
+Builds and checks run through the fake compiler (``fake_genspirv``); its
+``// fake: error`` line is a compile error at that file and line.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fake_compiler import ERROR_MARK
+from genspirv.results import Problem, annotations
+
+from conftest import TINY_VARIANTS
+
+
+def test_check_shows_progress_as_build_does_and_quiet_hides_it(tiny_project, fake_genspirv):
+    root = tiny_project()
+    assert fake_genspirv("build", "--root", root, "-q").code == 0
+    loud = fake_genspirv("check", "--root", root, "--jobs", "1")
+    assert loud.code == 0, loud.err
+    assert loud.out.splitlines() == ["[1/3] add_f32", "[2/3] add_i32", "[3/3] neg",
+                                     "genspirv check: 4 files up to date"]
+    quiet = fake_genspirv("check", "--root", root, "-q")
+    assert quiet.out.splitlines() == ["genspirv check: 4 files up to date"]     # the control
+
+
+def test_build_json_has_every_variant_with_its_status_and_the_summary(tiny_project, fake_genspirv, tmp_path):
+    root = tiny_project()
+    assert fake_genspirv("build", "--root", root, "-q").code == 0
+    (root / "glsl/neg.comp").write_text((root / "glsl/neg.comp").read_text() + "// edited\n")
+    out = tmp_path / "build.json"
+    result = fake_genspirv("build", "--root", root, "-q", "--json", out)
+    assert result.code == 0, result.err
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "genspirv-results/1" and doc["command"] == "build"
+    assert doc["ok"] is True and doc["exit_code"] == 0 and doc["problems"] == []
+    assert {v["name"]: v["status"] for v in doc["variants"]} == \
+        {"add_f32": "up_to_date", "add_i32": "up_to_date", "neg": "compiled"}
+    assert doc["variants"][2] == {"name": "neg", "source": "glsl/neg.comp", "spirv": "spirv/neg.spv",
+                                  "status": "compiled"}
+    assert doc["summary"]["compiled"] == 1 and doc["summary"]["up_to_date"] == 2
+    assert doc["summary"]["text"] == "1 compiled, 2 up to date, 0 removed, 2 files written"
+    assert sorted(doc["written"]) == ["manifests/shaders.json", "spirv/neg.spv"]
+
+
+def test_json_to_stdout_leaves_stdout_to_the_document(tiny_project, fake_genspirv):
+    root = tiny_project()
+    result = fake_genspirv("build", "--root", root, "--json", "-")
+    assert result.code == 0
+    doc = json.loads(result.out)                 # nothing else on stdout: progress and summary on stderr
+    assert [v["status"] for v in doc["variants"]] == ["compiled"] * 3
+    assert "genspirv build: 3 compiled" in result.err
+    check = fake_genspirv("check", "--root", root, "--json", "-")
+    assert json.loads(check.out)["summary"] == {"text": "4 files up to date", "checked": 4, "stale": 0}
+
+
+def test_a_compile_error_is_an_annotation_on_its_line_and_a_problem_in_the_json(tiny_project, fake_genspirv,
+                                                                               tmp_path):
+    root = tiny_project()
+    header = root / "glsl/include/common.glsl"
+    header.write_text(header.read_text() + ERROR_MARK + "\n")        # line 3, in both add_* variants
+    out = tmp_path / "r.json"
+    result = fake_genspirv("build", "--root", root, "-q", "--annotations", "github", "--json", out)
+    assert result.code == 1
+    notes = [ln for ln in result.out.splitlines() if ln.startswith("::")]
+    assert notes == ["::error file=glsl/include/common.glsl,line=3,title=genspirv build::"
+                     f"'{ERROR_MARK}' : the fake refuses this line (in add_f32, add_i32)"]
+    doc = json.loads(out.read_text())
+    assert doc["ok"] is False and doc["exit_code"] == 1
+    assert doc["problems"] == [{"file": "glsl/include/common.glsl", "line": 3, "variants": ["add_f32", "add_i32"],
+                                "message": f"'{ERROR_MARK}' : the fake refuses this line"}]
+    assert {v["name"]: v["status"] for v in doc["variants"]} == \
+        {"add_f32": "failed", "add_i32": "failed", "neg": "compiled"}
+    plain = fake_genspirv("build", "--root", root, "-q")                # control: no annotation unasked
+    assert plain.code == 1 and "::error" not in plain.out + plain.err
+
+
+def test_a_stale_check_annotates_each_file_and_says_which_variant(tiny_project, fake_genspirv, tmp_path):
+    root = tiny_project()
+    assert fake_genspirv("build", "--root", root, "-q").code == 0
+    blob = root / "spirv/neg.spv"
+    blob.write_bytes(blob.read_bytes()[:-4])
+    out = tmp_path / "check.json"
+    result = fake_genspirv("check", "--root", root, "-q", "--annotations", "github", "--json", out)
+    assert result.code == 1
+    notes = [ln for ln in result.out.splitlines() if ln.startswith("::")]
+    assert len(notes) == 1 and notes[0].startswith(
+        "::error file=spirv/neg.spv,title=genspirv check::spirv/neg.spv (neg): differs from a fresh build")
+    assert notes[0].endswith("run `genspirv build` and commit the result (in neg)")
+    doc = json.loads(out.read_text())
+    assert doc["command"] == "check" and doc["ok"] is False and doc["summary"]["stale"] == 1
+    assert {v["name"]: v["status"] for v in doc["variants"]} == {**dict.fromkeys(TINY_VARIANTS, "up_to_date"),
+                                                                 "neg": "differs"}
+    assert [f["path"] for f in doc["files"]] == ["spirv/neg.spv"] and doc["files"][0]["status"] == "differs"
+
+
+def test_annotations_escape_what_would_end_a_property_or_the_message():
+    [line] = annotations([Problem("50% off\nsecond line", "dir,a/b:c.comp", 7, ("v",))], "genspirv build")
+    assert line == "::error file=dir%2Ca/b%3Ac.comp,line=7,title=genspirv build::50%25 off%0Asecond line (in v)"
+    [bare] = annotations([Problem("no file")], "genspirv check")
+    assert bare == "::error title=genspirv check::no file"
