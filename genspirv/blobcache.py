@@ -7,6 +7,8 @@ shared by clones and CI runs; each bounded by ``GENSPIRV_CACHE_MAX_MB`` (default
 go first. Best effort throughout: a cache that cannot be read or written costs
 a recompile, never a build; a shared folder that cannot be written is said in
 one warning naming it. The keys are ``genspirv.buildstate``'s.
+It counts its stores and failed writes into a ``cachestats.Tally`` when given
+one; ``usage()`` and ``clear()`` serve ``genspirv cache stats`` and ``clear``.
 """
 
 from __future__ import annotations
@@ -19,11 +21,23 @@ from typing import Optional, Sequence
 
 from . import settings
 from .buildstate import STATE_DIR, sha256_hex
+from .cachestats import Stat, Tally
 from .config import Config
 from .fsutil import atomic_write
 
 CACHE_SUBDIR = "cache"
 EVICT_TO = 0.8          # eviction stops at this share of the cap, so it does not run on every build
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    with contextlib.suppress(OSError):
+        return [p for p in folder.glob("??") if p.is_dir()]
+    return []
+
+
+def local_cache_dir(config: Config) -> Path:
+    """The project's own blob cache, ``.genspirv/cache/`` (its counters live there too)."""
+    return config.root / STATE_DIR / CACHE_SUBDIR
 
 
 def shared_cache_dir() -> Optional[Path]:
@@ -43,19 +57,20 @@ class BlobCache:
     Best effort: a cache that cannot be read or written is only a slower build.
     """
 
-    def __init__(self, folders: Sequence[Path], limit: Optional[int] = None):
+    def __init__(self, folders: Sequence[Path], limit: Optional[int] = None, tally: Optional[Tally] = None):
         self.folders = tuple(folders)
         self.stored = 0
         self.limit = limit
         self.unwritable: Optional[str] = None      # the shared folder's first write failure, once said
+        self.tally = tally or Tally()
 
     @classmethod
-    def for_config(cls, config: Config) -> "BlobCache":
-        folders = [config.root / STATE_DIR / CACHE_SUBDIR]
+    def for_config(cls, config: Config, tally: Optional[Tally] = None) -> "BlobCache":
+        folders = [local_cache_dir(config)]
         shared = shared_cache_dir()
         if shared is not None:
             folders.append(shared)
-        return cls(folders, cache_max_bytes())      # a bad setting stops the build before it starts
+        return cls(folders, cache_max_bytes(), tally)      # a bad setting stops the build before it starts
 
     @staticmethod
     def _path(folder: Path, key: str) -> Path:
@@ -77,27 +92,66 @@ class BlobCache:
             return blob
         return None
 
-    def put(self, key: str, blob: bytes) -> None:
+    def put(self, key: str, blob: bytes, replace: bool = False) -> None:
+        """Keep ``blob`` under ``key`` in every folder; ``replace``: over what a folder holds
+        there (``build --force`` re-seeds the caches: a damaged entry is written afresh)."""
+        wrote = []
         for i, folder in enumerate(self.folders):
-            failure = self._put(folder, key, blob)
+            written, failure = self._put(folder, key, blob, replace)
+            wrote.append(written)
+            self.tally.add(Stat.LOCAL_ERRORS, failure is not None)
             if failure is not None and i > 0 and self.unwritable is None:
                 # The shared folder was asked for by name: its being of no use is said, once.
                 self.unwritable = failure
                 print(f"genspirv: warning: GENSPIRV_CACHE_DIR={folder}: cannot write ({failure}); blobs "
                       "compiled here are not shared through it", file=sys.stderr, flush=True)
         self.stored += 1
+        self.tally.add(Stat.LOCAL_STORES, any(wrote))
 
     @staticmethod
-    def _put(folder: Path, key: str, blob: bytes) -> Optional[str]:
-        """Store ``blob``; the reason it could not be, or None."""
+    def _put(folder: Path, key: str, blob: bytes, replace: bool = False) -> tuple[bool, Optional[str]]:
+        """Store ``blob``: (whether it was written, the reason it could not be or None)."""
         path = BlobCache._path(folder, key)
-        if path.is_file():
-            return None
+        if not replace and path.is_file():
+            return False, None
         try:
             atomic_write(path, blob, durable=False)
         except OSError as exc:
-            return exc.strerror or str(exc)      # a cache that cannot take a blob costs a recompile, nothing more
-        return None
+            return False, exc.strerror or str(exc)   # a cache that cannot take a blob costs a recompile
+        return True, None
+
+    @staticmethod
+    def _blobs(folder: Path) -> list[Path]:
+        with contextlib.suppress(OSError):
+            return sorted(folder.glob("??/*.spv"))
+        return []
+
+    def usage(self) -> list[tuple[Path, int, int]]:
+        """(folder, entries, bytes) of each folder."""
+        found = []
+        for folder in self.folders:
+            sizes = []
+            for path in self._blobs(folder):
+                with contextlib.suppress(OSError):
+                    sizes.append(path.stat().st_size)
+            found.append((folder, len(sizes), sum(sizes)))
+        return found
+
+    def clear(self) -> list[tuple[Path, int, int]]:
+        """Delete every blob of every folder (the counters stay); (folder, entries, bytes) removed."""
+        removed = []
+        for folder in self.folders:
+            count = size = 0
+            for path in self._blobs(folder):
+                with contextlib.suppress(OSError):
+                    n = path.stat().st_size
+                    path.unlink()
+                    count, size = count + 1, size + n
+            for sub in _subfolders(folder):
+                with contextlib.suppress(OSError):
+                    sub.rmdir()         # only once empty: a file not ours stays, and so does its folder
+            removed.append((folder, count, size))
+        return removed
 
     def trim(self, limit: Optional[int] = None) -> int:
         """Delete the least recently used blobs of each folder past ``limit`` bytes; how many went."""

@@ -9,6 +9,9 @@ variant with the first compiler of its chain that can build it, reflects,
 renders the manifest and generated files), then writes what changed.
 In read-write mode each blob compiled is handed to the remote cache's
 background stores as it finishes; the build waits for them before it returns.
+``--force`` asks no cache and stores every blob afresh, over what the local
+caches and the remote store held (re-seeding them). What the caches did is
+added to the counters ``genspirv cache stats`` shows (``genspirv.cachestats``).
 A build of named variants (``only``; ``genspirv.selection``) keeps every
 other variant as committed.
 
@@ -37,8 +40,10 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 from . import manifest as manifest_mod
 from . import settings
-from .blobcache import BlobCache
+from . import cachestats
+from .blobcache import BlobCache, local_cache_dir
 from .buildreport import BuildReport
+from .cachestats import Stat, Tally
 from .buildstate import (STATE_DIR, CommittedManifest, FileHashes, Journal, OutputsRecord, Record,
                          RecordedInputs, Versions, clear_journal, committed_manifest, include_dirs, journal_path, key_inputs,
                          load_state, sha256_hex, stage_state)
@@ -253,15 +258,32 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     """
     state_dir = config.root / STATE_DIR
     chosen = choose(config, only) if only else None     # a word that names nothing: before any work
-    remote = RemoteCache.for_config(config)     # a bad URL stops the build before it starts
+    tally = Tally()
+    remote = RemoteCache.for_config(config, tally)     # a bad URL stops the build before it starts
     with compilers_for(config, compiler, jobs=jobs, version_cache=state_dir / TOOLS_FILE,
                        probe_cache=state_dir / PROBES_FILE) as compilers:
-        return _build(config, compilers, remote, jobs, force, log, on_command, explain, verbose, chosen)
+        try:
+            report = _build(config, compilers, remote, jobs, force, log, on_command, explain, verbose, chosen, tally)
+        except GenspirvError as exc:
+            _count(config, tally, getattr(exc, "report", None), force)
+            raise
+    _count(config, tally, report, force)
+    return report
+
+
+def _count(config: Config, tally: Tally, report: Optional[BuildReport], force: bool) -> None:
+    """Add what this build's caches did to the project's counters (``genspirv cache stats``).
+    ``--force`` asks no cache: it counts stores, no hit or miss."""
+    if report is not None:
+        tally.add(Stat.LOCAL_HITS, len(report.cached))
+        if not force:
+            tally.add(Stat.LOCAL_MISSES, len(report.compiled) + len(report.failed) + len(report.remote or ()))
+    cachestats.record(local_cache_dir(config), tally.counts())
 
 
 def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Optional[int], force: bool, log: Log,
-           on_command: CommandLog, explain: Log, verbose: bool,
-           chosen: Optional[frozenset[str]] = None) -> BuildReport:
+           on_command: CommandLog, explain: Log, verbose: bool, chosen: Optional[frozenset[str]] = None,
+           tally: Optional[Tally] = None) -> BuildReport:
     versions = compilers.versions()
     optimizer = versions.optimizer
     # The remote cache's stores finish after the lock is released (they touch no project file).
@@ -272,7 +294,7 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
         # A fresh clone has no state: the committed manifest's provenance stands in for it.
         records = {**committed.records, **state.records}
         hashes = FileHashes.for_config(config)
-        cache = BlobCache.for_config(config)
+        cache = BlobCache.for_config(config, tally)
         project = lookups(config, versions, hashes, cache, state.inputs)
         plan = only_chosen(make_plan(config.variants, records, project, force), chosen, records,
                            lambda v: config.path(config.blob_relpath(v)).is_file())
@@ -299,7 +321,7 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
 
         def keep(name: str, record: Record, blob: Optional[bytes]) -> None:
             if blob is not None and record.key is not None:
-                cache.put(record.key, blob)
+                cache.put(record.key, blob, replace=force)
                 if remote.writable:     # queued for the remote cache's pool: the progress loop goes on
                     remote.publish(record.key, record.deps, blob, project.inputs(by_name[name], ()).key,
                                    None if record.compiler is CompilerName.GLSLANG else record.compiler.value)

@@ -83,7 +83,8 @@ def _build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", metavar="NAME_OR_SOURCE", nargs="*",
                    help="build only these variants: names, sources or globs (the others stay as committed)")
     _add_jobs_quiet(p)
-    p.add_argument("--force", action="store_true", help="recompile every variant")
+    p.add_argument("--force", action="store_true",
+                   help="recompile every variant, ask no cache, and store every blob afresh (re-seeds the caches)")
     p.add_argument("--explain", action="store_true",
                    help="say why each variant is compiled or taken from the cache")
     p.add_argument("-d", dest="debug", choices=["explain"], default=None,
@@ -368,6 +369,19 @@ def cmd_cmake_dir(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- cache --------------------------------------------------------------------
+
+
+def _cache_args(p: argparse.ArgumentParser) -> None:
+    from .cache_command import add_arguments
+    add_arguments(p)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from .cache_command import run
+    return run(_config(args), args, _say)
+
+
 # -- the table ----------------------------------------------------------------
 
 
@@ -382,6 +396,7 @@ class Command:
 COMMANDS: tuple[Command, ...] = (
     Command("build", "incremental build of all variants (--explain: why each compiles)", _build_args, cmd_build),
     Command("check", "verify committed blobs and manifest byte for byte", _check_args, cmd_check),
+    Command("cache", "the compile caches: stats (--json, --zero-stats), clear", _cache_args, cmd_cache),
     Command("reflect", "reflection of any SPIR-V blob", _reflect_args, cmd_reflect),
     Command("list", "the shaders the manifest holds (--unavailable: the variants it could not build)",
             _list_args, cmd_list),

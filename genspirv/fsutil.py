@@ -9,7 +9,10 @@ removes the temps. A failure while staging leaves every target as it was; a
 reader sees each file's old or new version, never half of either.
 ``atomic_write(path, data)`` stages and commits one file; ``write_json_atomic``
 does the same for a JSON document. ``signals_deferred()`` holds SIGINT and
-SIGTERM back for the few renames of a commit. ``git_commit(folder)`` names the
+SIGTERM back for the few renames of a commit. ``exclusive_lock(path)`` holds a
+lock file for a short read-modify-write (the cache counters), blocking until it
+is free (``fcntl.flock``; ``msvcrt.locking`` where there is no fcntl, imported
+when first used, so this module imports everywhere). ``git_commit(folder)`` names the
 checkout's commit (``-dirty`` when tracked files differ), or None outside a git
 checkout. No genspirv imports.
 """
@@ -140,6 +143,35 @@ def signals_deferred() -> Iterator[None]:
                 signal.signal(sig, handler)
         for sig in dict.fromkeys(caught):
             signal.raise_signal(sig)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold ``path`` (created if need be) locked for the block; other holders wait. The OS
+    releases it when the holder dies, so a killed process never leaves it held."""
+    with open(path, "a+b") as f:
+        try:
+            import fcntl
+        except ImportError:         # Windows: lock the file's first byte, retrying as flock blocks
+            import msvcrt
+            f.seek(0)
+            while True:
+                try:
+                    msvcrt.locking(f.fileno(), msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:
+                    continue        # LK_LOCK gives up after 10 s; a counter update takes milliseconds
+            try:
+                yield
+            finally:
+                f.seek(0)
+                msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
+            return
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 def git_commit(folder: Path) -> Optional[str]:

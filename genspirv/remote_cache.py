@@ -14,6 +14,9 @@ caches:
   (read-write mode only), so the build calls it as each compile finishes;
   ``close()`` waits for those stores.
 
+It counts its hits, misses, stores and errors into a ``cachestats.Tally``
+(``genspirv cache stats``).
+
 Entries live at ``<url>/<key[:2]>/<key[2:]>`` (ccache's HTTP layout: GET, HEAD,
 PUT; an nginx WebDAV location or an S3-style gateway). The store is never
 needed: a refused connection, an HTTP error or a request slower than the
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from . import settings
+from .cachestats import Stat, Tally
 from .errors import GenspirvError
 from .remote_entry import Entry, EntryError, EntryKind, decode, encode, index_key
 from .remote_url import RemoteUrl, parse_url, redact, weak_secret
@@ -224,8 +228,10 @@ KeyOf = Callable[[Any, Sequence[str]], Optional[str]]     # (variant, deps) -> c
 class RemoteCache:
     """One build's use of the remote store; a disabled one (no URL set) does nothing."""
 
-    def __init__(self, remote: Optional[RemoteSettings], warn: Optional[Callable[[str], None]] = None):
+    def __init__(self, remote: Optional[RemoteSettings], warn: Optional[Callable[[str], None]] = None,
+                 tally: Optional[Tally] = None):
         self.settings = remote
+        self.tally = tally or Tally()
         self._warn_to = warn
         self._lock = threading.Lock()
         self._http: Optional[_Http] = None
@@ -238,8 +244,8 @@ class RemoteCache:
             self._say(weak)
 
     @classmethod
-    def for_config(cls, config) -> "RemoteCache":
-        return cls(remote_settings(getattr(config, "remote_cache", None)))
+    def for_config(cls, config, tally: Optional[Tally] = None) -> "RemoteCache":
+        return cls(remote_settings(getattr(config, "remote_cache", None)), tally=tally)
 
     @property
     def enabled(self) -> bool:
@@ -264,6 +270,9 @@ class RemoteCache:
                 hit = future.result()
                 if hit is not None:
                     hits[lk.variant.name] = hit
+                    self.tally.add(Stat.REMOTE_HITS, hit.remote)
+                else:
+                    self.tally.add(Stat.REMOTE_MISSES)
         except BaseException:
             self._down = True           # an interrupt: leave the queued requests unasked
             for _, future in futures:
@@ -357,12 +366,14 @@ class RemoteCache:
                 return
             try:
                 self._client().put(where, data)
+                self.tally.add(Stat.REMOTE_STORES, where == key)     # blob entries; not their index
             except _Unavailable as exc:
                 self._go_down(str(exc))
             except _Refused as exc:
                 with self._lock:
                     first, self._refused = not self._refused, True
                 if first:
+                    self.tally.add(Stat.REMOTE_ERRORS)
                     self._warn(f"remote cache {self.settings.url.base} {exc}; this build stores nothing more")
 
     def close(self, wait: bool = True) -> None:
@@ -408,10 +419,12 @@ class RemoteCache:
         with self._lock:
             first, self._down = not self._down, True
         if first:
+            self.tally.add(Stat.REMOTE_ERRORS)
             self._warn(f"remote cache {self.settings.url.base} {reason}; "
                        "this build asks it nothing more and compiles locally")
 
     def _unverified_entry(self, key: str, variant, reason: str) -> None:
+        self.tally.add(Stat.REMOTE_ERRORS)
         with self._lock:
             self._unverified += 1
             named = self._unverified <= NAMED_WARNINGS

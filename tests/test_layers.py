@@ -24,7 +24,8 @@ LAYERS = [
     {"errors", "lint_rules"},
     {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console", "remote_url",
      "isolated"},
-    {"generated", "variants", "reflect", "includes", "preamble"},   # generated files; variant tables; SPIR-V facts
+    {"generated", "variants", "reflect", "includes", "preamble", "cachestats"},
+    # ^ generated files; variant tables; SPIR-V facts; the caches' counters
     {"generator"},                                  # a generator file run, its variants and files checked
     {"config"},                                     # the project's settings
     {"manifest", "toolchain", "remote_entry"},      # the JSON format; the pinned tools; remote entries
@@ -33,12 +34,12 @@ LAYERS = [
     {"blobcache"},                                  # compiled blobs by content key
     {"compilers"},                                  # every compiler of a build, and each variant's chain
     {"plan", "compile", "emit", "lint"},
-    {"outputs", "suppress", "selection", "buildreport"},   # ...; build NAME...'s plan; what a build did
+    {"outputs", "suppress", "selection", "buildreport"},   # ... ; build NAME...'s plan; what a build did
     {"build"},
     {"check", "scaffold"},
     {"llm"},                                        # the demo, on the runtime's public API
     {"bench"},                                      # every benchmark
-    {"results", "reflect_command"},                 # --json and annotations; `reflect`
+    {"results", "cache_command", "reflect_command"},   # --json and annotations; `cache`; `reflect`
     {"cli"},
     {"__main__"},
 ]

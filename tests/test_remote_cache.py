@@ -992,3 +992,52 @@ def test_a_blob_another_compiler_built_keeps_its_name_on_the_second_machine(tmp_
     assert b'"compiler": "slang-glslang"' in manifest
     assert manifest == (a / "manifests/shaders.json").read_bytes()
     assert check(load_config(b)).ok
+
+
+# -- counters and re-seeding ---------------------------------------------------------
+
+
+def _counters(run, root) -> dict:
+    import json
+    result = run("cache", "stats", "--json", "--root", root)
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+@pytest.mark.slow
+def test_cache_stats_count_the_remote_misses_stores_hits_and_errors(tiny_project, store, remote, fake_genspirv):
+    remote(store.url, "read-write", SECRET)
+    a = tiny_project()
+    assert fake_genspirv("build", "--root", a, "-q").code == 0
+    doc = _counters(fake_genspirv, a)
+    assert doc["remote"] == store.url.rstrip("/")
+    assert {k: v for k, v in doc["counters"].items() if k.startswith("remote_")} == \
+        {"remote_hits": 0, "remote_misses": 3, "remote_stores": 3, "remote_errors": 0}
+
+    remote(store.url, "read", SECRET)
+    b = tiny_project()
+    assert "3 from the remote cache" in fake_genspirv("build", "--root", b, "-q").out
+    counters = _counters(fake_genspirv, b)["counters"]
+    assert (counters["remote_hits"], counters["remote_misses"], counters["remote_stores"]) == (3, 0, 0)
+    assert (counters["local_misses"], counters["local_stores"]) == (3, 3)   # asked locally first; kept there
+
+    remote(store.url, "read", "another-secret")                 # every entry fails to verify: errors
+    c = tiny_project()
+    assert "3 compiled" in fake_genspirv("build", "--root", c, "-q").out
+    counters = _counters(fake_genspirv, c)["counters"]
+    assert counters["remote_errors"] >= 3 and counters["remote_hits"] == 0
+
+
+@pytest.mark.slow
+def test_force_stores_every_blob_afresh_over_damaged_entries(tiny_project, store, remote, fake_genspirv):
+    """Re-seeding a store: --force in read-write mode compiles everything and stores it all again."""
+    remote(store.url, "read-write", SECRET)
+    a = tiny_project()
+    assert fake_genspirv("build", "--root", a, "-q").code == 0
+    good = entries(store)
+    for key in good:
+        _entry_path(store, key).write_bytes(b"damaged")
+    result = fake_genspirv("build", "--force", "--root", a, "-q")
+    assert result.code == 0 and warnings_of(result.err) == []
+    assert entries(store) == good
+    assert _counters(fake_genspirv, a)["counters"]["remote_stores"] == 6     # 3 + 3 again

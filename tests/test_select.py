@@ -89,6 +89,7 @@ def test_a_variant_never_built_and_not_named_stays_out(tiny_project, fake_genspi
     (["build", "--bogus"], "usage: genspirv build "),
     (["check", "--nope"], "usage: genspirv check "),
     (["list", "extra"], "usage: genspirv list "),
+    (["cache", "stats", "--bogus"], "usage: genspirv cache stats "),
 ])
 def test_a_bad_argument_prints_its_commands_usage(genspirv, argv, usage):
     result = genspirv(*argv)
