@@ -112,8 +112,10 @@ def record(folder: Path, counts: Mapping[Stat, int]) -> bool:
 
 
 def zero(folder: Path) -> None:
-    """Start the counters afresh (``--zero-stats``); the cached blobs stay."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Start the counters afresh (``--zero-stats``); the cached blobs stay. No cache yet, no
+    counters to zero: nothing is made (a folder made here would lack the state's .gitignore)."""
+    if not folder.is_dir():
+        return
     with exclusive_lock(folder / LOCK_FILE):
         _write(folder, Stats({}, 0, _now()))
 
