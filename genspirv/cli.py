@@ -394,7 +394,8 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("build", "incremental build of all variants (--explain: why each compiles)", _build_args, cmd_build),
+    Command("build", "incremental build of all variants, or of those named (--explain: why each compiles)",
+            _build_args, cmd_build),
     Command("check", "verify committed blobs and manifest byte for byte", _check_args, cmd_check),
     Command("cache", "the compile caches: stats (--json, --zero-stats), clear", _cache_args, cmd_cache),
     Command("reflect", "reflection of any SPIR-V blob", _reflect_args, cmd_reflect),
