@@ -147,6 +147,8 @@ def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
         "push_constant_size": info.push_constant_size,
         "push_constants": [push_member_to_dict(m) for m in info.push_constants],
         "shared_memory": info.shared_memory,
+        "capabilities": list(info.capabilities),
+        "extensions": list(info.extensions),
     }
     d.update(_spec_field("shared_memory_spec", info.shared_memory_spec))
     d.update(_spec_field("push_constant_size_spec", info.push_constant_size_spec))
@@ -316,13 +318,25 @@ def info_from_dict(d: Mapping[str, Any], where: str) -> ShaderInfo:
                       shared_memory=_need(d, "shared_memory", int, where),
                       push_constants=push,
                       shared_memory_spec=_spec_expr(d, "shared_memory_spec", where),
-                      push_constant_size_spec=_spec_expr(d, "push_constant_size_spec", where))
+                      push_constant_size_spec=_spec_expr(d, "push_constant_size_spec", where),
+
+                      capabilities=_names(d, "capabilities", where),
+                      extensions=_names(d, "extensions", where))
     # The derived fields are stored for other consumers; they must agree.
     for key in ("binding_count", "writable_mask", "readable_mask"):
         if _need(d, key, int, where) != getattr(info, key):
             raise ManifestError(f"{where}: {key} {d[key]} disagrees with its bindings "
                                 f"({getattr(info, key)})")
     return info
+
+
+def _names(d: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    """A sorted list of names (capabilities, extensions), as reflection gives it."""
+    names = _need(d, key, list, where)
+    if not all(isinstance(n, str) for n in names) or names != sorted(set(names)):
+        raise ManifestError(f"{where}: field {key!r} must list distinct names in sorted order, "
+                            f"not {names!r}")
+    return tuple(names)
 
 
 def _push_member(m: Any, where: str) -> PushMember:

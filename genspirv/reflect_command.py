@@ -26,6 +26,9 @@ def _describe_info(info) -> list[str]:
     lines = [f"entry point {info.entry_point}: local size {size}" + (f" ({', '.join(spec)})" if spec else ""),
              f"  push constants: {info.push_constant_size} bytes",
              f"  shared memory: {info.shared_memory} bytes"]
+    if info.capabilities or info.extensions:
+        lines.append(f"  capabilities: {', '.join(info.capabilities) or 'none'}"
+                     + (f"; extensions: {', '.join(info.extensions)}" if info.extensions else ""))
     for b in info.bindings:
         use = "written" if b.written else "accessed" if b.accessed else "unused"
         count = "" if b.count == 1 else f"[{b.count or ''}]"

@@ -10,7 +10,9 @@ id, name, type, default), workgroup size and its spec ids, for every entry point
 push-constant size against one computed from spirv-cross's member offsets,
 array and matrix strides; and every push-constant member (name, offset, size,
 scalar type, vector and matrix shape, row-major, array lengths and strides, a
-struct's members) of the entry point spirv-cross reflects (its first).
+struct's members) of the entry point spirv-cross reflects (its first); the
+capabilities and extensions against the ``OpCapability`` / ``OpExtension``
+lines spirv-dis prints.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def _check_all_entry_points(blob: bytes, what: str) -> None:
         tools.assert_agrees(info, cross, info.entry_point, f"{what}:{info.entry_point}")
         assert info.push_constant_size == tools.cross_push_constant_size(cross), what
     assert tools.push_members_of(infos[0]) == tools.cross_push_members(cross), what
+    caps, exts = tools.dis_capabilities(blob)
+    assert all((i.capabilities, i.extensions) == (caps, exts) for i in infos), what
     assert reflect(blob) == infos[0]
 
 
@@ -160,3 +164,10 @@ def test_the_push_comparison_catches_a_wrong_member():
         bad = tuple(dataclasses.replace(m, **change) if m is member else m for m in members)
         assert tools.push_members_of(dataclasses.replace(info, push_constants=bad)) \
             != tools.cross_push_members(cross), change
+
+
+def test_the_capability_comparison_has_something_to_compare():
+    # The corpus declares extensions and more than Shader, so a reflection that dropped or
+    # invented a name would disagree with spirv-dis above.
+    seen = [tools.dis_capabilities(tools.corpus_blob(p)) for p in tools.corpus_files()]
+    assert any(exts for _, exts in seen) and any(len(caps) > 1 for caps, _ in seen)

@@ -165,6 +165,9 @@ class ShaderInfo:
     # The two sizes at any spec values (genspirv/reflect/spec_sizes.py); None: fixed.
     shared_memory_spec: Optional[SpecExpr] = None
     push_constant_size_spec: Optional[SpecExpr] = None
+    # The module's OpCapability and OpExtension names, sorted: what a device must enable.
+    capabilities: tuple[str, ...] = ()
+    extensions: tuple[str, ...] = ()
 
     @property
     def binding_count(self) -> int:
@@ -177,6 +180,19 @@ class ShaderInfo:
     @property
     def readable_mask(self) -> int:
         return sum(1 << i for i, b in enumerate(self.bindings) if b.readable)
+
+    @property
+    def set_count(self) -> int:
+        """Descriptor sets a pipeline layout needs: 0 .. the highest set used (gaps get empty ones)."""
+        return max((b.set for b in self.bindings), default=-1) + 1
+
+    def descriptors(self, set_number: Optional[int] = None) -> dict[DescriptorType, int]:
+        """Descriptors per type, in one set or (``None``) all of them; a runtime array counts 1."""
+        out: dict[DescriptorType, int] = {}
+        for b in self.bindings:
+            if set_number is None or b.set == set_number:
+                out[b.type] = out.get(b.type, 0) + max(b.count, 1)
+        return out
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Parses the module (``genspirv.spirv``), indexes it (``index``) and asks each
 step for its part: ``descriptors``, ``usage`` (what the entry point's code
 does with each binding), ``specialization`` (spec constants, workgroup
-size), ``push_constants`` (size and members) and ``workgroup_memory``.  Gives ``reflect``,
+size), ``push_constants`` (size and members), ``workgroup_memory``, and the
+module's capabilities and extensions (``genspirv.spirv``).  Gives ``reflect``,
 ``reflect_module``, ``binding_usage`` and ``shared_memory_bytes``, the
 functions ``genspirv.reflect`` exports.  Pure: no Vulkan, no subprocess.
 """
@@ -76,7 +77,10 @@ def _info(index: Index, ep: EntryPoint, descs: tuple[Descriptor, ...],
                       shared_memory=workgroup_memory_bytes(index, ep),
                       push_constants=push_constants(index, ep),
                       shared_memory_spec=shared if type(shared) is tuple else None,
-                      push_constant_size_spec=push_size[1])
+                      push_constant_size_spec=push_size[1],
+
+                      capabilities=tuple(sorted(sp.capabilities(index.module))),
+                      extensions=tuple(sorted(sp.extensions(index.module))))
 
 
 def _compute_entry_points(index: Index) -> list[EntryPoint]:

@@ -6,8 +6,8 @@ manifest value, blob value) per reflected field that differs: entry point,
 workgroup size and its spec ids, every field of every binding (access,
 accessed, written, min_size, array_stride ...), binding count and the masks,
 spec constants, push-constant size, every field of every push-constant member
-(a struct's members too) and shared memory, with the expressions of the sizes
-spec values change.  ``check_entry``
+(a struct's members too), shared memory, with the expressions of the sizes
+spec values change, and the capabilities and extensions the module declares.  ``check_entry``
 raises ``ManifestMismatchError`` naming the kernel, each field and both
 values.  No Vulkan: the runtime calls it when it loads a kernel, so a
 hand-edited manifest cannot silently drop a barrier.
@@ -34,7 +34,7 @@ class Mismatch(NamedTuple):
 
 _SCALAR_FIELDS = ("local_size", "local_size_spec_ids", "binding_count", "writable_mask",
                   "readable_mask", "push_constant_size", "shared_memory", "shared_memory_spec",
-                  "push_constant_size_spec")
+                  "push_constant_size_spec", "capabilities", "extensions")
 
 
 def _compare_sequence(field: str, label, manifest: tuple, blob: tuple) -> list[Mismatch]:

@@ -9,6 +9,7 @@ shape genspirv's ``ShaderInfo`` has, so the tests compare like with like.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -120,6 +121,14 @@ def disassemble(blob: bytes) -> str:
         path = Path(tmp) / "in.spv"
         path.write_bytes(blob)
         return _run("spirv-dis", ["--raw-id", "--no-color", str(path)]).stdout
+
+
+def dis_capabilities(blob: bytes) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(OpCapability names, OpExtension names) as spirv-dis prints them, each sorted."""
+    text = disassemble(blob)
+    caps = set(re.findall(r"^\s*OpCapability (\w+)$", text, re.M))
+    exts = set(re.findall(r'^\s*OpExtension "([^"]+)"$', text, re.M))
+    return tuple(sorted(caps)), tuple(sorted(exts))
 
 
 # spirv-cross's GLSL spellings -> genspirv's
