@@ -186,7 +186,12 @@ class ArgumentTypeError(RuntimeCheckError, TypeError):
     and what to pass."""
 
 
-class WorkgroupLimitError(RuntimeCheckError):
+class DeviceLimitError(RuntimeCheckError):
+    """A kernel past a limit of the device it is created on (push constants, descriptors per
+    stage or per layout, descriptor sets, workgroup, shared memory); names the limit and both values."""
+
+
+class WorkgroupLimitError(DeviceLimitError):
     """A kernel's specialised workgroup size or shared memory is 0 or past the device's limits."""
 
 

@@ -11,6 +11,7 @@ import json, sys
 sys.modules["vulkan"] = None          # "import vulkan" now raises ImportError
 import genspirv.spirv, genspirv.reflect, genspirv.manifest, genspirv.runtime.hazards
 import genspirv.runtime.trust, genspirv.runtime.sharing, genspirv.llm.kernel_groups
+import genspirv.runtime.limits
 import genspirv.runtime
 print(json.dumps(sorted(m for m, mod in sys.modules.items() if mod is not None)))
 """
@@ -26,7 +27,7 @@ def test_pure_cores_import_without_vulkan():
     loaded = _loaded(_PROBE)
     assert {"genspirv.spirv", "genspirv.reflect", "genspirv.manifest",
             "genspirv.runtime.hazards", "genspirv.runtime.trust", "genspirv.runtime.sharing",
-            "genspirv.llm.kernel_groups"} <= loaded
+            "genspirv.llm.kernel_groups", "genspirv.runtime.limits"} <= loaded
     assert "vulkan" not in loaded and "genspirv.runtime.device" not in loaded
     assert "genspirv.runtime._vk" not in loaded and "numpy" not in loaded
 

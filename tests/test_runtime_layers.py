@@ -20,7 +20,7 @@ RUNTIME = Path(genspirv.__file__).parent / "runtime"
 
 # Lowest first; a module imports only from layers below its own.
 LAYERS = [
-    {"hazards", "sharing", "trust", "profile", "args", "push"},   # pure: no Vulkan
+    {"hazards", "sharing", "trust", "profile", "args", "push", "limits"},   # pure: no Vulkan
     {"_vk"},                                          # the binding
     {"memory", "context", "kernel"},                  # Vulkan objects
     {"plan", "recorder"},                             # checked arguments; recording

@@ -51,7 +51,7 @@ step 150 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests
   tests/test_submit.py tests/test_starter_kernels.py tests/test_kernels.py tests/test_demo.py \
   tests/test_reliability_runtime.py tests/test_runtime_trust.py tests/test_runtime_sharing.py \
   tests/test_spec_ids.py tests/test_hazards.py tests/test_runtime_misuse.py tests/test_push_runtime.py \
-  tests/test_spec_arrays_runtime.py
+  tests/test_spec_arrays_runtime.py tests/test_runtime_limits.py tests/test_device_limits.py
 fi
 want runtime && step 70 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
 if want kernel; then

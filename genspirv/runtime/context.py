@@ -27,6 +27,10 @@ _DEVICE_TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
                      vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
                      vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2,
                      vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3}
+# Device extensions a kernel's SPIR-V may need beyond Vulkan 1.2 (runtime/limits.py maps
+# each SPIR-V extension and capability to them), enabled whenever the device has them.
+_OPTIONAL_EXTENSIONS = ("VK_KHR_shader_non_semantic_info", "VK_KHR_shader_integer_dot_product",
+                        "VK_KHR_cooperative_matrix")
 _DEVICE_TYPE_NAME = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",
                      vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated",
                      vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual",
@@ -172,6 +176,18 @@ class Context:
             "min_uniform_buffer_offset_alignment": limits.minUniformBufferOffsetAlignment,
             "max_push_constants_size": limits.maxPushConstantsSize,
             "max_compute_shared_memory_size": limits.maxComputeSharedMemorySize,
+            "max_bound_descriptor_sets": limits.maxBoundDescriptorSets,
+            "max_per_stage_descriptor_storage_buffers": limits.maxPerStageDescriptorStorageBuffers,
+            "max_per_stage_descriptor_uniform_buffers": limits.maxPerStageDescriptorUniformBuffers,
+            "max_per_stage_descriptor_sampled_images": limits.maxPerStageDescriptorSampledImages,
+            "max_per_stage_descriptor_storage_images": limits.maxPerStageDescriptorStorageImages,
+            "max_per_stage_descriptor_samplers": limits.maxPerStageDescriptorSamplers,
+            "max_per_stage_resources": limits.maxPerStageResources,
+            "max_descriptor_set_storage_buffers": limits.maxDescriptorSetStorageBuffers,
+            "max_descriptor_set_uniform_buffers": limits.maxDescriptorSetUniformBuffers,
+            "max_descriptor_set_sampled_images": limits.maxDescriptorSetSampledImages,
+            "max_descriptor_set_storage_images": limits.maxDescriptorSetStorageImages,
+            "max_descriptor_set_samplers": limits.maxDescriptorSetSamplers,
             "max_memory_allocation_size": self.max_allocation,
             "timestamp_period_ns": limits.timestampPeriod,
         }
@@ -194,7 +210,18 @@ class Context:
     # -- the logical device and its queues --------------------------------------------
 
     def _create_device(self) -> None:
-        f12 = vk.VkPhysicalDeviceVulkan12Features()
+        available = {e.extensionName for e in call(vk.vkEnumerateDeviceExtensionProperties,
+                                                    self.physical, None)}
+        # Device extensions kernels may need, enabled where the device has them; the
+        # feature structs of those with features are queried only then (else invalid).
+        extensions = [e for e in _OPTIONAL_EXTENSIONS if e in available]
+        dot = coop = None
+        chain = None
+        if "VK_KHR_shader_integer_dot_product" in extensions:
+            chain = dot = vk.VkPhysicalDeviceShaderIntegerDotProductFeatures(pNext=chain)
+        if "VK_KHR_cooperative_matrix" in extensions:
+            chain = coop = vk.VkPhysicalDeviceCooperativeMatrixFeaturesKHR(pNext=chain)
+        f12 = vk.VkPhysicalDeviceVulkan12Features(pNext=chain)
         f11 = vk.VkPhysicalDeviceVulkan11Features(pNext=f12)
         feats2 = vk.VkPhysicalDeviceFeatures2(pNext=f11)
         vk.vkGetPhysicalDeviceFeatures2(self.physical, feats2)
@@ -213,7 +240,14 @@ class Context:
             "shader_float64": bool(base.shaderFloat64),
             "host_query_reset": bool(f12.hostQueryReset),
             "robust_buffer_access": bool(base.robustBufferAccess),
+            "vulkan_memory_model": bool(f12.vulkanMemoryModel),
+            "vulkan_memory_model_device_scope": bool(f12.vulkanMemoryModelDeviceScope),
+            "shader_buffer_int64_atomics": bool(f12.shaderBufferInt64Atomics),
+            "shader_shared_int64_atomics": bool(f12.shaderSharedInt64Atomics),
+            "shader_integer_dot_product": bool(dot is not None and dot.shaderIntegerDotProduct),
+            "cooperative_matrix": bool(coop is not None and coop.cooperativeMatrix),
         }
+        self.extensions = frozenset(extensions)
         # Convenience names used by kernel libraries.
         self.features["has_16bit_storage"] = self.features["storage_buffer_16bit_access"]
         self.features["has_float16"] = self.features["shader_float16"]
@@ -224,7 +258,18 @@ class Context:
         if self.robust and not base.robustBufferAccess:
             raise DeviceFeatureError(f"{self.properties['name']}: robust=True needs the "
                                      f"robustBufferAccess feature, which this device lacks")
+        chain = None
+        if dot is not None:
+            chain = vk.VkPhysicalDeviceShaderIntegerDotProductFeatures(
+                pNext=chain, shaderIntegerDotProduct=dot.shaderIntegerDotProduct)
+        if coop is not None:
+            chain = vk.VkPhysicalDeviceCooperativeMatrixFeaturesKHR(
+                pNext=chain, cooperativeMatrix=coop.cooperativeMatrix)
         e12 = vk.VkPhysicalDeviceVulkan12Features(
+            pNext=chain, vulkanMemoryModel=f12.vulkanMemoryModel,
+            vulkanMemoryModelDeviceScope=f12.vulkanMemoryModelDeviceScope,
+            shaderBufferInt64Atomics=f12.shaderBufferInt64Atomics,
+            shaderSharedInt64Atomics=f12.shaderSharedInt64Atomics,
             shaderFloat16=f12.shaderFloat16, shaderInt8=f12.shaderInt8,
             storageBuffer8BitAccess=f12.storageBuffer8BitAccess,
             uniformAndStorageBuffer8BitAccess=f12.uniformAndStorageBuffer8BitAccess,
@@ -245,7 +290,9 @@ class Context:
             queue_infos.append(vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.transfer_family,
                                                           queueCount=1, pQueuePriorities=priorities))
         info = vk.VkDeviceCreateInfo(pNext=enabled, queueCreateInfoCount=len(queue_infos),
-                                     pQueueCreateInfos=queue_infos)
+                                     pQueueCreateInfos=queue_infos,
+                                     enabledExtensionCount=len(extensions),
+                                     ppEnabledExtensionNames=extensions or None)
         self.handle = call(vk.vkCreateDevice, self.physical, info, None)
         self.queue = vk.vkGetDeviceQueue(self.handle, self.queue_family, 0)
         self.transfer_queue = None

@@ -35,6 +35,7 @@ from .args import count_option, describe_value
 from .context import Context, ValidationMessage, choose_physical_device
 from .hazards import HazardTracker, check_policy
 from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
+from .limits import DeviceLimits
 from .memory import Buffer, view_arg
 from .observe import DeviceDebug, GpuTimer, SlotDebug, snapshot
 from .plan import DispatchPlan, bound_views, check_groups, make_plan, push_bytes
@@ -157,6 +158,13 @@ class Device:
         self._tracker.policy = check_policy(policy)
 
     @property
+    def device_limits(self) -> DeviceLimits:
+        """What a kernel is checked against when it is created: the device's limits, subgroup
+        operations, and the features (``dev.features``, read now) and extensions it enabled."""
+        ctx = self._ctx
+        return DeviceLimits.from_device(self._limits, self.features, ctx.subgroup, ctx.extensions)
+
+    @property
     def subgroup_size(self) -> int:
         """Invocations per subgroup (``VkPhysicalDeviceSubgroupProperties``; 1 when unknown)."""
         return self._ctx.subgroup["size"]
@@ -226,7 +234,7 @@ class Device:
         if kernel is None:
             manifest = self.manifest
             entry = manifest.entry(name)
-            kernel = Kernel(self.handle, entry, manifest.read_blob(entry), self.features, owner=self)
+            kernel = Kernel(self.handle, entry, manifest.read_blob(entry), self.device_limits, owner=self)
             self._kernels[name] = kernel
         data = pack_spec(kernel.entry, spec)
         key = (name, data.key)

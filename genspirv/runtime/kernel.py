@@ -9,11 +9,15 @@ bytes of a ``VkSpecializationInfo``: bool is a 4-byte VkBool32, 64-bit types
 take 8 bytes; every constant of one spec id gets one value (the caller's, else
 the named constant's default), and ``SpecData.values`` says which, per id.
 
-A ``BoundKernel`` (one set of spec values) carries the entry at those values
-(``specialised_entry``: the sizes a spec-sized array changes) and a pipeline
-layout whose push range is its push size. The hard checks of a dispatch that
-only need the entry (buffer count, push size) live here too, so their messages
-name the kernel and both numbers.
+Before any Vulkan object is made, the entry's layout (push constants,
+descriptors, sets) and the capabilities and extensions its blob declares are
+checked against the device's limits and what it enabled (limits.py); the
+workgroup, shared memory and push constants at the spec values when they are
+bound (trust.py, limits.py). A ``BoundKernel`` (one set of spec values)
+carries the entry at those values (``specialised_entry``: the sizes a
+spec-sized array changes) and a pipeline layout whose push range is its push
+size. The hard checks of a dispatch that only need the entry (buffer count,
+push size) live here too, so their messages name the kernel and both numbers.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Mapping
 from ..errors import (
     ArgumentTypeError,
     BindingCountError,
-    DeviceFeatureError,
+    DeviceLimitError,
     GenspirvError,
     PushConstantError,
     PushConstantSizeError,
@@ -35,6 +39,7 @@ from ..errors import (
 from ..manifest import ManifestEntry, check_blob
 from ..reflect.spec_sizes import depends_on_spec, overlapping_members, specialise
 from ._vk import call, ffi, vk
+from .limits import DeviceLimits, check_device, layout_excesses
 from .trust import check_specialised, verify_kernel
 
 _SPEC_FORMATS = {
@@ -47,22 +52,6 @@ _DESCRIPTOR_TYPES = {
     "storage_buffer": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
     "uniform_buffer": vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
 }
-
-# SPIR-V capabilities that need a device feature, and that feature's name in dev.features.
-CAPABILITY_FEATURES = {
-    "StorageBuffer16BitAccess": "storage_buffer_16bit_access",
-    "UniformAndStorageBuffer16BitAccess": "uniform_and_storage_buffer_16bit_access",
-    "StoragePushConstant16": "storage_push_constant_16",
-    "Float16": "shader_float16",
-    "Int8": "shader_int8",
-    "StorageBuffer8BitAccess": "storage_buffer_8bit_access",
-    "UniformAndStorageBuffer8BitAccess": "uniform_and_storage_buffer_8bit_access",
-    "StoragePushConstant8": "storage_push_constant_8",
-    "Int16": "shader_int16",
-    "Int64": "shader_int64",
-    "Float64": "shader_float64",
-}
-
 
 @dataclass(frozen=True)
 class SpecData:
@@ -168,23 +157,10 @@ def check_dispatch_args(entry: ManifestEntry, nbuffers: int, push_size: int) -> 
                                     f"kernel's push constants are {info.push_constant_size} bytes")
 
 
-def missing_features(entry_name: str, capabilities, features: Mapping[str, bool]) -> list[str]:
-    """Device features the blob's capabilities need and the device lacks."""
-    return sorted({CAPABILITY_FEATURES[c] for c in capabilities
-                   if c in CAPABILITY_FEATURES and not features.get(CAPABILITY_FEATURES[c], False)})
-
-
-def blob_capabilities(blob: bytes):
-    """The blob's OpCapability names, from the project's SPIR-V reader."""
-    from .. import spirv
-    return spirv.capabilities(blob)
-
-
 class Kernel:
     """One manifest entry turned into a pipeline layout and cached pipelines."""
 
-    def __init__(self, device, entry: ManifestEntry, blob: bytes, features: Mapping[str, bool],
-                 owner=None):
+    def __init__(self, device, entry: ManifestEntry, blob: bytes, limits: DeviceLimits, owner=None):
         check_blob(entry, blob)   # before vkCreateShaderModule: a corrupt blob never reaches the driver
         verify_kernel(entry, blob)   # and the manifest's reflection is the blob's own
         self.entry = entry
@@ -200,10 +176,10 @@ class Kernel:
             if b.count != 1:
                 raise GenspirvError(f"kernel {entry.name}: binding {b.name} is an array of "
                                     f"{b.count or 'runtime size'}; the runtime binds single buffers")
-        missing = missing_features(entry.name, blob_capabilities(blob), features)
-        if missing:
-            raise DeviceFeatureError(f"kernel {entry.name} needs device feature(s) "
-                                     f"{', '.join(missing)} that this device lacks")
+        # Before any Vulkan object: a layout past the device's limits is undefined behaviour
+        # (300 storage buffers on a device allowing 32 crash in the first fence wait).
+        check_device(entry.name, info, limits)
+        self.limits = limits
         self.readable_mask = info.readable_mask
         self.writable_mask = info.writable_mask
         self.descriptor_types = [_DESCRIPTOR_TYPES[b.type] for b in info.bindings]
@@ -322,6 +298,10 @@ class BoundKernel:
         self.name = kernel.name
         self.entry = specialised_entry(kernel.entry, spec)
         info = self.entry.info
+        if limits is not None and self.entry is not kernel.entry:
+            # A spec-sized push array: the push block at these values against the device.
+            for excess in layout_excesses(info, kernel.limits):
+                raise DeviceLimitError(excess.message(f"{self.name} (with spec values {dict(spec.key)})"))
         self.device = kernel.device
         self.bindings = info.bindings
         self.readable_mask = kernel.readable_mask
