@@ -3,7 +3,8 @@ binding layouts from the reflected types, and every refusal with its code and me
 
 tests/c/checks is a small project (a kernel writing back its spec constants, a
 uniform buffer in set 1, a storage image, a buffer array, 64 KiB of shared
-memory) built in a temp folder; tests/c/vk_checks.c runs against its table
+memory, a 512-byte push block, 33 storage buffers, Int64 with subgroup
+arithmetic) built in a temp folder; tests/c/vk_checks.c runs against its table
 through the example's device.c, compiled as C99 and as C++17 with warnings as
 errors, under the validation layer where it is installed. Each refusal must
 name the kernel, the binding and the numbers, and record nothing (no command,
@@ -102,6 +103,14 @@ REFUSALS = {
     "spec_float": (7, ["spec constant WIDE (uint32) needs an integer"]),
     "workgroup": (8, ["kernel spec: workgroup size x = 4096", "1 to 1024", "maxComputeWorkGroupSize"]),
     "shared_memory": (8, ["kernel shared_big declares 65536 bytes of shared memory", "at most 32768"]),
+    "push_limit": (14, ["kernel push_big: 512 bytes of push constants, the device allows at most 128 "
+                        "(maxPushConstantsSize)"]),
+    "storage_limit": (14, ["kernel wide: 33 storage buffers in the compute stage, the device allows at most 32 "
+                           "(maxPerStageDescriptorStorageBuffers)"]),
+    "feature_int64": (15, ["kernel wide_int needs device feature shaderInt64 (for OpCapability Int64), which "
+                           "this device does not enable"]),
+    "feature_subgroup": (15, ["kernel wide_int needs device feature VK_SUBGROUP_FEATURE_ARITHMETIC_BIT (for "
+                              "OpCapability GroupNonUniformArithmetic), which this device lacks in compute"]),
     "image": (9, ["kernel image: binding img is a storage_image"]),
     "array": (9, ["kernel array: binding bufs is an array of 2"]),
     "update_size": (11, ["update of 6 bytes"]),
@@ -125,6 +134,8 @@ def test_every_refusal_has_its_code_a_message_and_records_nothing(outputs):
             assert part in message, (name, message)
     # The positive control of the cache check: after a reset the same dispatch goes through.
     assert found["after_reset"][0] == 0 and not found["after_reset"][1]
+    # ... and of the capability checks: with shaderInt64 and subgroup arithmetic given, accepted.
+    assert found["feature_enabled"][0] == 0
 @pytest.mark.slow
 def test_c_and_cxx_builds_behave_the_same(outputs):
     assert outputs["c"] == outputs["cxx"]

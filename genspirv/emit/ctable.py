@@ -8,7 +8,8 @@ a pipeline (entry point, spec constants with id, name, type and default, each
 binding's set/binding/type/count/access/min_size, writable/readable masks,
 push-constant size, local size and its spec ids, shared memory, and the
 sizes a spec-sized array changes as ``genspirv_spec_step`` arrays in reverse
-Polish order, which ``genspirv/vulkan.h`` evaluates at a kernel's values), plus
+Polish order, which ``genspirv/vulkan.h`` evaluates at a kernel's values, and
+the capabilities and extensions a device must enable, as bits), plus
 ``genspirv_module_count``, ``genspirv_find_module(name)`` and the variants the
 build reported unavailable. ``genspirv/vulkan.h`` builds pipelines from it.
 
@@ -35,9 +36,17 @@ import jinja2
 from ..errors import CodegenError
 from ..manifest import Manifest, ManifestEntry, check_blob, manifest_to_dict
 from ..reflect import DESCRIPTOR_TYPES, SPEC_TYPES, spec_sizes
+from ..runtime.limits import CAPABILITY_FEATURES, EXTENSION_DEVICE_EXTENSIONS, SUBGROUP_BITS
 from .ctext import BANNER, blob_words, c_escape, c_string, word_lines
 
 MASK_BITS = 64  # the C table's masks are uint64_t
+
+# The capabilities genspirv/vulkan.h checks against the features a device enabled (the bits
+# of genspirv_module.capabilities), with the feature or subgroup operation each needs; and
+# the SPIR-V extensions that need a device extension (the bits of .extensions).
+C_CAPABILITIES = tuple((cap, vk_name) for cap, (_, vk_name) in CAPABILITY_FEATURES.items()) + tuple(
+    (cap, f"VK_SUBGROUP_FEATURE_{flag}_BIT") for cap, (_, flag) in SUBGROUP_BITS.items())
+C_EXTENSIONS = tuple(EXTENSION_DEVICE_EXTENSIONS.items())
 
 
 @functools.lru_cache(maxsize=1)
@@ -178,7 +187,13 @@ def _module_view(index: int, entry: ManifestEntry, d: Mapping, words: tuple[int,
         "local_size_spec_ids": ["-1" if i is None else str(i) for i in info.local_size_spec_ids],
         "sha256": entry.sha256,
         "shared_memory": info.shared_memory,
+        "capabilities": f"0x{_bits(info.capabilities, C_CAPABILITIES):x}",
+        "extensions": f"0x{_bits(info.extensions, C_EXTENSIONS):x}",
     }
+
+
+def _bits(names, table) -> int:
+    return sum(1 << i for i, (name, _) in enumerate(table) if name in names)
 
 
 def _unavailable_view(u: Mapping) -> dict:
@@ -226,6 +241,8 @@ def render_c(manifest: Manifest, output: str, blobs: Blobs = None) -> dict[str, 
         "spec_enums": [c_enum("GENSPIRV_SPEC", t) for t in SPEC_TYPES],
         "descriptor_words": [(c_enum("GENSPIRV_DESCRIPTOR", t), c_escape(t)) for t in DESCRIPTOR_TYPES],
         "spec_words": [(c_enum("GENSPIRV_SPEC", t), c_escape(t)) for t in SPEC_TYPES],
+        "capability_words": [(c_enum("GENSPIRV_CAP", cap), cap, need) for cap, need in C_CAPABILITIES],
+        "extension_words": [(c_enum("GENSPIRV_EXT", ext), ext, need) for ext, need in C_EXTENSIONS],
         "unavailable": [_unavailable_view(u) for u in as_dict.get("unavailable", [])],
     }
     return {

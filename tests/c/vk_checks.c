@@ -167,6 +167,8 @@ static int runs(void)
     return 0;
 }
 
+static void features(void);
+
 static void refusals(void)
 {
     genspirv_vk_kernel k, u, refused, sp;
@@ -229,6 +231,10 @@ static void refusals(void)
     check(&ctx, "workgroup", genspirv_vk_kernel_create(&ctx, &refused, module("spec"), &spec, 1, VK_NULL_HANDLE), &s);
     check(&ctx, "shared_memory", genspirv_vk_kernel_create(&ctx, &refused, module("shared_big"), NULL, 0,
                                                            VK_NULL_HANDLE), &s);
+    check(&ctx, "push_limit", genspirv_vk_kernel_create(&ctx, &refused, module("push_big"), NULL, 0,
+                                                        VK_NULL_HANDLE), &s);
+    check(&ctx, "storage_limit", genspirv_vk_kernel_create(&ctx, &refused, module("wide"), NULL, 0, VK_NULL_HANDLE),
+          &s);
     check(&ctx, "image", genspirv_vk_kernel_create(&ctx, &refused, module("image"), NULL, 0, VK_NULL_HANDLE), &s);
     check(&ctx, "array", genspirv_vk_kernel_create(&ctx, &refused, module("array"), NULL, 0, VK_NULL_HANDLE), &s);
 
@@ -283,6 +289,55 @@ static void refusals(void)
     genspirv_vk_context_destroy(&small);
     genspirv_vk_kernel_destroy(&ctx, &k);
     genspirv_vk_kernel_destroy(&ctx, &u);
+    features();
+}
+
+/* The capability checks: a context told the device enabled nothing refuses wide_int's Int64,
+ * one told of no subgroup arithmetic its subgroupAdd; the real device's features and
+ * subgroup properties (lavapipe and the GPUs tested have both) take it. */
+static void features(void)
+{
+    genspirv_vk_context c;
+    genspirv_vk_context_info info;
+    genspirv_vk_kernel k;
+    VkPhysicalDeviceFeatures2 enabled;
+    VkPhysicalDeviceSubgroupProperties subgroup;
+    char msg[512];
+    snapshot s;
+    memset(&enabled, 0, sizeof enabled);
+    enabled.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    memset(&subgroup, 0, sizeof subgroup);
+    subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+    subgroup.supportedStages = VK_SHADER_STAGE_COMPUTE_BIT;
+    subgroup.supportedOperations = VK_SUBGROUP_FEATURE_BASIC_BIT;
+    memset(&info, 0, sizeof info);
+    info.vk = &vk;
+    info.device = dev.device;
+    info.limits = &dev.properties.limits;
+    info.policy = GENSPIRV_POLICY_SMART;
+    info.reads = reads;
+    info.read_capacity = 32;
+    info.writes = writes;
+    info.write_capacity = 32;
+    info.message = msg;
+    info.message_size = sizeof msg;
+    info.features = &enabled;
+    info.subgroup = &subgroup;
+    genspirv_vk_context_init(&c, &info);
+    s = take(&c);
+    check(&c, "feature_int64", genspirv_vk_kernel_create(&c, &k, module("wide_int"), NULL, 0, VK_NULL_HANDLE), &s);
+    enabled.features.shaderInt64 = VK_TRUE;
+    genspirv_vk_context_init(&c, &info);
+    s = take(&c);
+    check(&c, "feature_subgroup", genspirv_vk_kernel_create(&c, &k, module("wide_int"), NULL, 0, VK_NULL_HANDLE), &s);
+    /* What the device really enabled (device.c: shaderInt64 where it has it) and supports. */
+    info.features = &dev.enabled;
+    info.subgroup = &dev.subgroup;
+    genspirv_vk_context_init(&c, &info);
+    s = take(&c);
+    check(&c, "feature_enabled", genspirv_vk_kernel_create(&c, &k, module("wide_int"), NULL, 0, VK_NULL_HANDLE), &s);
+    genspirv_vk_kernel_destroy(&c, &k);
+    genspirv_vk_context_destroy(&c);
 }
 
 int main(int argc, char **argv)

@@ -354,7 +354,7 @@ const genspirv_module genspirv_modules[] = {
       { -1, -1, -1 },
       genspirv_bindings_0, NULL,
       0u, NULL, 0u,
-      NULL, 0u },
+      NULL, 0u, UINT64_C(0x0), UINT64_C(0x0) },
     { "axpy", "main",
       genspirv_words_1, 460u,
       NULL, NULL, 0u,
@@ -364,7 +364,7 @@ const genspirv_module genspirv_modules[] = {
       { -1, -1, -1 },
       genspirv_bindings_1, NULL,
       0u, NULL, 0u,
-      NULL, 0u },
+      NULL, 0u, UINT64_C(0x0), UINT64_C(0x0) },
     { "matvec", "main",
       genspirv_words_2, 811u,
       genspirv_spec_ids_2, genspirv_spec_names_2, 2u,
@@ -374,7 +374,7 @@ const genspirv_module genspirv_modules[] = {
       { 0, -1, -1 },
       genspirv_bindings_2, genspirv_spec_constants_2,
       256u, NULL, 0u,
-      genspirv_shared_memory_spec_2, 4u },
+      genspirv_shared_memory_spec_2, 4u, UINT64_C(0x0), UINT64_C(0x0) },
     { "reduce", "main",
       genspirv_words_3, 621u,
       NULL, NULL, 0u,
@@ -384,9 +384,9 @@ const genspirv_module genspirv_modules[] = {
       { -1, -1, -1 },
       genspirv_bindings_3, NULL,
       1024u, NULL, 0u,
-      NULL, 0u },
+      NULL, 0u, UINT64_C(0x0), UINT64_C(0x0) },
     { NULL, NULL, NULL, 0u, NULL, NULL, 0u, 0u, UINT64_C(0), UINT64_C(0), 0u, { 0u, 0u, 0u }, NULL,
-      { -1, -1, -1 }, NULL, NULL, 0u, NULL, 0u, NULL, 0u }
+      { -1, -1, -1 }, NULL, NULL, 0u, NULL, 0u, NULL, 0u, UINT64_C(0), UINT64_C(0) }
 };
 
 const size_t genspirv_module_count = 4u;

@@ -89,6 +89,189 @@ static inline const char *genspirv_spec_type_name(genspirv_spec_type type)
     return "unknown";
 }
 
+/* Capabilities that need a device feature or subgroup operation: bit (1 << c) of
+ * genspirv_module.capabilities. genspirv_capability_needs names what the device must enable. */
+#define GENSPIRV_HAS_CAPABILITIES 1
+typedef enum genspirv_capability {
+    GENSPIRV_CAP_FLOAT16 = 0,
+    GENSPIRV_CAP_FLOAT64 = 1,
+    GENSPIRV_CAP_INT8 = 2,
+    GENSPIRV_CAP_INT16 = 3,
+    GENSPIRV_CAP_INT64 = 4,
+    GENSPIRV_CAP_INT64ATOMICS = 5,
+    GENSPIRV_CAP_STORAGEBUFFER16BITACCESS = 6,
+    GENSPIRV_CAP_UNIFORMANDSTORAGEBUFFER16BITACCESS = 7,
+    GENSPIRV_CAP_STORAGEPUSHCONSTANT16 = 8,
+    GENSPIRV_CAP_STORAGEBUFFER8BITACCESS = 9,
+    GENSPIRV_CAP_UNIFORMANDSTORAGEBUFFER8BITACCESS = 10,
+    GENSPIRV_CAP_STORAGEPUSHCONSTANT8 = 11,
+    GENSPIRV_CAP_VULKANMEMORYMODEL = 12,
+    GENSPIRV_CAP_VULKANMEMORYMODELDEVICESCOPE = 13,
+    GENSPIRV_CAP_COOPERATIVEMATRIXKHR = 14,
+    GENSPIRV_CAP_DOTPRODUCT = 15,
+    GENSPIRV_CAP_DOTPRODUCTINPUTALL = 16,
+    GENSPIRV_CAP_DOTPRODUCTINPUT4X8BIT = 17,
+    GENSPIRV_CAP_DOTPRODUCTINPUT4X8BITPACKED = 18,
+    GENSPIRV_CAP_PHYSICALSTORAGEBUFFERADDRESSES = 19,
+    GENSPIRV_CAP_WORKGROUPMEMORYEXPLICITLAYOUTKHR = 20,
+    GENSPIRV_CAP_ATOMICFLOAT32ADDEXT = 21,
+    GENSPIRV_CAP_ATOMICFLOAT64ADDEXT = 22,
+    GENSPIRV_CAP_ATOMICFLOAT16ADDEXT = 23,
+    GENSPIRV_CAP_ATOMICFLOAT32MINMAXEXT = 24,
+    GENSPIRV_CAP_SHADERCLOCKKHR = 25,
+    GENSPIRV_CAP_BFLOAT16TYPEKHR = 26,
+    GENSPIRV_CAP_RAYQUERYKHR = 27,
+    GENSPIRV_CAP_GROUPNONUNIFORM = 28,
+    GENSPIRV_CAP_GROUPNONUNIFORMVOTE = 29,
+    GENSPIRV_CAP_GROUPNONUNIFORMARITHMETIC = 30,
+    GENSPIRV_CAP_GROUPNONUNIFORMBALLOT = 31,
+    GENSPIRV_CAP_GROUPNONUNIFORMSHUFFLE = 32,
+    GENSPIRV_CAP_GROUPNONUNIFORMSHUFFLERELATIVE = 33,
+    GENSPIRV_CAP_GROUPNONUNIFORMCLUSTERED = 34,
+    GENSPIRV_CAP_GROUPNONUNIFORMQUAD = 35,
+    GENSPIRV_CAP_GROUPNONUNIFORMPARTITIONEDNV = 36,
+    GENSPIRV_CAP_GROUPNONUNIFORMROTATEKHR = 37,
+    GENSPIRV_CAP_COUNT = 38
+} genspirv_capability;
+
+/* SPIR-V extensions that need a device extension: bit (1 << e) of genspirv_module.extensions. */
+typedef enum genspirv_extension {
+    GENSPIRV_EXT_SPV_KHR_NON_SEMANTIC_INFO = 0,
+    GENSPIRV_EXT_SPV_KHR_COOPERATIVE_MATRIX = 1,
+    GENSPIRV_EXT_SPV_KHR_INTEGER_DOT_PRODUCT = 2,
+    GENSPIRV_EXT_SPV_KHR_WORKGROUP_MEMORY_EXPLICIT_LAYOUT = 3,
+    GENSPIRV_EXT_SPV_EXT_SHADER_ATOMIC_FLOAT_ADD = 4,
+    GENSPIRV_EXT_SPV_EXT_SHADER_ATOMIC_FLOAT_MIN_MAX = 5,
+    GENSPIRV_EXT_SPV_KHR_SHADER_CLOCK = 6,
+    GENSPIRV_EXT_SPV_KHR_RAY_QUERY = 7,
+    GENSPIRV_EXT_COUNT = 8
+} genspirv_extension;
+
+static inline const char *genspirv_capability_name(genspirv_capability c)
+{
+    switch (c) {
+    case GENSPIRV_CAP_FLOAT16: return "Float16";
+    case GENSPIRV_CAP_FLOAT64: return "Float64";
+    case GENSPIRV_CAP_INT8: return "Int8";
+    case GENSPIRV_CAP_INT16: return "Int16";
+    case GENSPIRV_CAP_INT64: return "Int64";
+    case GENSPIRV_CAP_INT64ATOMICS: return "Int64Atomics";
+    case GENSPIRV_CAP_STORAGEBUFFER16BITACCESS: return "StorageBuffer16BitAccess";
+    case GENSPIRV_CAP_UNIFORMANDSTORAGEBUFFER16BITACCESS: return "UniformAndStorageBuffer16BitAccess";
+    case GENSPIRV_CAP_STORAGEPUSHCONSTANT16: return "StoragePushConstant16";
+    case GENSPIRV_CAP_STORAGEBUFFER8BITACCESS: return "StorageBuffer8BitAccess";
+    case GENSPIRV_CAP_UNIFORMANDSTORAGEBUFFER8BITACCESS: return "UniformAndStorageBuffer8BitAccess";
+    case GENSPIRV_CAP_STORAGEPUSHCONSTANT8: return "StoragePushConstant8";
+    case GENSPIRV_CAP_VULKANMEMORYMODEL: return "VulkanMemoryModel";
+    case GENSPIRV_CAP_VULKANMEMORYMODELDEVICESCOPE: return "VulkanMemoryModelDeviceScope";
+    case GENSPIRV_CAP_COOPERATIVEMATRIXKHR: return "CooperativeMatrixKHR";
+    case GENSPIRV_CAP_DOTPRODUCT: return "DotProduct";
+    case GENSPIRV_CAP_DOTPRODUCTINPUTALL: return "DotProductInputAll";
+    case GENSPIRV_CAP_DOTPRODUCTINPUT4X8BIT: return "DotProductInput4x8Bit";
+    case GENSPIRV_CAP_DOTPRODUCTINPUT4X8BITPACKED: return "DotProductInput4x8BitPacked";
+    case GENSPIRV_CAP_PHYSICALSTORAGEBUFFERADDRESSES: return "PhysicalStorageBufferAddresses";
+    case GENSPIRV_CAP_WORKGROUPMEMORYEXPLICITLAYOUTKHR: return "WorkgroupMemoryExplicitLayoutKHR";
+    case GENSPIRV_CAP_ATOMICFLOAT32ADDEXT: return "AtomicFloat32AddEXT";
+    case GENSPIRV_CAP_ATOMICFLOAT64ADDEXT: return "AtomicFloat64AddEXT";
+    case GENSPIRV_CAP_ATOMICFLOAT16ADDEXT: return "AtomicFloat16AddEXT";
+    case GENSPIRV_CAP_ATOMICFLOAT32MINMAXEXT: return "AtomicFloat32MinMaxEXT";
+    case GENSPIRV_CAP_SHADERCLOCKKHR: return "ShaderClockKHR";
+    case GENSPIRV_CAP_BFLOAT16TYPEKHR: return "BFloat16TypeKHR";
+    case GENSPIRV_CAP_RAYQUERYKHR: return "RayQueryKHR";
+    case GENSPIRV_CAP_GROUPNONUNIFORM: return "GroupNonUniform";
+    case GENSPIRV_CAP_GROUPNONUNIFORMVOTE: return "GroupNonUniformVote";
+    case GENSPIRV_CAP_GROUPNONUNIFORMARITHMETIC: return "GroupNonUniformArithmetic";
+    case GENSPIRV_CAP_GROUPNONUNIFORMBALLOT: return "GroupNonUniformBallot";
+    case GENSPIRV_CAP_GROUPNONUNIFORMSHUFFLE: return "GroupNonUniformShuffle";
+    case GENSPIRV_CAP_GROUPNONUNIFORMSHUFFLERELATIVE: return "GroupNonUniformShuffleRelative";
+    case GENSPIRV_CAP_GROUPNONUNIFORMCLUSTERED: return "GroupNonUniformClustered";
+    case GENSPIRV_CAP_GROUPNONUNIFORMQUAD: return "GroupNonUniformQuad";
+    case GENSPIRV_CAP_GROUPNONUNIFORMPARTITIONEDNV: return "GroupNonUniformPartitionedNV";
+    case GENSPIRV_CAP_GROUPNONUNIFORMROTATEKHR: return "GroupNonUniformRotateKHR";
+    case GENSPIRV_CAP_COUNT: break;
+    }
+    return "unknown";
+}
+
+static inline const char *genspirv_capability_needs(genspirv_capability c)
+{
+    switch (c) {
+    case GENSPIRV_CAP_FLOAT16: return "shaderFloat16";
+    case GENSPIRV_CAP_FLOAT64: return "shaderFloat64";
+    case GENSPIRV_CAP_INT8: return "shaderInt8";
+    case GENSPIRV_CAP_INT16: return "shaderInt16";
+    case GENSPIRV_CAP_INT64: return "shaderInt64";
+    case GENSPIRV_CAP_INT64ATOMICS: return "shaderBufferInt64Atomics";
+    case GENSPIRV_CAP_STORAGEBUFFER16BITACCESS: return "storageBuffer16BitAccess";
+    case GENSPIRV_CAP_UNIFORMANDSTORAGEBUFFER16BITACCESS: return "uniformAndStorageBuffer16BitAccess";
+    case GENSPIRV_CAP_STORAGEPUSHCONSTANT16: return "storagePushConstant16";
+    case GENSPIRV_CAP_STORAGEBUFFER8BITACCESS: return "storageBuffer8BitAccess";
+    case GENSPIRV_CAP_UNIFORMANDSTORAGEBUFFER8BITACCESS: return "uniformAndStorageBuffer8BitAccess";
+    case GENSPIRV_CAP_STORAGEPUSHCONSTANT8: return "storagePushConstant8";
+    case GENSPIRV_CAP_VULKANMEMORYMODEL: return "vulkanMemoryModel";
+    case GENSPIRV_CAP_VULKANMEMORYMODELDEVICESCOPE: return "vulkanMemoryModelDeviceScope";
+    case GENSPIRV_CAP_COOPERATIVEMATRIXKHR: return "cooperativeMatrix (VK_KHR_cooperative_matrix)";
+    case GENSPIRV_CAP_DOTPRODUCT: return "shaderIntegerDotProduct";
+    case GENSPIRV_CAP_DOTPRODUCTINPUTALL: return "shaderIntegerDotProduct";
+    case GENSPIRV_CAP_DOTPRODUCTINPUT4X8BIT: return "shaderIntegerDotProduct";
+    case GENSPIRV_CAP_DOTPRODUCTINPUT4X8BITPACKED: return "shaderIntegerDotProduct";
+    case GENSPIRV_CAP_PHYSICALSTORAGEBUFFERADDRESSES: return "bufferDeviceAddress";
+    case GENSPIRV_CAP_WORKGROUPMEMORYEXPLICITLAYOUTKHR: return "workgroupMemoryExplicitLayout";
+    case GENSPIRV_CAP_ATOMICFLOAT32ADDEXT: return "shaderBufferFloat32AtomicAdd";
+    case GENSPIRV_CAP_ATOMICFLOAT64ADDEXT: return "shaderBufferFloat64AtomicAdd";
+    case GENSPIRV_CAP_ATOMICFLOAT16ADDEXT: return "shaderBufferFloat16AtomicAdd";
+    case GENSPIRV_CAP_ATOMICFLOAT32MINMAXEXT: return "shaderBufferFloat32AtomicMinMax";
+    case GENSPIRV_CAP_SHADERCLOCKKHR: return "shaderSubgroupClock";
+    case GENSPIRV_CAP_BFLOAT16TYPEKHR: return "shaderBFloat16Type";
+    case GENSPIRV_CAP_RAYQUERYKHR: return "rayQuery";
+    case GENSPIRV_CAP_GROUPNONUNIFORM: return "VK_SUBGROUP_FEATURE_BASIC_BIT";
+    case GENSPIRV_CAP_GROUPNONUNIFORMVOTE: return "VK_SUBGROUP_FEATURE_VOTE_BIT";
+    case GENSPIRV_CAP_GROUPNONUNIFORMARITHMETIC: return "VK_SUBGROUP_FEATURE_ARITHMETIC_BIT";
+    case GENSPIRV_CAP_GROUPNONUNIFORMBALLOT: return "VK_SUBGROUP_FEATURE_BALLOT_BIT";
+    case GENSPIRV_CAP_GROUPNONUNIFORMSHUFFLE: return "VK_SUBGROUP_FEATURE_SHUFFLE_BIT";
+    case GENSPIRV_CAP_GROUPNONUNIFORMSHUFFLERELATIVE: return "VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT";
+    case GENSPIRV_CAP_GROUPNONUNIFORMCLUSTERED: return "VK_SUBGROUP_FEATURE_CLUSTERED_BIT";
+    case GENSPIRV_CAP_GROUPNONUNIFORMQUAD: return "VK_SUBGROUP_FEATURE_QUAD_BIT";
+    case GENSPIRV_CAP_GROUPNONUNIFORMPARTITIONEDNV: return "VK_SUBGROUP_FEATURE_PARTITIONED_BIT";
+    case GENSPIRV_CAP_GROUPNONUNIFORMROTATEKHR: return "VK_SUBGROUP_FEATURE_ROTATE_BIT";
+    case GENSPIRV_CAP_COUNT: break;
+    }
+    return "unknown";
+}
+
+static inline const char *genspirv_extension_name(genspirv_extension e)
+{
+    switch (e) {
+    case GENSPIRV_EXT_SPV_KHR_NON_SEMANTIC_INFO: return "SPV_KHR_non_semantic_info";
+    case GENSPIRV_EXT_SPV_KHR_COOPERATIVE_MATRIX: return "SPV_KHR_cooperative_matrix";
+    case GENSPIRV_EXT_SPV_KHR_INTEGER_DOT_PRODUCT: return "SPV_KHR_integer_dot_product";
+    case GENSPIRV_EXT_SPV_KHR_WORKGROUP_MEMORY_EXPLICIT_LAYOUT: return "SPV_KHR_workgroup_memory_explicit_layout";
+    case GENSPIRV_EXT_SPV_EXT_SHADER_ATOMIC_FLOAT_ADD: return "SPV_EXT_shader_atomic_float_add";
+    case GENSPIRV_EXT_SPV_EXT_SHADER_ATOMIC_FLOAT_MIN_MAX: return "SPV_EXT_shader_atomic_float_min_max";
+    case GENSPIRV_EXT_SPV_KHR_SHADER_CLOCK: return "SPV_KHR_shader_clock";
+    case GENSPIRV_EXT_SPV_KHR_RAY_QUERY: return "SPV_KHR_ray_query";
+    case GENSPIRV_EXT_COUNT: break;
+    }
+    return "unknown";
+}
+
+/* The device extension a SPIR-V extension needs. */
+static inline const char *genspirv_extension_needs(genspirv_extension e)
+{
+    switch (e) {
+    case GENSPIRV_EXT_SPV_KHR_NON_SEMANTIC_INFO: return "VK_KHR_shader_non_semantic_info";
+    case GENSPIRV_EXT_SPV_KHR_COOPERATIVE_MATRIX: return "VK_KHR_cooperative_matrix";
+    case GENSPIRV_EXT_SPV_KHR_INTEGER_DOT_PRODUCT: return "VK_KHR_shader_integer_dot_product";
+    case GENSPIRV_EXT_SPV_KHR_WORKGROUP_MEMORY_EXPLICIT_LAYOUT: return "VK_KHR_workgroup_memory_explicit_layout";
+    case GENSPIRV_EXT_SPV_EXT_SHADER_ATOMIC_FLOAT_ADD: return "VK_EXT_shader_atomic_float";
+    case GENSPIRV_EXT_SPV_EXT_SHADER_ATOMIC_FLOAT_MIN_MAX: return "VK_EXT_shader_atomic_float2";
+    case GENSPIRV_EXT_SPV_KHR_SHADER_CLOCK: return "VK_KHR_shader_clock";
+    case GENSPIRV_EXT_SPV_KHR_RAY_QUERY: return "VK_KHR_ray_query";
+    case GENSPIRV_EXT_COUNT: break;
+    }
+    return "unknown";
+}
+
 #define GENSPIRV_HAS_MIN_SIZE 1
 #define GENSPIRV_HAS_ARRAY_STRIDE 1
 /* A size a spec-sized array changes, as steps in reverse Polish order over a stack of
@@ -157,6 +340,8 @@ typedef struct genspirv_module {
     uint32_t push_constant_size_steps;
     const genspirv_spec_step *shared_memory_spec;        /* at any spec values; NULL: fixed */
     uint32_t shared_memory_steps;
+    uint64_t capabilities;         /* bit (1 << GENSPIRV_CAP_*): a capability the device must enable */
+    uint64_t extensions;           /* bit (1 << GENSPIRV_EXT_*): a device extension it needs */
 } genspirv_module;
 
 /* Sorted by name; genspirv_modules[genspirv_module_count] is a zeroed sentinel. */

@@ -159,6 +159,15 @@ static int pick_physical_device(backend_device *d, const char *wanted, char *err
     }
     d->physical = devices[best];
     vkGetPhysicalDeviceProperties(d->physical, &d->properties);
+    {
+        VkPhysicalDeviceProperties2 props;
+        memset(&props, 0, sizeof props);
+        memset(&d->subgroup, 0, sizeof d->subgroup);
+        d->subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+        props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+        props.pNext = &d->subgroup;
+        vkGetPhysicalDeviceProperties2(d->physical, &props);
+    }
     vkGetPhysicalDeviceMemoryProperties(d->physical, &d->memory);
     return 0;
 }
@@ -186,8 +195,18 @@ static int create_device(backend_device *d, char *err, size_t err_size)
     queue.queueFamilyIndex = d->queue_family;
     queue.queueCount = 1;
     queue.pQueuePriorities = &priority;
+    /* The features the kernels may need, where the device has them; genspirv/vulkan.h
+     * is told what was enabled and refuses a kernel needing more. */
+    memset(&d->enabled, 0, sizeof d->enabled);
+    d->enabled.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    {
+        VkPhysicalDeviceFeatures supported;
+        vkGetPhysicalDeviceFeatures(d->physical, &supported);
+        d->enabled.features.shaderInt64 = supported.shaderInt64;
+    }
     memset(&info, 0, sizeof info);
     info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+    info.pNext = &d->enabled;
     info.queueCreateInfoCount = 1;
     info.pQueueCreateInfos = &queue;
     if (vkCreateDevice(d->physical, &info, NULL, &d->device) != VK_SUCCESS) {

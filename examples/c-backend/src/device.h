@@ -27,6 +27,8 @@ typedef struct backend_device {
     VkPhysicalDevice physical;
     VkPhysicalDeviceProperties properties;
     VkPhysicalDeviceMemoryProperties memory;
+    VkPhysicalDeviceSubgroupProperties subgroup;
+    VkPhysicalDeviceFeatures2 enabled;  /* what vkCreateDevice enabled: shaderInt64 where the device has it */
     VkDevice device;
     uint32_t queue_family;
     VkQueue queue;

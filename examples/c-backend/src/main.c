@@ -283,6 +283,8 @@ static int set_up(app *a)
     info.set_capacity = 64;
     info.message = a->message;
     info.message_size = sizeof a->message;
+    info.features = &a->dev.enabled;       /* kernels are checked against what the device enabled */
+    info.subgroup = &a->dev.subgroup;
     if (genspirv_vk_context_init(&a->ctx, &info) != GENSPIRV_VK_OK) {
         fprintf(stderr, "c_backend: %s\n", genspirv_vk_message(&a->ctx));
         return 1;

@@ -9,7 +9,7 @@
  * other piece of storage. Include the generated table's header first.
  * docs/GUIDE.md ("Adopting genspirv in a C/C++ backend", "How barriers are
  * decided") states the rules; the code is in genspirv/vulkan/ (context.h,
- * spec.h, kernel.h, dispatch.h, included here in that order).
+ * features.h, spec.h, kernel.h, dispatch.h, included here in that order).
  *
  *   genspirv_vk_context_init      the device's limits, the hazard tracker, the descriptor cache
  *   genspirv_vk_kernel_create     a module of the table -> set layouts from the reflected
@@ -87,6 +87,7 @@ extern "C" {
 #endif
 
 #include "vulkan/context.h"
+#include "vulkan/features.h"
 #include "vulkan/spec.h"
 #include "vulkan/kernel.h"
 #include "vulkan/dispatch.h"

@@ -52,7 +52,9 @@ typedef enum genspirv_vk_result {
     GENSPIRV_VK_ERROR_DESCRIPTORS_FULL = 10, /* the descriptor cache or pool is full */
     GENSPIRV_VK_ERROR_TRANSFER = 11,        /* a copy, update or fill Vulkan does not allow */
     GENSPIRV_VK_ERROR_STATE = 12,           /* no command buffer begun, a kernel not created */
-    GENSPIRV_VK_ERROR_VULKAN = 13           /* a Vulkan call failed (the message names it) */
+    GENSPIRV_VK_ERROR_VULKAN = 13,          /* a Vulkan call failed (the message names it) */
+    GENSPIRV_VK_ERROR_LIMIT = 14,           /* push constants, descriptors or sets past the device's limits */
+    GENSPIRV_VK_ERROR_FEATURE = 15          /* a capability or extension the device did not enable */
 } genspirv_vk_result;
 
 /* The Vulkan functions the header calls, as the caller loaded them. */
@@ -135,6 +137,14 @@ typedef struct genspirv_vk_context_info {
     size_t set_capacity;
     char *message;                          /* the last refusal, NUL-terminated; may be NULL */
     size_t message_size;
+    /* What vkCreateDevice enabled, for the capability checks (NULL: not checked): the
+     * VkPhysicalDeviceFeatures2 given as its pNext (its chain is walked: the 1.1 / 1.2 / 1.3
+     * feature structs and the per-extension ones), and its enabled extension names. */
+    const VkPhysicalDeviceFeatures2 *features;
+    const char *const *extensions;
+    uint32_t extension_count;
+    /* The device's subgroup properties (NULL: subgroup operations not checked). */
+    const VkPhysicalDeviceSubgroupProperties *subgroup;
 } genspirv_vk_context_info;
 
 typedef struct genspirv_vk_context {
@@ -149,6 +159,12 @@ typedef struct genspirv_vk_context {
     uint32_t max_workgroup_size[3];
     uint32_t max_invocations;
     uint32_t max_shared_memory;
+    uint32_t max_push_constants, max_bound_sets, max_resources;
+    uint32_t max_stage_storage, max_stage_uniform;      /* maxPerStageDescriptor{Storage,Uniform}Buffers */
+    uint32_t max_set_storage, max_set_uniform;          /* maxDescriptorSet{Storage,Uniform}Buffers */
+    uint64_t capabilities;                  /* bit (1 << GENSPIRV_CAP_*): what the device enabled */
+    uint64_t extensions;                    /* bit (1 << GENSPIRV_EXT_*) */
+    int check_features, check_subgroup;     /* whether features / subgroup properties were given */
     VkDescriptorPool pool;
     genspirv_vk_sets *sets;
     size_t set_capacity;
@@ -255,6 +271,9 @@ static inline const char *genspirv_vk_message(const genspirv_vk_context *ctx)
 
 /* -- the context ------------------------------------------------------------- */
 
+/* What the device enabled, from info->features, ->extensions, ->subgroup (features.h). */
+static inline void genspirv_vki_enabled(genspirv_vk_context *ctx, const genspirv_vk_context_info *info);
+
 static inline genspirv_vk_result genspirv_vk_context_init(genspirv_vk_context *ctx,
                                                           const genspirv_vk_context_info *info)
 {
@@ -284,6 +303,14 @@ static inline genspirv_vk_result genspirv_vk_context_init(genspirv_vk_context *c
     }
     ctx->max_invocations = l->maxComputeWorkGroupInvocations;
     ctx->max_shared_memory = l->maxComputeSharedMemorySize;
+    ctx->max_push_constants = l->maxPushConstantsSize;
+    ctx->max_bound_sets = l->maxBoundDescriptorSets;
+    ctx->max_resources = l->maxPerStageResources;
+    ctx->max_stage_storage = l->maxPerStageDescriptorStorageBuffers;
+    ctx->max_stage_uniform = l->maxPerStageDescriptorUniformBuffers;
+    ctx->max_set_storage = l->maxDescriptorSetStorageBuffers;
+    ctx->max_set_uniform = l->maxDescriptorSetUniformBuffers;
+    genspirv_vki_enabled(ctx, info);
     ctx->sets = info->sets;
     ctx->set_capacity = info->sets != NULL ? info->set_capacity : 0;
     for (i = 0; i < ctx->set_capacity; i++) {

@@ -34,6 +34,79 @@ static inline genspirv_vk_result genspirv_vki_vulkan_failed(genspirv_vk_context 
                              call, (int)r);
 }
 
+/* m against the device: push constants, storage and uniform buffers per stage and per
+ * layout, all descriptors per stage, descriptor sets; then the capabilities and extensions
+ * the blob declares against what the context was told the device enabled. */
+static inline genspirv_vk_result genspirv_vki_device_limits(genspirv_vk_context *ctx, const genspirv_module *m)
+{
+    uint32_t i, storage = 0, uniform = 0, other = 0, sets = 0;
+    for (i = 0; i < m->binding_count; i++) {
+        const genspirv_binding *b = &m->bindings[i];
+        uint32_t n = b->count ? b->count : 1u;      /* a runtime-sized array counts one */
+        if (b->type == GENSPIRV_DESCRIPTOR_STORAGE_BUFFER) storage += n;
+        else if (b->type == GENSPIRV_DESCRIPTOR_UNIFORM_BUFFER) uniform += n;
+        else other += n;
+        if (b->set + 1 > sets) sets = b->set + 1;
+    }
+    if (m->push_constant_size > ctx->max_push_constants) {
+        return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_LIMIT, "genspirv: kernel %s: %u bytes of push constants, "
+                                 "the device allows at most %u (maxPushConstantsSize)", m->name,
+                                 (unsigned)m->push_constant_size, (unsigned)ctx->max_push_constants);
+    }
+    if (storage > ctx->max_stage_storage || storage > ctx->max_set_storage) {
+        int stage = storage > ctx->max_stage_storage;
+        return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_LIMIT, "genspirv: kernel %s: %u storage buffers in the %s, "
+                                 "the device allows at most %u (%s)", m->name, (unsigned)storage,
+                                 stage ? "compute stage" : "pipeline layout",
+                                 (unsigned)(stage ? ctx->max_stage_storage : ctx->max_set_storage),
+                                 stage ? "maxPerStageDescriptorStorageBuffers" : "maxDescriptorSetStorageBuffers");
+    }
+    if (uniform > ctx->max_stage_uniform || uniform > ctx->max_set_uniform) {
+        int stage = uniform > ctx->max_stage_uniform;
+        return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_LIMIT, "genspirv: kernel %s: %u uniform buffers in the %s, "
+                                 "the device allows at most %u (%s)", m->name, (unsigned)uniform,
+                                 stage ? "compute stage" : "pipeline layout",
+                                 (unsigned)(stage ? ctx->max_stage_uniform : ctx->max_set_uniform),
+                                 stage ? "maxPerStageDescriptorUniformBuffers" : "maxDescriptorSetUniformBuffers");
+    }
+    if (storage + uniform + other > ctx->max_resources) {
+        return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_LIMIT, "genspirv: kernel %s: %u descriptors in the compute "
+                                 "stage, the device allows at most %u (maxPerStageResources)", m->name,
+                                 (unsigned)(storage + uniform + other), (unsigned)ctx->max_resources);
+    }
+    if (sets > ctx->max_bound_sets) {
+        return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_LIMIT, "genspirv: kernel %s: descriptor sets 0 to %u (%u "
+                                 "sets), the device allows at most %u (maxBoundDescriptorSets)", m->name,
+                                 (unsigned)(sets - 1), (unsigned)sets, (unsigned)ctx->max_bound_sets);
+    }
+#ifdef GENSPIRV_HAS_CAPABILITIES
+    {
+        uint64_t subgroup = genspirv_vki_subgroup_capabilities(~(VkSubgroupFeatureFlags)0);
+        uint64_t checked = (ctx->check_features ? ~subgroup : 0) | (ctx->check_subgroup ? subgroup : 0);
+        uint64_t missing = m->capabilities & checked & ~ctx->capabilities;
+        uint64_t missing_ext = ctx->check_features ? m->extensions & ~ctx->extensions : 0;
+        for (i = 0; i < GENSPIRV_CAP_COUNT; i++) {
+            if (missing & (UINT64_C(1) << i)) {
+                genspirv_capability c = (genspirv_capability)i;
+                return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_FEATURE, "genspirv: kernel %s needs device feature %s "
+                                         "(for OpCapability %s), which this device %s", m->name,
+                                         genspirv_capability_needs(c), genspirv_capability_name(c),
+                                         (subgroup >> i) & 1u ? "lacks in compute shaders" : "does not enable");
+            }
+        }
+        for (i = 0; i < GENSPIRV_EXT_COUNT; i++) {
+            if (missing_ext & (UINT64_C(1) << i)) {
+                genspirv_extension e = (genspirv_extension)i;
+                return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_FEATURE, "genspirv: kernel %s needs device extension "
+                                         "%s (for OpExtension %s), which this device does not enable", m->name,
+                                         genspirv_extension_needs(e), genspirv_extension_name(e));
+            }
+        }
+    }
+#endif
+    return GENSPIRV_VK_OK;
+}
+
 /* Create *k from module m with the spec overrides given (spec may be NULL when
  * spec_count is 0). On a refusal *k holds nothing to destroy. */
 static inline genspirv_vk_result genspirv_vk_kernel_create(genspirv_vk_context *ctx, genspirv_vk_kernel *k,
@@ -54,6 +127,8 @@ static inline genspirv_vk_result genspirv_vk_kernel_create(genspirv_vk_context *
     uint32_t i, s, n;
     memset(k, 0, sizeof *k);
     k->module = m;
+    result = genspirv_vki_device_limits(ctx, m);   /* before any Vulkan object, and before the header's own bounds */
+    if (result != GENSPIRV_VK_OK) return result;
     if (m->binding_count > GENSPIRV_VK_MAX_BINDINGS) {
         return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_UNSUPPORTED, "genspirv: kernel %s has %u bindings; define "
                                  "GENSPIRV_VK_MAX_BINDINGS to at least that before including genspirv/vulkan.h",
@@ -88,6 +163,11 @@ static inline genspirv_vk_result genspirv_vk_kernel_create(genspirv_vk_context *
     if (result != GENSPIRV_VK_OK) return result;
     result = genspirv_vki_sizes(ctx, m, &packed, k);
     if (result != GENSPIRV_VK_OK) return result;
+    if (k->push_constant_size > ctx->max_push_constants) {      /* a spec-sized push array grown past it */
+        return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_LIMIT, "genspirv: kernel %s: %u bytes of push constants at "
+                                 "its spec values, the device allows at most %u (maxPushConstantsSize)", m->name,
+                                 (unsigned)k->push_constant_size, (unsigned)ctx->max_push_constants);
+    }
 
     for (s = 0; s < k->set_count; s++) {       /* sets with no binding get an empty layout */
         for (i = 0, n = 0; i < m->binding_count; i++) {
