@@ -19,6 +19,13 @@ binding is ever read).  It reports:
   specialisation runs each with its own default (1-wide workgroups here);
   genspirv's runtime gives all of them the named constant's default, other
   consumers may not.  Make the defaults agree (``local_size_x = 64``).
+- ``portability``: a kernel past a limit every Vulkan 1.2 device is guaranteed
+  (the spec's required minimums, ``runtime.limits.VULKAN_1_2_REQUIRED``): more
+  than 128 bytes of push constants, 4 storage buffers, 12 uniform buffers or 4
+  descriptor sets, a workgroup past 128 x 128 x 64 or 128 invocations, more
+  than 16 KiB of shared memory, at the spec constants' defaults.  It runs
+  where the device allows more (every desktop GPU does), and is refused by
+  name where it does not.
 - ``identical-blobs``: variants of one source whose blobs are byte-identical,
   named together with the defines (or, when those agree, the files read)
   they differ in: a define that changes nothing in the bytes, so one variant
@@ -38,6 +45,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 from .lint_rules import Rule
 from .manifest import Manifest, ManifestEntry
 from .reflect import BindingUsage, ShaderInfo, binding_usage
+from .runtime.limits import VULKAN_1_2_REQUIRED, excesses
 
 STORAGE_KINDS = ("storage_buffer", "storage_image", "storage_texel_buffer")
 
@@ -89,7 +97,15 @@ def lint_info(shader: str, info: ShaderInfo,
                                     "writeonly", b.set))
     findings.extend(_sparse_sets(shader, info))
     findings.extend(_disagreeing_spec_defaults(shader, info))
+    findings.extend(_portability(shader, info))
     return findings
+
+
+def _portability(shader: str, info: ShaderInfo) -> Iterable[Finding]:
+    for e in excesses(info, VULKAN_1_2_REQUIRED):
+        yield Finding(shader, None, Rule.PORTABILITY.value,
+                      f"{e.what}, past the {e.most} every Vulkan 1.2 device allows ({e.limit}): "
+                      "a device allowing no more refuses it", set=None)
 
 
 def _disagreeing_spec_defaults(shader: str, info: ShaderInfo) -> Iterable[Finding]:

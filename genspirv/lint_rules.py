@@ -18,6 +18,7 @@ class Rule(str, enum.Enum):
     SPARSE_BINDINGS = "sparse-bindings"                # a set's binding numbers are not 0..n-1
     SPEC_DEFAULTS_DISAGREE = "spec-defaults-disagree"  # constants sharing a spec id, different defaults
     IDENTICAL_BLOBS = "identical-blobs"                # variants of one source with byte-identical blobs
+    PORTABILITY = "portability"                        # past a limit every Vulkan 1.2 device guarantees
     UNUSED_SUPPRESSION = "unused-suppression"          # a suppression that silences no finding
 
 

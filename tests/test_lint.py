@@ -36,6 +36,9 @@ def _by_binding(findings):
 def test_usage_findings(tmp_path):
     blob = tools.compile_glsl(tools.CORPUS / "usage.comp")
     findings = lint(_manifest(tmp_path, {"usage": blob}))
+    portable = [f for f in findings if f.kind == "portability"]    # test_portability_findings
+    assert len(portable) == 1 and "storage buffers in the compute stage" in portable[0].message
+    findings = [f for f in findings if f.kind != "portability"]
     assert _by_binding(findings) == {
         (0, 1): {"never-written"},              # b: only read
         (0, 2): {"never-read"},                 # c: only written (in a callee)
@@ -73,8 +76,9 @@ def test_clean_shader_has_no_findings(tmp_path):
     assert [(f.binding, f.kind) for f in findings] == [(2, "never-read")]
     blob = tools.assemble(tools.CORPUS / "local_size_id.spvasm")
     info = reflect(blob)
-    # without usage, lint_info leaves the never-read check out
-    assert lint_info("k", info) == []
+    # without usage, lint_info leaves the never-read check out (its 32 x 4 x 2 workgroup is a
+    # portability finding: test_portability_findings_past_the_vulkan_1_2_minimums)
+    assert [f.kind for f in lint_info("k", info)] == ["portability"]
 
 
 def test_lint_refuses_a_tampered_blob(tmp_path):
@@ -92,7 +96,7 @@ def test_lint_of_the_committed_manifest_runs():
     from genspirv.manifest import load_manifest
     findings = lint(load_manifest(path))
     assert all(isinstance(f, Finding) and f.kind in
-               ("never-written", "never-read", "never-accessed", "sparse-bindings")
+               ("never-written", "never-read", "never-accessed", "sparse-bindings", "portability")
                for f in findings)
     # The library's kernels keep local_size_x equal to BLOCK_SIZE's default.
     assert not [f for f in findings if f.kind == "spec-defaults-disagree"]
@@ -181,3 +185,31 @@ def test_identical_blobs_with_the_same_defines_name_the_files_they_read():
     assert [f.message.split(": ", 1)[1] for f in identical_blobs(entries)] == [
         "the files they read differ (k_f16: glsl/fp16.glsl; k_f32: glsl/fp32.glsl), which changes nothing "
         "in the bytes; one variant would serve them all"]
+
+
+def test_portability_findings_past_the_vulkan_1_2_minimums():
+    """One finding per limit every Vulkan 1.2 device guarantees that the kernel is past, at the
+    spec constants' defaults; none at the limits themselves (the negative control)."""
+    import dataclasses
+
+    from genspirv.reflect import Binding, ShaderInfo
+    base = ShaderInfo(entry_point="main", local_size=(128, 1, 1), local_size_spec_ids=(None, None, None),
+                      bindings=tuple(Binding(0, i, f"b{i}", "storage_buffer", 1, "read_write", True, True)
+                                     for i in range(4)),
+                      spec_constants=(), push_constant_size=128, shared_memory=16384,
+                      capabilities=("CooperativeMatrixKHR", "Shader"))   # features: the device's business
+    assert [f for f in lint_info("k", base) if f.kind == "portability"] == []
+    past = dataclasses.replace(base, local_size=(16, 16, 1), push_constant_size=132, shared_memory=16388,
+                               bindings=base.bindings + (Binding(1, 0, "u", "uniform_buffer", 13, "read",
+                                                                 True, False),))
+    found = [str(f) for f in lint_info("k", past) if f.kind == "portability"]
+    assert found == [
+        "k: 132 bytes of push constants, past the 128 every Vulkan 1.2 device allows (maxPushConstantsSize): "
+        "a device allowing no more refuses it [portability]",
+        "k: 13 uniform buffers in the compute stage (set 1: 13), past the 12 every Vulkan 1.2 device allows "
+        "(maxPerStageDescriptorUniformBuffers): a device allowing no more refuses it [portability]",
+        "k: workgroup of 16 x 16 x 1 = 256 invocations, past the 128 every Vulkan 1.2 device allows "
+        "(maxComputeWorkGroupInvocations): a device allowing no more refuses it [portability]",
+        "k: 16388 bytes of shared memory, past the 16384 every Vulkan 1.2 device allows "
+        "(maxComputeSharedMemorySize): a device allowing no more refuses it [portability]",
+    ]
