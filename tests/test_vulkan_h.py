@@ -201,3 +201,20 @@ def test_header_is_c99_and_cxx17_clean_over_the_repos_own_table(tmp_path):
         proc = subprocess.run([*cmd, *WARNINGS, "-O2", f"-I{REPO / 'manifests'}", f"-I{INCLUDE}", "-c", str(src),
                                "-o", str(tmp_path / "all.o")], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
+
+
+def test_the_header_reads_every_feature_the_python_runtime_enables():
+    """features.h maps the features chain to the table's capability bits; every capability
+    whose feature genspirv.runtime enables (context.py's dev.features) and every subgroup
+    operation must be read there, or the C side would refuse what the Python side runs."""
+    from genspirv.emit.ctable import c_enum
+    from genspirv.runtime.limits import CAPABILITY_FEATURES, SUBGROUP_BITS
+    header = (INCLUDE / "genspirv" / "vulkan" / "features.h").read_text()
+    context = (REPO / "genspirv" / "runtime" / "context.py").read_text()
+    enabled = set(re.findall(r'^\s+"(\w+)": bool\(', context, re.M))
+    assert {"shader_int64", "storage_buffer_16bit_access", "cooperative_matrix"} <= enabled
+    wanted = [cap for cap, (key, _) in CAPABILITY_FEATURES.items() if key in enabled] + list(SUBGROUP_BITS)
+    missing = [cap for cap in wanted if c_enum("GENSPIRV_CAP", cap) not in header]
+    assert missing == []
+    # Negative control: a capability the Python runtime never enables is not read.
+    assert c_enum("GENSPIRV_CAP", "AtomicFloat32AddEXT") not in header

@@ -31,6 +31,16 @@
  * dispatch must give, each binding's min_size, and the shared memory, which
  * must be within maxComputeSharedMemorySize; a length below 1 is refused.
  *
+ * Before any Vulkan object, genspirv_vk_kernel_create checks the module
+ * against the device (GENSPIRV_VK_ERROR_LIMIT): push constants within
+ * maxPushConstantsSize, storage and uniform buffers within
+ * maxPerStageDescriptor*Buffers and maxDescriptorSet*Buffers, all
+ * descriptors within maxPerStageResources, the sets within
+ * maxBoundDescriptorSets; and, where genspirv_vk_context_info gave the
+ * features chain, extensions and subgroup properties the device was created
+ * with, the capabilities and extensions the module declares against them
+ * (GENSPIRV_VK_ERROR_FEATURE, vulkan/features.h).
+ *
  * A dispatch is refused, with a return code and a message naming the kernel,
  * the binding and both numbers, when the views are not one per binding, the
  * push data is not the reflected size (at the kernel's spec values), a view is
