@@ -13,9 +13,15 @@
   ``maxPushConstantsSize`` set to 128; a 128-byte block is accepted and read
   exactly.
 
-The shaders are generated and compiled here with the pinned glslang (the
-tests skip where it is missing); the limits are the device's own, so the same
-tests hold on lavapipe and on a GPU.
+- A kernel declaring the integer dot product (``OpSDot`` on packed 4x8-bit
+  vectors, SPV_KHR_integer_dot_product) runs where the device has the
+  feature: the Device enables VK_KHR_shader_integer_dot_product and the
+  feature (lavapipe and NVIDIA have them), the result is exact and the
+  validation layer silent; with the feature taken away it is refused by name.
+
+The shaders are generated and compiled here with the pinned glslang and
+spirv-as (the tests skip where they are missing); the limits are the
+device's own, so the same tests hold on lavapipe and on a GPU.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "shaders_rt"))
 import rt  # noqa: E402
 
 from corpus import tools  # noqa: E402
-from genspirv.errors import DeviceLimitError  # noqa: E402
+from genspirv.errors import DeviceFeatureError, DeviceLimitError  # noqa: E402
 from genspirv.manifest import Manifest, ManifestEntry, Toolchain  # noqa: E402
 from genspirv.reflect import reflect  # noqa: E402
 from genspirv.runtime import Device  # noqa: E402
@@ -70,13 +76,14 @@ def push_source(words: int) -> str:
         """)
 
 
-def make_manifest(root: Path, name: str, source: str) -> Manifest:
-    """A one-kernel manifest of ``source``, compiled with the pinned glslang, under ``root``."""
+def make_manifest(root: Path, name: str, source: str, suffix: str = "comp") -> Manifest:
+    """A one-kernel manifest of ``source`` (GLSL, or SPIR-V assembly for ``suffix="spvasm"``),
+    compiled with the pinned glslang (spirv-as), under ``root``."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / f"{name}.comp").write_text(source)
-    blob = tools.compile_glsl(root / f"{name}.comp")
+    (root / f"{name}.{suffix}").write_text(source)
+    blob = tools.corpus_blob(root / f"{name}.{suffix}")
     (root / f"{name}.spv").write_bytes(blob)
-    entry = ManifestEntry(name=name, source=f"{name}.comp", defines=(), spirv=f"{name}.spv",
+    entry = ManifestEntry(name=name, source=f"{name}.{suffix}", defines=(), spirv=f"{name}.spv",
                           sha256=hashlib.sha256(blob).hexdigest(), size=len(blob), info=reflect(blob))
     return Manifest(toolchain=Toolchain("13.1.1", "vulkan1.2"), shaders=(entry,), root=root)
 
@@ -164,3 +171,67 @@ def test_a_push_block_past_the_limit_is_refused_and_one_at_it_exact(tmp_path, li
         words = np.arange(32, dtype=np.uint32) * 3 + 1
         dev.dispatch("push128", [out], groups=1, push=words.tobytes())
         assert int(dev.download(out, dtype="uint32")[0]) == int(words.sum())
+
+
+# r = dot(a, b) of two uints read as 4 signed 8-bit lanes (glslang 13 has no GL_EXT_integer_dot_product).
+DOT_ASM = """\
+               OpCapability Shader
+               OpCapability DotProduct
+               OpCapability DotProductInput4x8BitPacked
+               OpExtension "SPV_KHR_integer_dot_product"
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main" %buf
+               OpExecutionMode %main LocalSize 1 1 1
+               OpName %buf "buf"
+               OpDecorate %B Block
+               OpMemberDecorate %B 0 Offset 0
+               OpMemberDecorate %B 1 Offset 4
+               OpMemberDecorate %B 2 Offset 8
+               OpDecorate %buf DescriptorSet 0
+               OpDecorate %buf Binding 0
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+        %int = OpTypeInt 32 1
+          %B = OpTypeStruct %uint %uint %int
+      %ptr_B = OpTypePointer StorageBuffer %B
+      %ptr_u = OpTypePointer StorageBuffer %uint
+      %ptr_i = OpTypePointer StorageBuffer %int
+        %buf = OpVariable %ptr_B StorageBuffer
+         %c0 = OpConstant %int 0
+         %c1 = OpConstant %int 1
+         %c2 = OpConstant %int 2
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+         %pa = OpAccessChain %ptr_u %buf %c0
+         %pb = OpAccessChain %ptr_u %buf %c1
+          %a = OpLoad %uint %pa
+          %b = OpLoad %uint %pb
+          %d = OpSDot %int %a %b PackedVectorFormat4x8Bit
+         %pr = OpAccessChain %ptr_i %buf %c2
+               OpStore %pr %d
+               OpReturn
+               OpFunctionEnd
+"""
+
+
+@pytest.mark.slow
+def test_the_integer_dot_product_runs_where_the_device_has_it_and_is_refused_without(tmp_path):
+    manifest = make_manifest(tmp_path, "sdot", DOT_ASM, suffix="spvasm")
+    assert manifest.shaders[0].info.capabilities == ("DotProduct", "DotProductInput4x8BitPacked", "Shader")
+    a = np.array([1, -2, 3, -4], np.int8)
+    b = np.array([5, 6, -7, 8], np.int8)
+    with Device(manifest=manifest, validation=True) as dev:
+        if not dev.features["shader_integer_dot_product"]:
+            pytest.skip("the device has no shaderIntegerDotProduct")
+        buf = dev.buffer(12, name="buf")
+        dev.upload(buf, np.concatenate([a.view(np.uint32), b.view(np.uint32), np.zeros(1, np.uint32)]))
+        dev.dispatch("sdot", [buf], groups=1)
+        assert int(dev.download(buf, dtype="int32")[2]) == int(np.dot(a.astype(np.int32), b))
+        dev.synchronize()
+        assert [m.text[:200] for m in dev.validation_messages if m.severity == "error"] == []
+    with Device(manifest=manifest) as dev:
+        dev.features["shader_integer_dot_product"] = False
+        with pytest.raises(DeviceFeatureError, match="kernel sdot needs device feature shader_integer_dot_product "
+                                                     r"\(shaderIntegerDotProduct, for OpCapability DotProduct\)"):
+            dev.kernel("sdot")
