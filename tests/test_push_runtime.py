@@ -121,7 +121,8 @@ def _scale(dev, push) -> np.ndarray:
     x, y = dev.buffer(X.nbytes), dev.buffer(X.nbytes)
     dev.upload(x, X)
     dev.upload(y, np.zeros_like(X))
-    dev.dispatch("scale_f32", [x, y], groups=N // 256, push=push)
+    local = dev.kernel("scale_f32").entry.info.local_size[0]     # the library's 256, the scaffold's 128
+    dev.dispatch("scale_f32", [x, y], groups=N // local, push=push)
     return dev.download(y)
 
 
