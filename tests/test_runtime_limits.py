@@ -240,3 +240,17 @@ def test_the_integer_dot_product_runs_where_the_device_has_it_and_is_refused_wit
         with pytest.raises(DeviceFeatureError, match="kernel sdot needs device feature shader_integer_dot_product "
                                                      r"\(shaderIntegerDotProduct, for OpCapability DotProduct\)"):
             dev.kernel("sdot")
+
+
+def test_a_spec_sized_push_block_is_checked_at_the_kernels_values():
+    """rt_spec_push has ``float w[N]`` in its push block (N a spec constant, default 2): the
+    block at N, not at the default, is what the device must hold."""
+    with Device(manifest=rt.MANIFEST) as dev:
+        most = dev.device_limits.max_push_constants_size
+        fits = dev.kernel("rt_spec_push", spec={"N": most // 4})
+        assert fits.push_constant_size == most          # exactly at the limit: accepted
+        with pytest.raises(DeviceLimitError) as caught:
+            dev.kernel("rt_spec_push", spec={"N": most // 4 + 1})
+        assert str(caught.value) == (
+            f"kernel rt_spec_push (with spec values {{'N': {most // 4 + 1}}}): {most + 4} bytes of push "
+            f"constants, the device allows at most {most} (maxPushConstantsSize)")

@@ -105,6 +105,8 @@ REFUSALS = {
     "shared_memory": (8, ["kernel shared_big declares 65536 bytes of shared memory", "at most 32768"]),
     "push_limit": (14, ["kernel push_big: 512 bytes of push constants, the device allows at most 128 "
                         "(maxPushConstantsSize)"]),
+    "spec_push_limit": (14, ["kernel spec_push: 132 bytes of push constants at its spec values, the device allows "
+                             "at most 128 (maxPushConstantsSize)"]),
     "storage_limit": (14, ["kernel wide: 33 storage buffers in the compute stage, the device allows at most 32 "
                            "(maxPerStageDescriptorStorageBuffers)"]),
     "feature_int64": (15, ["kernel wide_int needs device feature shaderInt64 (for OpCapability Int64), which "

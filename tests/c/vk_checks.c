@@ -254,6 +254,10 @@ static void refusals(void)
     spec = genspirv_vk_spec_uint("N", 0);
     check(&ctx, "spec_length", genspirv_vk_kernel_create(&ctx, &refused, module("spec_push"), &spec, 1,
                                                          VK_NULL_HANDLE), &s);
+    /* N = 33: 132 bytes of push constants at its spec values, past lavapipe's 128. */
+    spec = genspirv_vk_spec_uint("N", 33);
+    check(&ctx, "spec_push_limit", genspirv_vk_kernel_create(&ctx, &refused, module("spec_push"), &spec, 1,
+                                                             VK_NULL_HANDLE), &s);
 
     /* A cache of 4 entries holds 3 bindings of views; the fourth is refused. */
     memset(&info, 0, sizeof info);
