@@ -132,9 +132,14 @@ def test_workgroup_and_shared_memory_at_the_values_given():
     limits = [e.limit for e in workgroup_excesses(info(local=(2048, 1, 1), shared=32772), LAVAPIPE)]
     assert limits == ["maxComputeWorkGroupSize", "maxComputeWorkGroupInvocations",
                       "maxComputeSharedMemorySize"]
-    # At the spec values the kernel is created with, not its defaults.
-    assert workgroup_excesses(info(local=(64, 1, 1)), LAVAPIPE, local_size=(64, 64, 1))[0].value == 4096
-    assert workgroup_excesses(info(shared=64), LAVAPIPE, shared_memory=40000)[0].value == 40000
+    # At the spec values the kernel is created with, not its defaults: spec id 3 sizes y, and
+    # shared float t[N] with N spec id 0 (default 16) is (mul (len (spec 0 16)) 4) bytes.
+    sized = dataclasses.replace(info(local=(64, 1, 1), shared=64), local_size_spec_ids=(None, 3, None),
+                                shared_memory_spec=("mul", ("len", ("spec", 0, 16)), 4))
+    assert workgroup_excesses(sized, LAVAPIPE) == []
+    assert workgroup_excesses(sized, LAVAPIPE, {3: 64})[0].value == 4096
+    assert workgroup_excesses(sized, LAVAPIPE, {0: 10000})[0].value == 40000
+    assert workgroup_excesses(sized, LAVAPIPE, {0: 8192}) == []          # 32768 bytes: at the limit
 
 
 def test_vulkan_1_2_minimums_check_limits_not_features():

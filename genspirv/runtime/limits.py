@@ -1,8 +1,9 @@
 """Device limits: a kernel's reflection and a device's limits in, what the device cannot hold out.
 
 Takes a ``ShaderInfo`` (what the manifest records of a kernel: its bindings,
-push-constant size, capabilities and extensions, and at the spec values it
-is created with its workgroup size and shared memory) and a frozen
+push-constant size, capabilities and extensions, and, at the spec values it
+is created with, its workgroup size and shared memory, the latter by
+``reflect.shared_memory_at``) and a frozen
 ``DeviceLimits`` (``VkPhysicalDeviceLimits``, the subgroup properties, the
 features and extensions the Device enabled); gives ``Excess`` records, one
 per limit the kernel is past, and ``check_device`` raises the first as one
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 from ..errors import DeviceFeatureError, DeviceLimitError
-from ..reflect import DescriptorType, ShaderInfo
+from ..reflect import DescriptorType, ShaderInfo, SpecValue, shared_memory_at
 
 # VkSubgroupFeatureFlagBits, and the compute stage of VkShaderStageFlagBits.
 SUBGROUP_BITS = {
@@ -210,11 +211,14 @@ def _per_set(info: ShaderInfo, types) -> str:
     return " (" + ", ".join(f"set {s}: {n}" for s, n in each if n) + ")"
 
 
-def workgroup_excesses(info: ShaderInfo, limits: DeviceLimits, local_size=None,
-                       shared_memory: Optional[int] = None) -> list[Excess]:
-    """Workgroup size, invocations and shared memory (at the defaults unless given)."""
-    size = tuple(local_size or info.local_size)
-    shared = info.shared_memory if shared_memory is None else shared_memory
+def workgroup_excesses(info: ShaderInfo, limits: DeviceLimits,
+                       values: Optional[Mapping[int, SpecValue]] = None) -> list[Excess]:
+    """Workgroup size, invocations and shared memory at the spec ``values`` (spec id ->
+    value; ids left out keep their defaults): shared memory by ``reflect.shared_memory_at``."""
+    values = values or {}
+    size = tuple(values.get(sid, n) if sid is not None else n
+                 for n, sid in zip(info.local_size, info.local_size_spec_ids))
+    shared = shared_memory_at(info, values)
     out = [Excess("maxComputeWorkGroupSize", f"workgroup size {'xyz'[a]} = {size[a]}", size[a], most)
            for a, most in enumerate(limits.max_compute_work_group_size) if size[a] > most]
     invocations = size[0] * size[1] * size[2]
@@ -257,10 +261,11 @@ def feature_excesses(info: ShaderInfo, limits: DeviceLimits) -> list[Excess]:
     return out
 
 
-def excesses(info: ShaderInfo, limits: DeviceLimits, local_size=None,
-             shared_memory: Optional[int] = None) -> list[Excess]:
-    """Every limit, feature and extension the kernel needs past what the device gives."""
-    return (layout_excesses(info, limits) + workgroup_excesses(info, limits, local_size, shared_memory)
+def excesses(info: ShaderInfo, limits: DeviceLimits,
+             values: Optional[Mapping[int, SpecValue]] = None) -> list[Excess]:
+    """Every limit, feature and extension the kernel needs past what the device gives, with the
+    workgroup and shared memory at the spec ``values`` (the defaults where None)."""
+    return (layout_excesses(info, limits) + workgroup_excesses(info, limits, values)
             + feature_excesses(info, limits))
 
 
