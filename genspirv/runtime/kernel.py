@@ -169,6 +169,11 @@ class Kernel:
         self.device = owner       # the genspirv Device that loaded it (_device is the VkDevice)
         self.blob = blob
         info = entry.info
+        # Before any Vulkan object, and before what this runtime cannot bind: a layout past
+        # the device's limits is undefined behaviour (300 storage buffers on a device
+        # allowing 32 crashed in the first fence wait).
+        check_device(entry.name, info, limits)
+        self.limits = limits
         for b in info.bindings:
             if b.type not in _DESCRIPTOR_TYPES:
                 raise GenspirvError(f"kernel {entry.name}: binding {b.name} is a {b.type}; the runtime "
@@ -176,10 +181,6 @@ class Kernel:
             if b.count != 1:
                 raise GenspirvError(f"kernel {entry.name}: binding {b.name} is an array of "
                                     f"{b.count or 'runtime size'}; the runtime binds single buffers")
-        # Before any Vulkan object: a layout past the device's limits is undefined behaviour
-        # (300 storage buffers on a device allowing 32 crash in the first fence wait).
-        check_device(entry.name, info, limits)
-        self.limits = limits
         self.readable_mask = info.readable_mask
         self.writable_mask = info.writable_mask
         self.descriptor_types = [_DESCRIPTOR_TYPES[b.type] for b in info.bindings]
