@@ -111,7 +111,7 @@ REFUSALS = {
                            "(maxPerStageDescriptorStorageBuffers)"]),
     "feature_int64": (15, ["kernel wide_int needs device feature shaderInt64 (for OpCapability Int64), which "
                            "this device does not enable"]),
-    "feature_subgroup": (15, ["kernel wide_int needs device feature VK_SUBGROUP_FEATURE_ARITHMETIC_BIT (for "
+    "feature_subgroup": (15, ["kernel wide_int needs subgroup operation VK_SUBGROUP_FEATURE_ARITHMETIC_BIT (for "
                               "OpCapability GroupNonUniformArithmetic), which this device lacks in compute"]),
     "image": (9, ["kernel image: binding img is a storage_image"]),
     "array": (9, ["kernel array: binding bufs is an array of 2"]),

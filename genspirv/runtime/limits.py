@@ -168,11 +168,11 @@ class Excess:
     what: str           # "300 storage buffers in the compute stage"
     value: object
     most: object
-    feature: bool = False    # a feature or extension the device did not enable, not a number
+    feature: str = ""        # not a number: "device feature", "device extension", "subgroup operation"
 
     def message(self, kernel: str) -> str:
         if self.feature:
-            return f"kernel {kernel} needs device feature {self.limit} ({self.what}), which this device {self.most}"
+            return f"kernel {kernel} needs {self.feature} {self.limit} ({self.what}), which this device {self.most}"
         return f"kernel {kernel}: {self.what}, the device allows at most {self.most} ({self.limit})"
 
 
@@ -242,22 +242,22 @@ def feature_excesses(info: ShaderInfo, limits: DeviceLimits) -> list[Excess]:
             key, vk_name = CAPABILITY_FEATURES[cap]
             if key not in limits.features:
                 out.append(Excess(key, f"{vk_name}, for OpCapability {cap}", True,
-                                  "does not enable", feature=True))
+                                  "does not enable", feature="device feature"))
         elif cap in SUBGROUP_BITS:
             bit, flag = SUBGROUP_BITS[cap]
             if not limits.subgroup_operations & bit:
                 out.append(Excess(f"VK_SUBGROUP_FEATURE_{flag}_BIT",
                                   f"subgroupSupportedOperations, for OpCapability {cap}", True,
-                                  "lacks", feature=True))
+                                  "lacks", feature="subgroup operation"))
             elif not limits.subgroup_stages & STAGE_COMPUTE:
-                out.append(Excess("subgroupSupportedStages compute",
-                                  f"subgroup operations in compute shaders, for OpCapability {cap}",
-                                  True, "lacks", feature=True))
+                out.append(Excess("VK_SHADER_STAGE_COMPUTE_BIT",
+                                  f"subgroupSupportedStages, for OpCapability {cap}", True,
+                                  "lacks", feature="subgroup operations in the stage"))
     for ext in info.extensions:
         device_ext = EXTENSION_DEVICE_EXTENSIONS.get(ext)
         if device_ext is not None and device_ext not in limits.extensions:
-            out.append(Excess(device_ext, f"the device extension, for OpExtension {ext}", True,
-                              "does not enable", feature=True))
+            out.append(Excess(device_ext, f"for OpExtension {ext}", True,
+                              "does not enable", feature="device extension"))
     return out
 
 

@@ -88,10 +88,12 @@ static inline genspirv_vk_result genspirv_vki_device_limits(genspirv_vk_context 
         for (i = 0; i < GENSPIRV_CAP_COUNT; i++) {
             if (missing & (UINT64_C(1) << i)) {
                 genspirv_capability c = (genspirv_capability)i;
-                return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_FEATURE, "genspirv: kernel %s needs device feature %s "
-                                         "(for OpCapability %s), which this device %s", m->name,
-                                         genspirv_capability_needs(c), genspirv_capability_name(c),
-                                         (subgroup >> i) & 1u ? "lacks in compute shaders" : "does not enable");
+                int op = (int)((subgroup >> i) & 1u);
+                return genspirv_vki_fail(ctx, GENSPIRV_VK_ERROR_FEATURE, "genspirv: kernel %s needs %s %s (for "
+                                         "OpCapability %s), which this device %s", m->name,
+                                         op ? "subgroup operation" : "device feature", genspirv_capability_needs(c),
+                                         genspirv_capability_name(c),
+                                         op ? "lacks in compute shaders" : "does not enable");
             }
         }
         for (i = 0; i < GENSPIRV_EXT_COUNT; i++) {
