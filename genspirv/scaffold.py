@@ -35,8 +35,7 @@ EXAMPLE_SHADER = """\
 // y[i] = alpha * x[i] for i < n, one invocation per element.
 // TYPE is set per variant in pyproject.toml ([tool.genspirv.shaders."scale.comp"]).
 
-// 128 invocations: what every Vulkan 1.2 device allows (genspirv lint names a kernel past it).
-layout(local_size_x = 128) in;
+layout(local_size_x = 128) in;    // what every Vulkan 1.2 device allows
 
 layout(set = 0, binding = 0) readonly buffer X { TYPE x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { TYPE y[]; };
