@@ -240,7 +240,7 @@ class Device:
         key = (name, data.key)
         bound = self._bound.get(key)
         if bound is None:
-            bound = self._bound[key] = BoundKernel(kernel, data, self._limits)
+            bound = self._bound[key] = BoundKernel(kernel, data, checked=True)
         if not data.key:
             self._by_name[name] = bound
         return bound

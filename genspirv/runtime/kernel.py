@@ -290,16 +290,17 @@ class BoundKernel:
     ``entry`` is the manifest entry at these spec values (``specialised_entry``): push
     data is packed and checked, and buffers checked against min_size, by it."""
 
-    def __init__(self, kernel: Kernel, spec: SpecData, limits=None):
-        if limits is not None:
-            check_specialised(kernel.entry, kernel.blob, specialised_local_size(kernel.entry, spec),
-                              dict(spec.values), limits)
+    def __init__(self, kernel: Kernel, spec: SpecData, checked: bool = False):
+        """``checked``: refuse spec values the device cannot run (``kernel.limits``)."""
+        if checked:
+            check_specialised(kernel.entry, specialised_local_size(kernel.entry, spec),
+                              dict(spec.values), kernel.limits)
         self.kernel = kernel
         self.spec = spec
         self.name = kernel.name
         self.entry = specialised_entry(kernel.entry, spec)
         info = self.entry.info
-        if limits is not None and self.entry is not kernel.entry:
+        if checked and self.entry is not kernel.entry:
             # A spec-sized push array: the push block at these values against the device.
             for excess in layout_excesses(info, kernel.limits):
                 raise DeviceLimitError(excess.message(f"{self.name} (with spec values {dict(spec.key)})"))

@@ -169,6 +169,7 @@ class Excess:
     value: object
     most: object
     feature: str = ""        # not a number: "device feature", "device extension", "subgroup operation"
+    axis: Optional[int] = None    # the workgroup axis of a maxComputeWorkGroupSize excess
 
     def message(self, kernel: str) -> str:
         if self.feature:
@@ -219,7 +220,7 @@ def workgroup_excesses(info: ShaderInfo, limits: DeviceLimits,
     size = tuple(values.get(sid, n) if sid is not None else n
                  for n, sid in zip(info.local_size, info.local_size_spec_ids))
     shared = shared_memory_at(info, values)
-    out = [Excess("maxComputeWorkGroupSize", f"workgroup size {'xyz'[a]} = {size[a]}", size[a], most)
+    out = [Excess("maxComputeWorkGroupSize", f"workgroup size {'xyz'[a]} = {size[a]}", size[a], most, axis=a)
            for a, most in enumerate(limits.max_compute_work_group_size) if size[a] > most]
     invocations = size[0] * size[1] * size[2]
     if invocations > limits.max_compute_work_group_invocations:
@@ -271,7 +272,8 @@ def excesses(info: ShaderInfo, limits: DeviceLimits,
 
 def check_device(kernel: str, info: ShaderInfo, limits: DeviceLimits) -> None:
     """Refuse the kernel's layout and capabilities past the device: ``DeviceLimitError`` or
-    ``DeviceFeatureError`` (the workgroup at its spec values is trust.check_specialised's)."""
+    ``DeviceFeatureError`` (the workgroup at its spec values: ``workgroup_excesses``, which
+    trust.check_specialised words with where each figure comes from)."""
     found = layout_excesses(info, limits) + feature_excesses(info, limits)
     if found:
         first = found[0]

@@ -1,7 +1,7 @@
 """Trust: what the runtime proves about a kernel once, before the driver sees it.
 
 Takes a manifest entry, its blob, the spec values of a specialisation
-(``SpecData``) and the device's limits (``Context.limits``); gives nothing
+(``SpecData``) and the device's limits (``limits.DeviceLimits``); gives nothing
 but refusals, each a ``GenspirvError`` subclass naming the kernel:
 
 - ``verify_kernel``: the entry's reflected fields (masks, bindings, push
@@ -14,7 +14,8 @@ but refusals, each a ``GenspirvError`` subclass naming the kernel:
   1 and within ``maxComputeWorkGroupSize`` / ``maxComputeWorkGroupInvocations``,
   and the workgroup (shared) memory the kernel declares, at the spec values
   (``genspirv.reflect.shared_memory_at`` over the manifest's expression), within ``maxComputeSharedMemorySize``
-  (``WorkgroupLimitError`` naming the spec constant, the value and the limit).
+  (``WorkgroupLimitError`` naming the spec constant, the value and the limit); the
+  comparisons are ``limits.workgroup_excesses``, the ones lint makes too.
 
 Both run at kernel load (``Device.kernel``), never per dispatch. No Vulkan.
 """
@@ -27,7 +28,7 @@ from typing import Mapping
 from ..reflect import verify as reflect_verify
 from ..errors import WorkgroupLimitError
 from ..manifest import ManifestEntry
-from ..reflect import shared_memory_at
+from .limits import DeviceLimits, Excess, workgroup_excesses
 
 _proven: set = set()              # (sha256, ShaderInfo) pairs whose blob reflects to the entry
 _proven_lock = threading.Lock()
@@ -61,41 +62,41 @@ def _origin(entry: ManifestEntry, axis: int) -> str:
     return _spec_names(entry, spec_id)
 
 
-def check_specialised(entry: ManifestEntry, blob: bytes, local_size: tuple[int, int, int],
-                      values: Mapping[int, object], limits: Mapping[str, object]) -> None:
+def check_specialised(entry: ManifestEntry, local_size: tuple[int, int, int],
+                      values: Mapping[int, object], limits: DeviceLimits) -> None:
     """Refuse a specialisation whose workgroup or shared memory the device cannot run.
 
     ``local_size`` is the workgroup size the pipeline runs with, ``values`` the
-    spec id -> value map it is specialised with (``SpecData.values``)."""
+    spec id -> value map it is specialised with (``SpecData.values``); the
+    comparisons are ``limits.workgroup_excesses``'s, the messages name where
+    each figure comes from."""
     name = entry.name
-    max_size = limits["max_compute_work_group_size"]
-    for axis, (size, most) in enumerate(zip(local_size, max_size)):
-        where = f"kernel {name}: workgroup size {'xyz'[axis]} = {size} (from {_origin(entry, axis)})"
+    for axis, size in enumerate(local_size):
         if size < 1:
-            raise WorkgroupLimitError(f"{where}; a workgroup needs at least 1 invocation along each axis")
-        if size > most:
-            raise WorkgroupLimitError(f"{where}, the device allows at most {most} along "
-                                      f"{'xyz'[axis]} (maxComputeWorkGroupSize)")
-    invocations = local_size[0] * local_size[1] * local_size[2]
-    most = limits["max_compute_work_group_invocations"]
-    if invocations > most:
+            raise WorkgroupLimitError(f"kernel {name}: workgroup size {'xyz'[axis]} = {size} (from "
+                                      f"{_origin(entry, axis)}); a workgroup needs at least 1 "
+                                      f"invocation along each axis")
+    for excess in workgroup_excesses(entry.info, limits, values):
+        raise WorkgroupLimitError(_specialised_message(entry, local_size, values, excess))
+
+
+def _specialised_message(entry: ManifestEntry, local_size, values: Mapping[int, object],
+                         excess: Excess) -> str:
+    name, most = entry.name, excess.most
+    if excess.limit == "maxComputeWorkGroupSize":
+        axis = excess.axis
+        return (f"kernel {name}: workgroup size {'xyz'[axis]} = {local_size[axis]} (from "
+                f"{_origin(entry, axis)}), the device allows at most {most} along {'xyz'[axis]} "
+                f"(maxComputeWorkGroupSize)")
+    if excess.limit == "maxComputeWorkGroupInvocations":
         origins = ", ".join(f"{'xyz'[a]} = {local_size[a]} from {_origin(entry, a)}"
                             for a in range(3) if local_size[a] > 1)
-        raise WorkgroupLimitError(f"kernel {name}: workgroup of {local_size[0]} x {local_size[1]} x "
-                                  f"{local_size[2]} = {invocations} invocations ({origins}), the "
-                                  f"device allows at most {most} (maxComputeWorkGroupInvocations)")
-    shared = _shared_memory(entry, blob, values)
-    most = limits["max_compute_shared_memory_size"]
-    if shared > most:
-        given = {sid: v for sid, v in values.items()
-                 if any(s.id == sid and s.default != v for s in entry.info.spec_constants)}
-        why = ("; ".join(_spec_names(entry, sid, v) for sid, v in sorted(given.items()))
-               or "the spec constants' defaults")
-        raise WorkgroupLimitError(f"kernel {name}: with {why} the kernel declares {shared} bytes of "
-                                  f"shared memory, the device allows at most {most} "
-                                  f"(maxComputeSharedMemorySize)")
-
-
-def _shared_memory(entry: ManifestEntry, blob: bytes, values: Mapping[int, object]) -> int:
-    # The manifest's expression, proven against the blob by verify_kernel.
-    return shared_memory_at(entry.info, values)
+        return (f"kernel {name}: workgroup of {local_size[0]} x {local_size[1]} x {local_size[2]} = "
+                f"{excess.value} invocations ({origins}), the device allows at most {most} "
+                f"(maxComputeWorkGroupInvocations)")
+    given = {sid: v for sid, v in values.items()
+             if any(s.id == sid and s.default != v for s in entry.info.spec_constants)}
+    why = ("; ".join(_spec_names(entry, sid, v) for sid, v in sorted(given.items()))
+           or "the spec constants' defaults")
+    return (f"kernel {name}: with {why} the kernel declares {excess.value} bytes of shared memory, "
+            f"the device allows at most {most} (maxComputeSharedMemorySize)")
