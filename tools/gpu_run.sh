@@ -48,7 +48,7 @@ with Device() as d:
     print("subgroup", d.subgroup_size, hex(d.subgroup_operations))
 PY
 if want tests; then
-step 150 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests/test_runtime.py \
+step 300 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests/test_runtime.py \
   tests/test_submit.py tests/test_starter_kernels.py tests/test_kernels.py tests/test_demo.py \
   tests/test_reliability_runtime.py tests/test_runtime_trust.py tests/test_runtime_sharing.py \
   tests/test_spec_ids.py tests/test_hazards.py tests/test_runtime_misuse.py tests/test_push_runtime.py \
