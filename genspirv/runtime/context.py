@@ -29,8 +29,11 @@ _DEVICE_TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
                      vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3}
 # Device extensions a kernel's SPIR-V may need beyond Vulkan 1.2 (runtime/limits.py maps
 # each SPIR-V extension and capability to them), enabled whenever the device has them.
-_OPTIONAL_EXTENSIONS = ("VK_KHR_shader_non_semantic_info", "VK_KHR_shader_integer_dot_product",
-                        "VK_KHR_cooperative_matrix")
+# VK_KHR_cooperative_matrix is not among them: the Khronos validation layers of Vulkan
+# 1.3.239 (Debian 12's) do not know its feature struct and report every device created
+# with it as invalid, so a kernel that declares CooperativeMatrixKHR is refused at
+# dev.kernel (the feature is never enabled) instead of running unvalidated.
+_OPTIONAL_EXTENSIONS = ("VK_KHR_shader_non_semantic_info", "VK_KHR_shader_integer_dot_product")
 _DEVICE_TYPE_NAME = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",
                      vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated",
                      vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual",
@@ -215,12 +218,10 @@ class Context:
         # Device extensions kernels may need, enabled where the device has them; the
         # feature structs of those with features are queried only then (else invalid).
         extensions = [e for e in _OPTIONAL_EXTENSIONS if e in available]
-        dot = coop = None
+        dot = None
         chain = None
         if "VK_KHR_shader_integer_dot_product" in extensions:
             chain = dot = vk.VkPhysicalDeviceShaderIntegerDotProductFeatures(pNext=chain)
-        if "VK_KHR_cooperative_matrix" in extensions:
-            chain = coop = vk.VkPhysicalDeviceCooperativeMatrixFeaturesKHR(pNext=chain)
         f12 = vk.VkPhysicalDeviceVulkan12Features(pNext=chain)
         f11 = vk.VkPhysicalDeviceVulkan11Features(pNext=f12)
         feats2 = vk.VkPhysicalDeviceFeatures2(pNext=f11)
@@ -245,7 +246,7 @@ class Context:
             "shader_buffer_int64_atomics": bool(f12.shaderBufferInt64Atomics),
             "shader_shared_int64_atomics": bool(f12.shaderSharedInt64Atomics),
             "shader_integer_dot_product": bool(dot is not None and dot.shaderIntegerDotProduct),
-            "cooperative_matrix": bool(coop is not None and coop.cooperativeMatrix),
+            "cooperative_matrix": False,    # never enabled: see _OPTIONAL_EXTENSIONS
         }
         self.extensions = frozenset(extensions)
         # Convenience names used by kernel libraries.
@@ -262,9 +263,6 @@ class Context:
         if dot is not None:
             chain = vk.VkPhysicalDeviceShaderIntegerDotProductFeatures(
                 pNext=chain, shaderIntegerDotProduct=dot.shaderIntegerDotProduct)
-        if coop is not None:
-            chain = vk.VkPhysicalDeviceCooperativeMatrixFeaturesKHR(
-                pNext=chain, cooperativeMatrix=coop.cooperativeMatrix)
         e12 = vk.VkPhysicalDeviceVulkan12Features(
             pNext=chain, vulkanMemoryModel=f12.vulkanMemoryModel,
             vulkanMemoryModelDeviceScope=f12.vulkanMemoryModelDeviceScope,
