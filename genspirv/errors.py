@@ -133,6 +133,12 @@ class OutputError(GenspirvError):
     exit_code = 2
 
 
+class ExtraMissingError(GenspirvError, ImportError):
+    """A part of genspirv needs an extra that is not installed (the runtime: numpy and vulkan)."""
+
+    exit_code = 2
+
+
 # -- runtime side -------------------------------------------------------------
 
 

@@ -9,12 +9,23 @@ from transfers.py, capture and replay from replay.py, host timing from
 profile.py. docs/ARCHITECTURE.md lists the layers.
 
 The public names load on first use, so ``import genspirv.runtime.hazards``
-(pure Python) loads neither Vulkan nor numpy.
+(pure Python) loads neither Vulkan nor numpy. Both must be installed (the
+``runtime`` extra): without them importing the runtime is one ``ExtraMissingError``
+saying which extra to install.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+
+from ..errors import ExtraMissingError
+
+# The base install is the toolchain; the runtime's libraries are the `runtime` extra.
+_missing = [name for name in ("numpy", "vulkan") if importlib.util.find_spec(name) is None]
+if _missing:
+    raise ExtraMissingError(f"genspirv.runtime needs {' and '.join(_missing)}, which this Python lacks: "
+                            "pip install 'genspirv[runtime]'")
 
 _PUBLIC = {
     "Device": "device", "GpuTimer": "device", "ValidationMessage": "context",
