@@ -306,11 +306,35 @@ def test_pre_commit_hooks_are_valid_and_name_real_commands():
         program, *args = shlex.split(h["entry"])
         assert program == "genspirv" and h["pass_filenames"] is False and h["language"] == "python"
         make_parser().parse_args(args)      # exits (SystemExit) on an unknown command or option
-        files = re.compile(h["files"])
-        for path in ("pyproject.toml", "glsl/add.comp", "glsl/include/x.glsl", "spirv/add_f32.spv",
-                     "manifests/shaders.json", "manifests/shaders.h"):
-            assert files.search(path), (h["id"], path)
-        assert not files.search("src/main.py")
+        assert hook_runs_for(h, [".pre-commit-config.yaml"]), h["id"]
+
+
+def hook_runs_for(hook: dict, staged: list[str]) -> bool:
+    """Whether pre-commit runs ``hook`` for a commit of ``staged`` (its always_run, files, exclude)."""
+    if hook.get("always_run"):
+        return True
+    files, exclude = re.compile(hook.get("files", "")), re.compile(hook.get("exclude", "^$"))
+    return any(files.search(p) and not exclude.search(p) for p in staged)
+
+
+@pytest.mark.parametrize("staged", [
+    ["templates/kernels.hpp.j2"],          # a project template
+    ["shaders/variants.py"],               # a generator
+    ["src/ggml_shaders.hpp"],              # generated code outside manifests/
+    ["kernels/matvec.comp"],               # glsl_dir = "kernels"
+    [".pre-commit-config.yaml"],           # a new `rev`: another compiler, the same sources
+])
+def test_pre_commit_hooks_run_whatever_the_commit_holds(staged):
+    """No fixed `files` filter knows a project's layout: the hooks run on every commit."""
+    clientlib = pytest.importorskip("pre_commit.clientlib")
+    for h in clientlib.load_manifest(str(REPO / ".pre-commit-hooks.yaml")):
+        assert hook_runs_for(h, staged), (h["id"], staged)
+
+
+def test_a_files_filter_would_miss_a_template():
+    """Negative control: the default-layout filter the hooks once had misses a template."""
+    old = {"files": r"^(pyproject\.toml|glsl/.*|spirv/.*|manifests/.*)$"}
+    assert hook_runs_for(old, ["glsl/add.comp"]) and not hook_runs_for(old, ["templates/kernels.hpp.j2"])
 
 
 def test_readme_links_the_guide():
