@@ -25,8 +25,8 @@
 #
 # Python: the interpreter genspirv is installed in, found from where this file
 # sits (<prefix>/lib/pythonX.Y/site-packages/genspirv/cmake: <prefix>/bin/pythonX.Y;
-# Windows: <prefix>/Scripts/python.exe), else python3 on PATH if it imports this
-# very package; -DGENSPIRV_PYTHON=<python> chooses another.
+# Windows: <prefix>/Scripts/python.exe), else Python3_EXECUTABLE or python3 on PATH
+# if it imports this very package; -DGENSPIRV_PYTHON=<python> chooses another.
 
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.20...3.28)   # DEPFILE with Makefiles needs 3.20; CMP0116 NEW for Ninja
@@ -46,7 +46,8 @@ function(_genspirv_ask python out_version out_here)
   set(${out_here} FALSE PARENT_SCOPE)
   execute_process(
     COMMAND "${python}" -c "import os, sys, genspirv, genspirv.build; sys.stdout.write(genspirv.__version__ + '\\n' + os.path.dirname(os.path.realpath(genspirv.__file__)))"
-    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+    WORKING_DIRECTORY "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")   # not the caller's folder: a genspirv/ there would win
   if(NOT rc EQUAL 0)
     string(STRIP "${err}" err)
     string(REGEX REPLACE ".*\n" "" err "${err}")      # the last line says why
@@ -86,14 +87,14 @@ else()
         "${_genspirv_prefix}/bin/${_genspirv_py_name}" "${_genspirv_prefix}/bin/python3" "${_genspirv_prefix}/bin/python"
         "${_genspirv_win_prefix}/Scripts/python.exe" "${_genspirv_win_prefix}/python.exe")
   endif()
+  if(Python3_EXECUTABLE)       # what this package's older versions asked for
+    list(APPEND _genspirv_candidates "${Python3_EXECUTABLE}")
+  endif()
   find_program(_genspirv_path_python NAMES python3 python)
   if(_genspirv_path_python)
     list(APPEND _genspirv_candidates "${_genspirv_path_python}")
   endif()
   unset(_genspirv_path_python CACHE)
-  if(Python3_EXECUTABLE)
-    list(APPEND _genspirv_candidates "${Python3_EXECUTABLE}")
-  endif()
   list(REMOVE_DUPLICATES _genspirv_candidates)
   foreach(_genspirv_candidate IN LISTS _genspirv_candidates)
     if(EXISTS "${_genspirv_candidate}" AND NOT IS_DIRECTORY "${_genspirv_candidate}")
@@ -187,7 +188,8 @@ function(genspirv_add_shaders target)
   else()
     execute_process(
       COMMAND "${_genspirv_python}" -m genspirv.emit.cmake table --root "${root}"
-      RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+      RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE
+      WORKING_DIRECTORY "${root}")
     if(NOT rc EQUAL 0)
       string(STRIP "${err}" err)
       message(FATAL_ERROR "genspirv_add_shaders(${target}): ${err}")
@@ -200,7 +202,7 @@ function(genspirv_add_shaders target)
     # A project that has never been built: the library needs its source now.
     message(STATUS "genspirv: ${source} does not exist yet: running genspirv build")
     execute_process(COMMAND "${_genspirv_python}" -m genspirv --root "${root}" build --quiet
-                    RESULT_VARIABLE rc ERROR_VARIABLE err)
+                    RESULT_VARIABLE rc ERROR_VARIABLE err WORKING_DIRECTORY "${root}")
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "genspirv_add_shaders(${target}): genspirv build failed:\n${err}")
     endif()
