@@ -487,3 +487,28 @@ def test_readme_config_block_loads_and_shows_the_defaults(tmp_path):
                                              'matrix = { TYPE = { f32 = "float", f16 = "float16_t" } }\n')
     defaults = load_config(tmp_path)
     assert shown == defaults, "the README's configuration block is not the defaults"
+
+
+# -- the runtime's counters: every one is in the guide's list ------------------------------------
+
+
+def guide_counters() -> set[str]:
+    text = GUIDE.read_text(encoding="utf-8")
+    paragraph = text.split("**Counters** (`dev.stats`", 1)[1].split("\n\n", 1)[0]
+    return set(re.findall(r"`([a-z_]+)`", paragraph))
+
+
+def runtime_counters() -> tuple[str, ...]:
+    """``COUNTERS`` of genspirv/runtime/device.py, read without importing Vulkan."""
+    import ast
+    tree = ast.parse((REPO / "genspirv" / "runtime" / "device.py").read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.Assign)
+                and any(getattr(t, "id", None) == "COUNTERS" for t in n.targets))
+    return ast.literal_eval(node.value)
+
+
+def test_the_guide_lists_every_runtime_counter():
+    missing = [c for c in runtime_counters() if c not in guide_counters()]
+    assert not missing, f"docs/GUIDE.md's counter list leaves out {missing}"
+    # Control: a counter the guide does not name would be reported.
+    assert "not_a_counter" not in guide_counters() and len(runtime_counters()) >= 10
