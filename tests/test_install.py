@@ -236,7 +236,7 @@ def test_find_package_from_the_install_prefix_runs_the_python_genspirv_is_in(ins
     build = tmp_path / "build"
     # The system python3 on PATH cannot import genspirv: the package must use the venv's.
     assert run("python3", "-c", "import genspirv", cwd=tmp_path, ok=False).returncode != 0
-    run(CMAKE, "-S", app, "-B", build, "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={installed.venv}")
+    run(CMAKE, "-S", app, "-B", build, "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={installed.venv}", cwd=tmp_path)
     cache = (build / "CMakeCache.txt").read_text()
     assert f"_genspirv_python:INTERNAL={installed.venv}/bin/python" in cache, cache
     run(CMAKE, "--build", build)
@@ -254,12 +254,14 @@ def test_committed_shaders_build_with_no_genspirv_importable(installed, tmp_path
         installed.wheel, env=dict(os.environ))
     package = f"-Dgenspirv_DIR={shipped / 'genspirv' / 'cmake'}"
     assert run("python3", "-c", "import genspirv", cwd=tmp_path, ok=False).returncode != 0
-    run(CMAKE, "-S", app, "-B", tmp_path / "off", "-G", "Ninja", package, "-DGENSPIRV_COMPILE_SHADERS=OFF")
+    # cwd: a folder where no genspirv/ can be imported from either.
+    run(CMAKE, "-S", app, "-B", tmp_path / "off", "-G", "Ninja", package, "-DGENSPIRV_COMPILE_SHADERS=OFF",
+        cwd=tmp_path)
     log = run(CMAKE, "--build", tmp_path / "off").stdout
     assert "genspirv build" not in log, log
     assert run(tmp_path / "off" / "app").stdout.startswith("scale_f32: ")
     # Negative control: compiling shaders needs genspirv, and configuring says so in one message.
-    on = run(CMAKE, "-S", app, "-B", tmp_path / "on", "-G", "Ninja", package, ok=False)
+    on = run(CMAKE, "-S", app, "-B", tmp_path / "on", "-G", "Ninja", package, cwd=tmp_path, ok=False)
     assert on.returncode != 0
     message = " ".join(on.stderr.split())
     assert "set GENSPIRV_PYTHON to the Python that has genspirv installed" in message, on.stderr
