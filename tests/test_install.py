@@ -4,7 +4,8 @@ One session builds this checkout's wheel (``python -m build``), makes one fresh
 venv with the system ``python3`` and installs genspirv into it from a local git
 URL at a tag (``pip install 'genspirv @ git+file://...@v0.1.0'``), the base
 install only; the dependencies come once from the package index into a
-wheelhouse, and every install after that is ``--no-index``. Each command runs
+wheelhouse, and every install after that is ``--no-index``. (The venv has no
+pip of its own: this repository's pip installs into it, ``pip --python``.) Each command runs
 as a new user's shell would: ``env -i`` with the system PATH, in a scratch
 project in a temp folder. docs/GUIDE.md "Installing genspirv" documents what
 these tests hold.
@@ -95,15 +96,19 @@ def installed(tmp_path_factory) -> Installed:
         env=dict(os.environ))
     wheel, = dist.glob("genspirv-*.whl")
     venv = top / "venv"
-    run(SYSTEM_PYTHON, "-m", "venv", venv)
+    # Without pip of its own (seeding it costs 4 s): this repository's pip installs into it.
+    run(SYSTEM_PYTHON, "-m", "venv", "--without-pip", venv)
     wheelhouse = top / "wheelhouse"
     # The one step that may reach the package index (pip's cache usually answers).
-    run(venv / "bin" / "python", "-m", "pip", "download", "-q", "-d", wheelhouse, wheel, "setuptools>=77",
-        timeout=600)
+    run(*pip(venv), "download", "-q", "-d", wheelhouse, wheel, "setuptools>=77", timeout=600)
     inst = Installed(source, wheel, wheelhouse, venv)
-    run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--find-links", wheelhouse,
-        f"genspirv @ {inst.url}", cwd=top)
+    run(*pip(venv), "install", "-q", "--no-index", "--find-links", wheelhouse, f"genspirv @ {inst.url}", cwd=top)
     return inst
+
+
+def pip(venv: Path) -> list:
+    """pip, installing into ``venv``."""
+    return [sys.executable, "-m", "pip", "--python", venv / "bin" / "python"]
 
 
 def _du(folder: Path) -> int:
@@ -114,7 +119,7 @@ def _du(folder: Path) -> int:
 
 
 def test_the_base_install_builds_and_checks_a_project_without_numpy_or_vulkan(installed, tmp_path):
-    listed = run(installed.bin("python"), "-m", "pip", "list", "--format=freeze").stdout
+    listed = run(*pip(installed.venv), "list", "--format=freeze").stdout
     names = {line.split("==")[0].lower() for line in listed.splitlines()}
     assert "genspirv" in names and not names & {"numpy", "vulkan"}, names
     where = run(installed.bin("python"), "-c", "import genspirv; print(genspirv.__file__)", cwd=tmp_path).stdout
