@@ -138,6 +138,11 @@ class ExtraMissingError(GenspirvError, ImportError):
 
     exit_code = 2
 
+    @classmethod
+    def runtime(cls, missing: list[str]) -> "ExtraMissingError":
+        return cls(f"genspirv.runtime needs {' and '.join(missing)}, which this Python lacks: "
+                   "pip install 'genspirv[runtime]'")
+
 
 # -- runtime side -------------------------------------------------------------
 
