@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -153,6 +154,28 @@ def test_the_wheel_declares_the_light_install_and_an_spdx_license(installed):
     assert any("numpy" in r for r in runtime) and any("vulkan" in r for r in runtime), requires
     assert "genspirv/cmake/genspirvConfig.cmake" in names
     assert "genspirv-0.1.0.data/data/share/cmake/genspirv/genspirvConfig.cmake" in names
+
+
+def _guide_install_commands() -> list[str]:
+    guide = (REPO / "docs" / "GUIDE.md").read_text(encoding="utf-8")
+    section = guide.split("## Installing genspirv", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"^```console\n(.*?)^```", section, re.M | re.S).group(1)
+    return [line[2:].split("   #")[0].strip() for line in block.splitlines() if line.startswith("$ ")]
+
+
+def test_the_guides_wheel_commands_name_the_wheel_build_makes(installed, tmp_path):
+    """The guide's `pip install dist/...whl` lines, as written, take the wheel `python -m build` made."""
+    lines = [c for c in _guide_install_commands() if "pip install" in c and "dist/genspirv-" in c]
+    assert len(lines) == 2, _guide_install_commands()
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    shutil.copy(installed.wheel, dist)
+    venv = tmp_path / "venv"
+    run(SYSTEM_PYTHON, "-m", "venv", "--without-pip", venv)
+    for line in lines:
+        words = shlex.split(line)
+        assert words[:4] == ["python3", "-m", "pip", "install"], line
+        run(*pip(venv), "install", "--dry-run", "--no-deps", "--no-index", *words[4:], cwd=tmp_path)
 
 
 # -- pre-commit, installing genspirv from a git URL ----------------------------------------
