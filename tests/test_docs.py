@@ -222,7 +222,7 @@ def walkthrough(tmp_path_factory) -> Walkthrough:
     shim.chmod(0o755)
     env = dict(os.environ)
     # The interpreter running the tests first on PATH, as for a user whose environment with
-    # genspirv is active: `python3` in the guide's commands (CMake's Python3_EXECUTABLE) is it.
+    # genspirv is active: `python3` in the guide's commands (and the one the CMake package finds) is it.
     env["PATH"] = os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     env.setdefault("XDG_RUNTIME_DIR", "/tmp")
