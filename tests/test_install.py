@@ -178,6 +178,30 @@ def test_the_guides_wheel_commands_name_the_wheel_build_makes(installed, tmp_pat
         run(*pip(venv), "install", "--dry-run", "--no-deps", "--no-index", *words[4:], cwd=tmp_path)
 
 
+# -- the command alone: uv tool install -------------------------------------------------------
+
+
+def test_uv_tool_install_gives_a_working_command(installed, tmp_path):
+    """The guide's `uv tool install`: the command in an environment of its own (from the wheel:
+    the git URL's build is the pip test's; uv takes the same requirements)."""
+    uv_wheels, uv_venv = tmp_path / "uv-wheel", tmp_path / "uv"
+    run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", uv_wheels, "uv", env=dict(os.environ),
+        timeout=600)
+    run(SYSTEM_PYTHON, "-m", "venv", "--without-pip", uv_venv)
+    run(*pip(uv_venv), "install", "-q", "--no-index", *uv_wheels.glob("uv-*.whl"))
+    home = tmp_path / "home"
+    env = stock_env(HOME=str(home), UV_TOOL_DIR=str(home / "tools"), UV_TOOL_BIN_DIR=str(home / "bin"),
+                    UV_CACHE_DIR=str(home / "cache"))
+    run(uv_venv / "bin" / "uv", "tool", "install", "--no-index", "--find-links", installed.wheelhouse,
+        "--python", SYSTEM_PYTHON, installed.wheel, cwd=tmp_path, env=env)
+    genspirv = home / "bin" / "genspirv"
+    run(genspirv, "init", "p", cwd=tmp_path, env=env)
+    out = run(genspirv, "build", cwd=tmp_path / "p", env=env).stdout
+    assert out.splitlines()[-1] == "genspirv build: 1 compiled, 0 up to date, 0 removed, 2 files written", out
+    cmake_dir = Path(run(genspirv, "cmake-dir", env=env).stdout.strip())
+    assert cmake_dir.is_relative_to(home / "tools") and (cmake_dir / "genspirvConfig.cmake").is_file(), cmake_dir
+
+
 # -- pre-commit, installing genspirv from a git URL ----------------------------------------
 
 
