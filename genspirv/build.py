@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import sys
 import tempfile
 import time
@@ -52,7 +51,7 @@ from .compiler import CommandLog, Compiler
 from .compilers.chain import Compilers, compilers_for
 from .config import Config, Variant
 from .errors import GenspirvError, LockError, OutputError, UnavailableError
-from .fsutil import StagedFiles, signals_deferred
+from .fsutil import StagedFiles, signals_deferred, try_lock, unlock
 from .generated import GENERATED_DIR, origin_note, provenance, write_generated
 from .manifest import Unavailable
 from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, orphan_reason, outputs_current,
@@ -75,7 +74,8 @@ Keep = Optional[Callable[[str, Record, Optional[bytes]], None]]
 
 @contextlib.contextmanager
 def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -> Iterator[None]:
-    """Hold ``.genspirv/lock`` (fcntl.flock) for the duration; LockError after ``timeout``."""
+    """Hold ``.genspirv/lock`` (``fsutil.try_lock``: flock, or msvcrt on Windows) for the
+    duration; LockError after ``timeout``."""
     if timeout is None:
         timeout = settings.get("GENSPIRV_LOCK_TIMEOUT")
     path = root / STATE_DIR / LOCK_FILE
@@ -89,11 +89,10 @@ def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -
         told = False
         while True:
             try:
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                if try_lock(f):
+                    break
             except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise LockError(f"cannot lock {path}: {exc.strerror}") from None
+                raise LockError(f"cannot lock {path}: {exc.strerror or exc}") from None
             if not told:
                 print(f"genspirv: waiting for {path}: another build of this project is running",
                       file=sys.stderr, flush=True)
@@ -105,7 +104,7 @@ def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -
         try:
             yield
         finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            unlock(f)
 
 
 def _make_state_dir(folder: Path) -> None:

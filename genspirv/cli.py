@@ -184,6 +184,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         _say(f"genspirv build: {line}", out)
     if config.other_stages:
         _say(f"genspirv build: {config.other_stages_note()}", out)
+    if config.defaults:
+        _say(f"genspirv build: {config.defaults_note()}", out)
     _say(f"genspirv build: {report.summary()}", out)
     _emit_results(args, build_result(config, report, 0), [], "genspirv build")
     return 0

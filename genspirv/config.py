@@ -85,6 +85,7 @@ class Config:
     other_stages: tuple[str, ...] = ()       # files of other shader stages in glsl_dir, left alone (root-relative)
     generated: tuple[GeneratedFile, ...] = ()    # the generator's files, sorted by path (under GENERATED_DIR)
     remote_cache: Optional[str] = None       # a remote compile cache's URL (GENSPIRV_REMOTE_CACHE overrides)
+    defaults: bool = False                   # no [tool.genspirv] table: every setting is its default
 
     def path(self, relative: str) -> Path:
         """An absolute path for a posix path relative to the root."""
@@ -103,6 +104,13 @@ class Config:
         names = ", ".join(files[:shown]) + (f", and {len(files) - shown} more" if len(files) > shown else "")
         return (f"genspirv builds compute shaders: {len(files)} other-stage file{'s' if len(files) != 1 else ''} "
                 f"left alone: {names}")
+
+    def defaults_note(self) -> str:
+        """What a build in a folder with no ``[tool.genspirv]`` says, so the defaults are no surprise."""
+        where = "pyproject.toml has no [tool.genspirv]" if (self.root / "pyproject.toml").is_file() \
+            else "no pyproject.toml"
+        return (f"{where}: the default settings apply (every {self.glsl_dir}/*.comp under its own name; "
+                "`genspirv init` adds a [tool.genspirv] section to change them)")
 
     @functools.cached_property
     def generated_files(self) -> dict[str, GeneratedFile]:
@@ -283,7 +291,7 @@ def load_config(root: Path | str) -> Config:
                     target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
                     variants=tuple(sorted(variants.values(), key=lambda v: v.name)),
                     include_directive=include_directive, generator=generator, generated=files,
-                    remote_cache=remote_cache,
+                    remote_cache=remote_cache, defaults=found is None,
                     other_stages=tuple(f"{glsl_dir}/{rel}" for rel in
                                        discover_sources(root, glsl_dir, tuple(exclude), tuple(OTHER_STAGES))))
     _check_collisions(config)

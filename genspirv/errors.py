@@ -133,6 +133,17 @@ class OutputError(GenspirvError):
     exit_code = 2
 
 
+class ExtraMissingError(GenspirvError, ImportError):
+    """A part of genspirv needs an extra that is not installed (the runtime: numpy and vulkan)."""
+
+    exit_code = 2
+
+    @classmethod
+    def runtime(cls, missing: list[str]) -> "ExtraMissingError":
+        return cls(f"genspirv.runtime needs {' and '.join(missing)}, which this Python lacks: "
+                   "pip install 'genspirv[runtime]'")
+
+
 # -- runtime side -------------------------------------------------------------
 
 

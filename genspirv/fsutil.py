@@ -9,10 +9,12 @@ removes the temps. A failure while staging leaves every target as it was; a
 reader sees each file's old or new version, never half of either.
 ``atomic_write(path, data)`` stages and commits one file; ``write_json_atomic``
 does the same for a JSON document. ``signals_deferred()`` holds SIGINT and
-SIGTERM back for the few renames of a commit. ``exclusive_lock(path)`` holds a
-lock file for a short read-modify-write (the cache counters), blocking until it
-is free (``fcntl.flock``; ``msvcrt.locking`` where there is no fcntl, imported
-when first used, so this module imports everywhere). ``git_commit(folder)`` names the
+SIGTERM back for the few renames of a commit. ``try_lock(f)`` / ``unlock(f)``: an
+exclusive lock on an open file that the system drops when its holder dies (``fcntl.flock``;
+``msvcrt.locking`` of the file's first byte where there is no fcntl, as on Windows; chosen
+at run time, so this module imports everywhere). ``exclusive_lock(path)`` holds such a lock
+for a short read-modify-write (the cache counters), waiting until it is free.
+``git_commit(folder)`` names the
 checkout's commit (``-dirty`` when tracked files differ), or None outside a git
 checkout. No genspirv imports.
 """
@@ -20,14 +22,25 @@ checkout. No genspirv imports.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import IO, Any, Iterator, Optional
+
+try:
+    import fcntl
+except ImportError:     # Windows
+    fcntl = None
+try:
+    import msvcrt
+except ImportError:     # POSIX
+    msvcrt = None
 
 
 class StagedFiles:
@@ -145,33 +158,49 @@ def signals_deferred() -> Iterator[None]:
             signal.raise_signal(sig)
 
 
+def try_lock(f: IO) -> bool:
+    """An exclusive lock on the open file ``f``, without waiting: True if taken, False while
+    another process holds it; OSError for any other failure."""
+    if fcntl is not None:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+    if msvcrt is not None:
+        f.seek(0)       # msvcrt locks bytes from the current position: always byte 0
+        try:
+            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EDEADLK):
+                return False
+            raise
+    raise OSError(errno.ENOSYS, "this platform has neither fcntl.flock nor msvcrt.locking")
+
+
+def unlock(f: IO) -> None:
+    """Release the lock ``try_lock`` took on ``f``."""
+    if fcntl is not None:
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    elif msvcrt is not None:
+        f.seek(0)
+        msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
+
+
 @contextlib.contextmanager
 def exclusive_lock(path: Path) -> Iterator[None]:
     """Hold ``path`` (created if need be) locked for the block; other holders wait. The OS
     releases it when the holder dies, so a killed process never leaves it held."""
     with open(path, "a+b") as f:
-        try:
-            import fcntl
-        except ImportError:         # Windows: lock the file's first byte, retrying as flock blocks
-            import msvcrt
-            f.seek(0)
-            while True:
-                try:
-                    msvcrt.locking(f.fileno(), msvcrt.LK_LOCK, 1)
-                    break
-                except OSError:
-                    continue        # LK_LOCK gives up after 10 s; a counter update takes milliseconds
-            try:
-                yield
-            finally:
-                f.seek(0)
-                msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
-            return
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        while not try_lock(f):
+            time.sleep(0.005)       # a counter update takes milliseconds
         try:
             yield
         finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            unlock(f)
 
 
 def git_commit(folder: Path) -> Optional[str]:

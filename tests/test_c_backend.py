@@ -64,7 +64,7 @@ def built(tmp_path_factory) -> dict:
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns(".genspirv", "build*"))
     build = work / "build"
     run("cmake", "-S", source, "-B", build, "-G", "Ninja", f"-Dgenspirv_DIR={cmake_dir()}",
-        f"-DPython3_EXECUTABLE={sys.executable}", "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror -pedantic")
+        f"-DGENSPIRV_PYTHON={sys.executable}", "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror -pedantic")
     log = run("cmake", "--build", build).stdout
     return {"source": source, "build": build, "program": build / "c_backend", "log": log}
 

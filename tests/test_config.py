@@ -307,3 +307,38 @@ def test_a_failing_generator_is_one_line_naming_its_file_and_line(tiny_project, 
     result = genspirv("build", "--root", root)
     assert result.code == 2 and result.err.count("\n") == 1 and "Traceback" not in result.err, result.err
     assert result.err.startswith(f"genspirv: error: {message}"), result.err
+
+
+# -- a folder with no [tool.genspirv] says it used the defaults ----------------------------------
+
+PLAIN = "#version 450\nlayout(local_size_x = 8) in;\nvoid main() {}\n"
+
+
+@pytest.mark.parametrize("pyproject, where", [
+    (None, "no pyproject.toml"),
+    ('[project]\nname = "x"\n', "pyproject.toml has no [tool.genspirv]"),
+])
+def test_a_project_without_the_table_is_marked_as_defaults(tmp_path, pyproject, where):
+    (tmp_path / "glsl").mkdir()
+    (tmp_path / "glsl" / "plain.comp").write_text(PLAIN)
+    if pyproject is not None:
+        (tmp_path / "pyproject.toml").write_text(pyproject)
+    config = load_config(tmp_path)
+    assert config.defaults and config.defaults_note().startswith(f"{where}: the default settings apply")
+    # Control: any [tool.genspirv], even an empty one, is a configuration.
+    (tmp_path / "pyproject.toml").write_text("[tool.genspirv]\n")
+    assert not load_config(tmp_path).defaults
+
+
+@pytest.mark.slow
+def test_build_without_a_config_says_it_used_the_defaults(tmp_path, genspirv):
+    (tmp_path / "glsl").mkdir()
+    (tmp_path / "glsl" / "plain.comp").write_text(PLAIN)
+    said = genspirv("build", "--root", tmp_path)
+    assert said.code == 0, said.err
+    assert said.out.splitlines()[-2:] == [
+        "genspirv build: no pyproject.toml: the default settings apply (every glsl/*.comp under its own name; "
+        "`genspirv init` adds a [tool.genspirv] section to change them)",
+        "genspirv build: 1 compiled, 0 up to date, 0 removed, 2 files written"]
+    (tmp_path / "pyproject.toml").write_text("[tool.genspirv]\n")          # control: configured, no note
+    assert "default settings" not in genspirv("build", "--root", tmp_path).out

@@ -53,3 +53,21 @@ def test_only_vk_imports_the_binding():
     importers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                        if "import vulkan" in p.read_text() or "from vulkan" in p.read_text())
     assert importers == ["runtime/_vk.py"]
+
+
+def test_without_the_runtime_extra_the_public_names_say_which_extra_to_install():
+    """numpy or vulkan missing (the base install): one ExtraMissingError naming the extra, from the
+    public names and from the binding's module; the pure tracker still imports."""
+    for blocked, code, missing in (
+            ("numpy", "from genspirv.runtime import Device", "numpy"),
+            ("vulkan", "import genspirv.runtime._vk", "vulkan"),
+            ("numpy", "from genspirv.runtime import HazardTracker; print('tracker')", None)):
+        out = subprocess.run([sys.executable, "-c", f"import sys\nsys.modules[{blocked!r}] = None\n{code}"],
+                             capture_output=True, text=True, timeout=60)
+        if missing is None:                  # control: what needs neither still works
+            assert out.returncode == 0 and out.stdout == "tracker\n", out.stderr
+            continue
+        assert out.returncode == 1, out.stderr
+        assert out.stderr.splitlines()[-1] == (
+            f"genspirv.errors.ExtraMissingError: genspirv.runtime needs {missing}, which this Python lacks: "
+            "pip install 'genspirv[runtime]'"), out.stderr

@@ -11,9 +11,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.server
+import os
+import pwd
 import re
 import shutil
 import socket
+import subprocess
+import tempfile
 import textwrap
 import threading
 import time
@@ -1041,3 +1045,100 @@ def test_force_stores_every_blob_afresh_over_damaged_entries(tiny_project, store
     assert result.code == 0 and warnings_of(result.err) == []
     assert entries(store) == good
     assert _counters(fake_genspirv, a)["counters"]["remote_stores"] == 6     # 3 + 3 again
+
+
+# -- the guide's set-up, as written, with a non-root worker ---------------------------------------
+
+GUIDE_CACHE, GUIDE_USERS = "/srv/build-cache", "/etc/nginx/build-cache.htpasswd"
+
+
+def _guide_nginx_section() -> tuple[str, str]:
+    """The set-up commands (```sh) and the server block (```nginx) of the guide's nginx section."""
+    guide = (REPO / "docs" / "GUIDE.md").read_text(encoding="utf-8")
+    section = guide.split("### A store with nginx", 1)[1].split("\n### ", 1)[0]
+    setup = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert setup, "the guide's nginx section shows no set-up commands (```sh) for the store's folders"
+    block = re.search(r"```nginx\n(server \{.*?\n\})\n```", section, re.S)
+    return setup.group(1), block.group(1)
+
+
+def _serve_as_www_data(scratch: Path, block: str) -> tuple[subprocess.Popen, int]:
+    """nginx with the block, its master root and its workers www-data (Debian's `user`)."""
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    number = port.getsockname()[1]
+    port.close()
+    block = block.replace("listen 8080;", f"listen 127.0.0.1:{number};")
+    conf = scratch / "nginx.conf"
+    conf.write_text("\n".join([
+        "user www-data;", "daemon off;", f"pid {scratch / 'nginx.pid'};",
+        f"error_log {scratch / 'error.log'} warn;", "events { worker_connections 64; }", "http {",
+        "    access_log off;",
+        *(f"    {name}_temp_path {scratch / ('nginx-' + name)};" for name in ("proxy", "fastcgi", "uwsgi", "scgi")),
+        block, "}", ""]))
+    proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-p", str(scratch), "-e",
+                             str(scratch / "error.log"), "-c", str(conf)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", number), timeout=0.2):
+            return proc, number
+        assert proc.poll() is None, (scratch / "error.log").read_text()
+        time.sleep(0.02)
+    proc.kill()
+    raise AssertionError("nginx did not answer")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="runs nginx's master as root")
+@pytest.mark.skipif(shutil.which("nginx") is None and not Path("/usr/sbin/nginx").is_file(), reason="needs nginx")
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl (the guide's password file)")
+def test_the_guides_nginx_set_up_stores_with_a_non_root_worker(tiny_project, remote, genspirv):
+    try:
+        pwd.getpwnam("www-data")
+    except KeyError:
+        pytest.skip("no www-data user")
+    setup, block = _guide_nginx_section()
+    scratch = Path(tempfile.mkdtemp(prefix="genspirv-nginx-", dir="/tmp"))
+    try:
+        scratch.chmod(0o755)        # the worker walks into it, as into /srv
+        here = lambda text: text.replace(GUIDE_CACHE, str(scratch / "build-cache")).replace(  # noqa: E731
+            GUIDE_USERS, str(scratch / "build-cache.htpasswd"))
+        subprocess.run(["bash", "-euc", here(setup)], env={**os.environ, "CACHE_PASSWORD": PASSWORD}, check=True,
+                       timeout=60)
+        store = scratch / "build-cache" / "store"
+        proc, port = _serve_as_www_data(scratch, here(block))
+        try:
+            remote(f"http://ci:{PASSWORD}@127.0.0.1:{port}/genspirv", "read-write", SECRET)
+            stored = genspirv("build", "--root", tiny_project())
+            assert stored.code == 0 and not warnings_of(stored.err), stored.err
+            written = [p for p in store.rglob("*") if p.is_file()]
+            assert len(written) == 6 and {pwd.getpwuid(p.stat().st_uid).pw_name for p in written} == {"www-data"}
+            remote(f"http://127.0.0.1:{port}/genspirv", "read", SECRET)      # a reader needs no password
+            fetched = genspirv("build", "--root", tiny_project())
+            assert summary_of(fetched.out).startswith("genspirv build: 0 compiled, 3 from the remote cache")
+        finally:
+            _stop(proc)
+        # Control: the same block over a store the worker cannot write refuses the first PUT.
+        shutil.rmtree(store)
+        store.mkdir(mode=0o755)
+        proc, port = _serve_as_www_data(scratch, here(block))
+        try:
+            remote(f"http://ci:{PASSWORD}@127.0.0.1:{port}/genspirv", "read-write", SECRET)
+            refused = genspirv("build", "--root", tiny_project())
+        finally:
+            _stop(proc)
+        warned = warnings_of(refused.err)
+        assert len(warned) == 1 and "HTTP 500" in warned[0], refused.err
+        assert re.search(r'\[crit\].* mkdir\(\) "[^"]*/store/genspirv/..?" failed', (scratch / "error.log").read_text())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

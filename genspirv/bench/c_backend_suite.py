@@ -165,7 +165,7 @@ def build_example(work: Path, example: Path = EXAMPLE) -> Path:
     env = genspirv_env()
     # The committed blobs and table as they are (tests keep them current): no shader compiler needed.
     run_command([cmake, "-S", str(source), "-B", str(work / "build"), *generator, "-DCMAKE_BUILD_TYPE=Release",
-                 f"-Dgenspirv_DIR={cmake_dir()}", f"-DPython3_EXECUTABLE={sys.executable}",
+                 f"-Dgenspirv_DIR={cmake_dir()}", f"-DGENSPIRV_PYTHON={sys.executable}",
                  "-DGENSPIRV_COMPILE_SHADERS=OFF"],
                 what="bench c-backend: configure the example", env=env, timeout=600)
     run_command([cmake, "--build", str(work / "build")], what="bench c-backend: build the example", env=env,

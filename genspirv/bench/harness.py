@@ -274,7 +274,10 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def cpu_seconds() -> float:
     """User + system CPU of this process and of every child it has waited for."""
-    import resource
+    try:
+        import resource
+    except ImportError:     # Windows has no getrusage: this process's own CPU only
+        return time.process_time()
 
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

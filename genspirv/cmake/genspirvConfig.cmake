@@ -1,7 +1,10 @@
 # genspirv's CMake package.
 #
-#   find_package(genspirv CONFIG REQUIRED)   # -Dgenspirv_DIR=$(python -m genspirv cmake-dir)
+#   find_package(genspirv CONFIG REQUIRED)   # -Dgenspirv_DIR=$(python -m genspirv cmake-dir), or
+#                                            # -DCMAKE_PREFIX_PATH=<the venv or prefix genspirv is in>
 #   genspirv_add_shaders(<target> [ROOT <dir>])
+#   target_link_libraries(<yours> PRIVATE genspirv::hazards)   # genspirv/hazards.h (genspirv::vulkan:
+#                                                              # genspirv/vulkan.h too)
 #
 # <target> becomes a static library of the C table that `genspirv build` writes
 # for the project at ROOT (default: the current source dir; the project whose
@@ -16,50 +19,146 @@
 # `genspirv check` (call enable_testing() to have it).
 #
 # -DGENSPIRV_COMPILE_SHADERS=OFF builds the committed table as it is: no
-# genspirv build step, no check test, no shader compiler needed (a machine that
-# only builds and runs the program).
+# genspirv build step, no check test, no shader compiler and no genspirv
+# installation needed (a machine that only builds and runs the program; the
+# table's path is then read from pyproject.toml's generate entry).
 #
-# Python: Python3_EXECUTABLE if set, else find_package(Python3 COMPONENTS
-# Interpreter); genspirv must be importable there.
+# Python: the interpreter genspirv is installed in, found from where this file
+# sits (<prefix>/lib/pythonX.Y/site-packages/genspirv/cmake: <prefix>/bin/pythonX.Y;
+# Windows: <prefix>/Scripts/python.exe), else Python3_EXECUTABLE or python3 on PATH
+# if it imports this very package; -DGENSPIRV_PYTHON=<python> chooses another.
 
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.20...3.28)   # DEPFILE with Makefiles needs 3.20; CMP0116 NEW for Ninja
 
 get_filename_component(genspirv_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../include" ABSOLUTE)
+get_filename_component(_genspirv_package "${CMAKE_CURRENT_LIST_DIR}/.." REALPATH)
 
-if(NOT Python3_EXECUTABLE)
-  find_package(Python3 COMPONENTS Interpreter QUIET)
-endif()
-if(NOT Python3_EXECUTABLE)
-  set(genspirv_FOUND FALSE)
-  set(genspirv_NOT_FOUND_MESSAGE
-      "genspirv: no Python 3 interpreter found; set Python3_EXECUTABLE to the Python that has genspirv installed")
-  cmake_policy(POP)
-  return()
-endif()
-
-execute_process(
-  COMMAND "${Python3_EXECUTABLE}" -c "import sys, genspirv; sys.stdout.write(genspirv.__version__)"
-  RESULT_VARIABLE _genspirv_rc OUTPUT_VARIABLE _genspirv_version ERROR_VARIABLE _genspirv_err)
-if(NOT _genspirv_rc EQUAL 0)
-  set(genspirv_FOUND FALSE)
-  set(genspirv_NOT_FOUND_MESSAGE
-      "genspirv: Python3_EXECUTABLE=${Python3_EXECUTABLE} cannot import genspirv "
-      "(pip install genspirv into that Python, or set Python3_EXECUTABLE to one that has it):\n${_genspirv_err}")
-  cmake_policy(POP)
-  return()
-endif()
-if(genspirv_VERSION AND NOT _genspirv_version STREQUAL genspirv_VERSION)
-  message(WARNING "genspirv: this CMake package is ${genspirv_VERSION}, but ${Python3_EXECUTABLE} imports genspirv "
-                  "${_genspirv_version}; point genspirv_DIR at `${Python3_EXECUTABLE} -m genspirv cmake-dir`")
-endif()
-set(genspirv_PYTHON "${Python3_EXECUTABLE}")
 option(GENSPIRV_COMPILE_SHADERS
        "genspirv_add_shaders runs genspirv build when a shader changes (OFF: the committed blobs and table as they are, no shader compiler needed)"
        ON)
+set(GENSPIRV_PYTHON "" CACHE FILEPATH "the Python that runs genspirv (empty: the one genspirv is installed in)")
+
+# Asks `python` for genspirv; sets <out_version> to its version ("" if it cannot import it)
+# and <out_here> to TRUE when the package it imports is this one.
+function(_genspirv_ask python out_version out_here)
+  set(${out_version} "" PARENT_SCOPE)
+  set(${out_here} FALSE PARENT_SCOPE)
+  execute_process(
+    COMMAND "${python}" -c "import os, sys, genspirv, genspirv.build; sys.stdout.write(genspirv.__version__ + '\\n' + os.path.dirname(os.path.realpath(genspirv.__file__)))"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+    WORKING_DIRECTORY "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")   # not the caller's folder: a genspirv/ there would win
+  if(NOT rc EQUAL 0)
+    string(STRIP "${err}" err)
+    string(REGEX REPLACE ".*\n" "" err "${err}")      # the last line says why
+    set(_genspirv_ask_error "${err}" PARENT_SCOPE)
+    return()
+  endif()
+  string(REPLACE "\n" ";" out "${out}")
+  list(GET out 0 version)
+  list(GET out 1 where)
+  file(TO_CMAKE_PATH "${where}" where)
+  set(${out_version} "${version}" PARENT_SCOPE)
+  if(where STREQUAL _genspirv_package)
+    set(${out_here} TRUE PARENT_SCOPE)
+  endif()
+endfunction()
+
+set(genspirv_PYTHON "")
+set(_genspirv_tried "")
+if(GENSPIRV_PYTHON)
+  _genspirv_ask("${GENSPIRV_PYTHON}" _genspirv_version _genspirv_here)
+  if(_genspirv_version)
+    set(genspirv_PYTHON "${GENSPIRV_PYTHON}")
+  else()
+    set(_genspirv_tried "GENSPIRV_PYTHON=${GENSPIRV_PYTHON} cannot import genspirv (${_genspirv_ask_error})")
+  endif()
+else()
+  # <site-packages>/genspirv/cmake: the site-packages folder's prefix holds its interpreter.
+  get_filename_component(_genspirv_site "${_genspirv_package}" DIRECTORY)
+  get_filename_component(_genspirv_lib_py "${_genspirv_site}" DIRECTORY)        # lib/pythonX.Y, or Lib
+  get_filename_component(_genspirv_py_name "${_genspirv_lib_py}" NAME)          # pythonX.Y
+  get_filename_component(_genspirv_prefix "${_genspirv_lib_py}/../.." ABSOLUTE)
+  get_filename_component(_genspirv_win_prefix "${_genspirv_lib_py}/.." ABSOLUTE)
+  get_filename_component(_genspirv_site_name "${_genspirv_site}" NAME)
+  set(_genspirv_candidates "")
+  if(_genspirv_site_name MATCHES "^(site|dist)-packages$")   # else a source tree (an editable install)
+    set(_genspirv_candidates
+        "${_genspirv_prefix}/bin/${_genspirv_py_name}" "${_genspirv_prefix}/bin/python3" "${_genspirv_prefix}/bin/python"
+        "${_genspirv_win_prefix}/Scripts/python.exe" "${_genspirv_win_prefix}/python.exe")
+  endif()
+  if(Python3_EXECUTABLE)       # what this package's older versions asked for
+    list(APPEND _genspirv_candidates "${Python3_EXECUTABLE}")
+  endif()
+  find_program(_genspirv_path_python NAMES python3 python)
+  if(_genspirv_path_python)
+    list(APPEND _genspirv_candidates "${_genspirv_path_python}")
+  endif()
+  unset(_genspirv_path_python CACHE)
+  list(REMOVE_DUPLICATES _genspirv_candidates)
+  foreach(_genspirv_candidate IN LISTS _genspirv_candidates)
+    if(EXISTS "${_genspirv_candidate}" AND NOT IS_DIRECTORY "${_genspirv_candidate}")
+      _genspirv_ask("${_genspirv_candidate}" _genspirv_version _genspirv_here)
+      if(_genspirv_here)
+        set(genspirv_PYTHON "${_genspirv_candidate}")
+        break()
+      endif()
+      list(APPEND _genspirv_tried "${_genspirv_candidate}")
+    endif()
+  endforeach()
+  string(JOIN ", " _genspirv_tried ${_genspirv_tried})
+  if(_genspirv_tried)
+    set(_genspirv_tried "tried ${_genspirv_tried}: none imports the genspirv of ${_genspirv_package}")
+  else()
+    set(_genspirv_tried "no Python found beside ${_genspirv_package} or on PATH")
+  endif()
+endif()
+
+if(NOT genspirv_PYTHON AND GENSPIRV_COMPILE_SHADERS)
+  set(genspirv_FOUND FALSE)
+  set(genspirv_NOT_FOUND_MESSAGE
+      "genspirv: ${_genspirv_tried}; set GENSPIRV_PYTHON to the Python that has genspirv installed, or build the committed shaders with -DGENSPIRV_COMPILE_SHADERS=OFF")
+  cmake_policy(POP)
+  return()
+endif()
+if(NOT genspirv_PYTHON)
+  message(STATUS "genspirv: ${_genspirv_tried}: GENSPIRV_COMPILE_SHADERS=OFF builds the committed tables without it")
+endif()
+if(genspirv_PYTHON AND genspirv_VERSION AND NOT _genspirv_version STREQUAL genspirv_VERSION)
+  message(WARNING "genspirv: this CMake package is ${genspirv_VERSION}, but ${genspirv_PYTHON} imports genspirv "
+                  "${_genspirv_version}; point genspirv_DIR at `${genspirv_PYTHON} -m genspirv cmake-dir`")
+endif()
 # genspirv_add_shaders may be called from any directory of the project.
-set(_genspirv_python "${Python3_EXECUTABLE}" CACHE INTERNAL "the Python genspirv_add_shaders runs")
+set(_genspirv_python "${genspirv_PYTHON}" CACHE INTERNAL "the Python genspirv_add_shaders runs")
 set(_genspirv_include_dir "${genspirv_INCLUDE_DIR}" CACHE INTERNAL "the folder of genspirv/hazards.h and vulkan.h")
+
+# The headers as targets: genspirv::hazards (genspirv/hazards.h, C99) and genspirv::vulkan
+# (genspirv/vulkan.h, which also needs the Vulkan headers and, included before it, a table).
+if(NOT TARGET genspirv::hazards)
+  add_library(genspirv::hazards INTERFACE IMPORTED GLOBAL)
+  set_target_properties(genspirv::hazards PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${genspirv_INCLUDE_DIR}")
+endif()
+if(NOT TARGET genspirv::vulkan)
+  add_library(genspirv::vulkan INTERFACE IMPORTED GLOBAL)
+  set_target_properties(genspirv::vulkan PROPERTIES INTERFACE_LINK_LIBRARIES genspirv::hazards)
+endif()
+
+# The C table's header and source for the project at <root>, without Python: pyproject.toml's
+# first inline generate entry of target "c" (generate = [ { target = "c", output = "..." } ]).
+function(_genspirv_table_from_pyproject target root out_header out_source)
+  file(READ "${root}/pyproject.toml" text)
+  string(REGEX MATCHALL "{[^{}]*}" entries "${text}")
+  foreach(entry IN LISTS entries)
+    if(entry MATCHES "target[ \t]*=[ \t]*[\"']c[\"']" AND entry MATCHES "output[ \t]*=[ \t]*[\"']([^\"']+)[\"']")
+      set(${out_header} "${root}/${CMAKE_MATCH_1}.h" PARENT_SCOPE)
+      set(${out_source} "${root}/${CMAKE_MATCH_1}.c" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  message(FATAL_ERROR "genspirv_add_shaders(${target}): ${root}/pyproject.toml has no generate entry "
+                      "{ target = \"c\", output = \"...\" } that CMake can read without Python; set "
+                      "GENSPIRV_PYTHON to a Python with genspirv installed")
+endfunction()
 
 function(genspirv_add_shaders target)
   cmake_parse_arguments(PARSE_ARGV 1 _gs "" "ROOT" "")
@@ -82,21 +181,31 @@ function(genspirv_add_shaders target)
                         "folder of the pyproject.toml with [tool.genspirv])")
   endif()
 
-  execute_process(
-    COMMAND "${_genspirv_python}" -m genspirv.emit.cmake table --root "${root}"
-    RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(NOT rc EQUAL 0)
-    string(STRIP "${err}" err)
-    message(FATAL_ERROR "genspirv_add_shaders(${target}): ${err}")
+  if(NOT _genspirv_python)
+    # GENSPIRV_COMPILE_SHADERS=OFF on a machine without genspirv: the committed table as it is.
+    _genspirv_table_from_pyproject(${target} "${root}" header source)
+    if(NOT EXISTS "${source}" OR NOT EXISTS "${header}")
+      message(FATAL_ERROR "genspirv_add_shaders(${target}): ${source} or its header is not there, and "
+                          "without genspirv nothing can make it: commit the table, or set GENSPIRV_PYTHON")
+    endif()
+  else()
+    execute_process(
+      COMMAND "${_genspirv_python}" -m genspirv.emit.cmake table --root "${root}"
+      RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE
+      WORKING_DIRECTORY "${root}")
+    if(NOT rc EQUAL 0)
+      string(STRIP "${err}" err)
+      message(FATAL_ERROR "genspirv_add_shaders(${target}): ${err}")
+    endif()
+    string(REPLACE "\n" ";" table "${table}")
+    list(GET table 0 header)
+    list(GET table 1 source)
   endif()
-  string(REPLACE "\n" ";" table "${table}")
-  list(GET table 0 header)
-  list(GET table 1 source)
   if(NOT EXISTS "${source}" OR NOT EXISTS "${header}")
     # A project that has never been built: the library needs its source now.
     message(STATUS "genspirv: ${source} does not exist yet: running genspirv build")
     execute_process(COMMAND "${_genspirv_python}" -m genspirv --root "${root}" build --quiet
-                    RESULT_VARIABLE rc ERROR_VARIABLE err)
+                    RESULT_VARIABLE rc ERROR_VARIABLE err WORKING_DIRECTORY "${root}")
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "genspirv_add_shaders(${target}): genspirv build failed:\n${err}")
     endif()

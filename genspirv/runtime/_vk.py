@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import atexit
 
-import vulkan as vk
+from ..errors import AllocationError, ExtraMissingError, VulkanError
 
-from ..errors import AllocationError, VulkanError
+try:
+    import vulkan as vk
+except ImportError:     # the base install: the binding is the runtime extra's
+    raise ExtraMissingError.runtime(["vulkan"]) from None
 from .hazards import Barrier, Stage
 
 ffi = vk.ffi
