@@ -55,3 +55,21 @@ _.__dir__
 # Fields of the read-only debug view (runtime.device.DeviceDebug), for people and tests.
 _.max_plans
 _.physical_device
+
+# Started by name in the fresh interpreter where the generator cannot be forked (isolated._BOOT).
+_._serve
+
+# Chosen by its value: --annotations github (results.Annotations).
+_.GITHUB
+
+# runtime.limits.DeviceLimits: read by getattr from the names _COUNTED builds
+# (max_per_stage_descriptor_<kind>, max_descriptor_set_<kind>).
+_.max_per_stage_descriptor_uniform_buffers
+_.max_per_stage_descriptor_sampled_images
+_.max_per_stage_descriptor_storage_images
+_.max_per_stage_descriptor_samplers
+_.max_descriptor_set_storage_buffers
+_.max_descriptor_set_uniform_buffers
+_.max_descriptor_set_sampled_images
+_.max_descriptor_set_storage_images
+_.max_descriptor_set_samplers
