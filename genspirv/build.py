@@ -13,7 +13,10 @@ background stores as it finishes; the build waits for them before it returns.
 caches and the remote store held (re-seeding them). What the caches did is
 added to the counters ``genspirv cache stats`` shows (``genspirv.cachestats``).
 A build of named variants (``only``; ``genspirv.selection``) keeps every
-other variant as committed.
+other variant as committed. While the compiles run (longest last compile
+first), writer threads keep each finished one in the cache, stage its blob
+and render its manifest entry, so the end is renames and a join; what changed
+is decided from the stat() results the last build logged (``genspirv.statlog``).
 
 Nothing is lost: each compile lands in the blob cache and the journal as it
 finishes, so a build that fails or is interrupted (SIGINT, SIGTERM) keeps

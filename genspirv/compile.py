@@ -5,7 +5,8 @@ the pinned glslang and any other behind the same seam, ``genspirv.compiler``)
 and the variants to compile; gives a ``CompileOutcome``: the ``Compiled`` blobs
 (with the files each read and the compiler that built each), the optional
 variants no compiler of their chain can build, and the failures. Compiles run
-in parallel; ``on_done`` hears of each as it finishes (the build keeps it
+in parallel, in the order given (``longest_first``: the longest last compile
+first); ``on_done`` hears of each as it finishes (the build keeps it
 then, so an interrupt loses only what was still running). One failure does
 not stop the others (a broken toolchain does). An interrupt (SIGINT, SIGTERM)
 kills every compiler process (``genspirv.children``) and drops the queued
