@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -62,6 +63,7 @@ class BlobCache:
         self.stored = 0
         self.limit = limit
         self.unwritable: Optional[str] = None      # the shared folder's first write failure, once said
+        self._lock = threading.Lock()      # the build's writer threads put at once
         self.tally = tally or Tally()
 
     @classmethod
@@ -100,12 +102,16 @@ class BlobCache:
             written, failure = self._put(folder, key, blob, replace)
             wrote.append(written)
             self.tally.add(Stat.LOCAL_ERRORS, failure is not None)
-            if failure is not None and i > 0 and self.unwritable is None:
+            with self._lock:
+                quiet = failure is None or i == 0 or self.unwritable is not None
+                if not quiet:
+                    self.unwritable = failure
+            if not quiet:
                 # The shared folder was asked for by name: its being of no use is said, once.
-                self.unwritable = failure
                 print(f"genspirv: warning: GENSPIRV_CACHE_DIR={folder}: cannot write ({failure}); blobs "
                       "compiled here are not shared through it", file=sys.stderr, flush=True)
-        self.stored += 1
+        with self._lock:
+            self.stored += 1
         self.tally.add(Stat.LOCAL_STORES, any(wrote))
 
     @staticmethod

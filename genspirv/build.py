@@ -13,7 +13,10 @@ background stores as it finishes; the build waits for them before it returns.
 caches and the remote store held (re-seeding them). What the caches did is
 added to the counters ``genspirv cache stats`` shows (``genspirv.cachestats``).
 A build of named variants (``only``; ``genspirv.selection``) keeps every
-other variant as committed.
+other variant as committed. While the compiles run (longest last compile
+first), writer threads keep each finished one in the cache, stage its blob
+and render its manifest entry, so the end is renames and a join; what changed
+is decided from the stat() results the last build logged (``genspirv.statlog``).
 
 Nothing is lost: each compile lands in the blob cache and the journal as it
 finishes, so a build that fails or is interrupted (SIGINT, SIGTERM) keeps
@@ -30,9 +33,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import sys
 import tempfile
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Optional, Sequence
@@ -44,29 +49,33 @@ from .blobcache import BlobCache, local_cache_dir
 from .buildreport import BuildReport
 from .cachestats import Stat, Tally
 from .buildstate import (STATE_DIR, CommittedManifest, FileHashes, Journal, OutputsRecord, Record,
-                         RecordedInputs, Versions, clear_journal, committed_manifest, include_dirs, journal_path, key_inputs,
-                         load_state, sha256_hex, stage_state)
-from .compile import Compiled, Log, compile_all, make_jobs, raise_failures, reflect_blob, unavailable_deps
+                         RecordedInputs, Versions, committed_manifest, include_dirs, journal_path, key_inputs,
+                         load_state, sha256_hex, stat_log)
+from .commit import commit, folders_removed_on_failure, output_error, save_state, stage_blob
+from .compile import Compiled, Log, compile_all, longest_first, make_jobs, raise_failures, reflect_blob, unavailable_deps
 from .compiler import CommandLog, Compiler
 from .compilers.chain import Compilers, compilers_for
 from .config import Config, Variant
 from .errors import GenspirvError, LockError, OutputError, UnavailableError
-from .fsutil import StagedFiles, signals_deferred, try_lock, unlock
+from .fsutil import StagedFiles, try_lock, unlock
 from .generated import GENERATED_DIR, origin_note, provenance, write_generated
 from .manifest import Unavailable
-from .outputs import (committed_manifest_current, expected_outputs, orphan_blobs, orphan_reason, outputs_current,
+from .outputs import (committed_manifest_current, entry_text, expected_outputs, orphan_blobs, outputs_current,
                       outputs_key, remove_stale_temp_files, unavailable_names)
 from .plan import Found, Reason, Lookups, Plan, found_elsewhere, make_plan
 from .reflect import ShaderInfo
 from .selection import choose, left_out, only as only_chosen
+from .statlog import StatLog
 from .variants import CompilerName, compiler_named
 from .remote_cache import Lookup, RemoteCache
 
 LOCK_FILE = "lock"
 TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
 PROBES_FILE = "slang-glslang.json"    # what slang-glslang predefines, asked of it once per version
+WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
 
-Keep = Optional[Callable[[str, Record, Optional[bytes]], None]]
+# Told of each compile as it finishes: its record, and what it compiled (None: unavailable).
+Keep = Optional[Callable[[str, Record, Optional[Compiled]], None]]
 
 
 # -- the lock -----------------------------------------------------------------
@@ -127,10 +136,7 @@ def lookups(config: Config, versions: Versions, hashes: FileHashes, cache: Optio
     dirs = include_dirs(config)
 
     def committed_sha(v: Variant) -> Optional[str]:
-        try:
-            return sha256_hex(config.path(config.blob_relpath(v)).read_bytes())
-        except OSError:
-            return None
+        return hashes.on_disk(config.blob_relpath(v))
 
     return Lookups(inputs=lambda v, deps: key_inputs(config, versions, v, deps, hashes, dirs),
                    committed_sha=committed_sha,
@@ -151,10 +157,11 @@ class Ran:
 
 def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, hashes: FileHashes, *,
              jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None,
-             generated_dir: Optional[Path] = None) -> Ran:
+             generated_dir: Optional[Path] = None, seconds: Mapping[str, Optional[float]] = {}) -> Ran:
     """Compile the plan's stale variants into ``workdir`` and reflect its cached ones.
 
-    ``keep(name, record, blob)`` hears of each compile as it finishes (blob None: unavailable).
+    The compiles start longest first (``seconds``: each variant's last compile time).
+    ``keep(name, record, compiled)`` hears of each compile as it finishes (None: unavailable).
     The generator's files are written first, into ``.genspirv/generated/`` or, for check,
     ``generated_dir``."""
     versions = compilers.versions()
@@ -168,12 +175,13 @@ def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, ha
         try:
             write_generated(config.generated, folder)
         except OSError as exc:
-            raise _output_error(exc) from None
+            raise output_error(exc) from None
 
     def done(v: Variant, result: Compiled | UnavailableError) -> None:
         if isinstance(result, Compiled):
             inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
-            record = Record.of(inputs, result.deps, sha256_hex(result.blob), compiler=result.compiler)
+            record = Record.of(inputs, result.deps, sha256_hex(result.blob), compiler=result.compiler,
+                               seconds=result.seconds)
         else:
             deps = tuple(unavailable_deps(config.root, result, v.preamble, config.generated_files))
             inputs = key_inputs(config, versions, v, deps, hashes, dirs)
@@ -181,10 +189,10 @@ def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, ha
                                compiler=compiler_named(result.compiler or None) or CompilerName.GLSLANG)
         records[v.name] = record
         if keep is not None:
-            keep(v.name, record, result.blob if isinstance(result, Compiled) else None)
+            keep(v.name, record, result if isinstance(result, Compiled) else None)
 
-    outcome = compile_all(compilers, make_jobs(config, [s.variant for s in plan.to_compile], workdir, on_command,
-                                               generated_dir), jobs, log, done)
+    order = longest_first([s.variant for s in plan.to_compile], seconds)
+    outcome = compile_all(compilers, make_jobs(config, order, workdir, on_command, generated_dir), jobs, log, done)
     compiled = dict(outcome.compiled)
     for step in plan.from_cache + plan.from_remote:
         compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
@@ -289,10 +297,12 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
     with remote, project_lock(config.root, log=log):
         remove_stale_temp_files(config, log)
         state = load_state(config)
-        committed = committed_manifest(config)
-        # A fresh clone has no state: the committed manifest's provenance stands in for it.
-        records = {**committed.records, **state.records}
-        hashes = FileHashes.for_config(config)
+        # A fresh clone has no state: the committed manifest's provenance stands in for it. It is
+        # parsed only when some variant has no record of its own (a no-op never reads it).
+        committed = functools.cache(lambda: committed_manifest(config))
+        records = dict(state.records) if all(v.name in state.records for v in config.variants) \
+            else {**committed().records, **state.records}
+        hashes = FileHashes.for_config(config, stat_log(config))
         cache = BlobCache.for_config(config, tally)
         project = lookups(config, versions, hashes, cache, state.inputs)
         plan = only_chosen(make_plan(config.variants, records, project, force), chosen, records,
@@ -307,9 +317,9 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
         # Nothing changed (ninja-style): no compile, no reflection, no rendering, no write.
         if not plan.to_compile and not plan.from_cache and not plan.from_remote \
                 and not orphan_blobs(config, unavailable_names(known)) \
-                and outputs_current(config, state.outputs, outputs_key(config, versions, keys)):
-            if journal_path(config).exists():
-                _save_state(config, _kept_records(config, records, known), state.outputs, state.inputs)
+                and outputs_current(config, state.outputs, outputs_key(config, versions, keys), hashes.on_disk):
+            if journal_path(config).exists() or hashes.stats.changed:
+                save_state(config, _kept_records(config, records, known), state.outputs, state.inputs, hashes.stats)
             return _report(config, compilers, plan, known, remote=reported)
         journal = Journal(config)
         for step in plan.from_remote:       # kept as a compile is: the next build needs no network
@@ -317,67 +327,100 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
             journal.append(step.name, step.record)
         fetched = journal.appended
         by_name = {v.name: v for v in config.variants}
+        # While the other compiles run, each finished one is kept in the cache, staged beside its
+        # committed blob (renamed into place only when all are ready) and its manifest entry
+        # rendered, on writer threads (an fsync each: the collecting thread never waits on the
+        # disk): the build's end then renames and joins, and waits on no per-variant work.
+        staged = StagedFiles()
+        texts: dict = {}
+        staging: dict[str, Future] = {}     # blob path -> staged (True), the same (False), or None
 
-        def keep(name: str, record: Record, blob: Optional[bytes]) -> None:
-            if blob is not None and record.key is not None:
-                cache.put(record.key, blob, replace=force)
-                if remote.writable:     # queued for the remote cache's pool: the progress loop goes on
-                    remote.publish(record.key, record.deps, blob, project.inputs(by_name[name], ()).key,
-                                   None if record.compiler is CompilerName.GLSLANG else record.compiler.value)
+        def write(name: str, record: Record, result: Compiled) -> Optional[bool]:
+            if record.key is not None:
+                cache.put(record.key, result.blob, replace=force)
+            texts[name] = entry_text(config, result, record.key)
+            return stage_blob(config, staged, result)
+
+        def keep(name: str, record: Record, result: Optional[Compiled]) -> None:
+            if result is not None and record.key is not None and remote.writable:
+                # queued for the remote cache's pool: the progress loop goes on
+                remote.publish(record.key, record.deps, result.blob, project.inputs(by_name[name], ()).key,
+                               None if record.compiler is CompilerName.GLSLANG else record.compiler.value)
+            if result is not None:
+                staging[config.blob_relpath(result.variant)] = writers.submit(write, name, record, result)
             journal.append(name, record)
 
+        # A failure or an interrupt before the commit discards every staged file (and any
+        # folder staging made).
+        with folders_removed_on_failure(config.path(config.spirv_dir)), staged:
+            # An interrupt still waits for the writers: each finished compile is in the cache.
+            with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="genspirv-write") as writers:
+                try:
+                    with tempfile.TemporaryDirectory(prefix="compile-", dir=config.root / STATE_DIR) as tmp:
+                        ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log,
+                                       on_command=on_command, keep=keep,
+                                       seconds={n: r.seconds for n, r in records.items()})
+                except KeyboardInterrupt:
+                    raise BuildInterrupted(journal.appended - fetched, len(plan.to_compile)) from None
+                finally:
+                    journal.close()
+            decided = {rel: done for rel, future in staging.items() if (done := future.result()) is not None}
+            return _finish(config, compilers, versions, plan, state, committed, records, known, ran, cache,
+                           staged, decided, texts, reported, log, verbose, hashes.stats)
+
+
+def _finish(config: Config, compilers: Compilers, versions: Versions, plan: Plan, state,
+            committed: Callable[[], CommittedManifest],
+            records: Mapping[str, Record], known: Mapping[str, Record], ran: Ran, cache: BlobCache,
+            staged: StagedFiles, decided: Mapping[str, bool], texts, reported, log: Log, verbose: bool,
+            stats: StatLog) -> BuildReport:
+    """After the compiles: keep the state of a failed build, else render and commit the outputs."""
+    optimizer = versions.optimizer
+    records = _kept_records(config, records, {**known, **ran.records})
+    if ran.failures:
+        # Keep what compiled (state and cache): the next build compiles only what failed or changed.
+        save_state(config, records, state.outputs, state.inputs, stats)
+        report = _report(config, compilers, plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)),
+                         remote=reported)
         try:
-            with tempfile.TemporaryDirectory(prefix="compile-", dir=config.root / STATE_DIR) as tmp:
-                ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log,
-                               on_command=on_command, keep=keep)
-        except KeyboardInterrupt:
-            raise BuildInterrupted(journal.appended - fetched, len(plan.to_compile)) from None
-        finally:
-            journal.close()
-        records = _kept_records(config, records, {**known, **ran.records})
-        if ran.failures:
-            # Keep what compiled (state and cache): the next build compiles only what failed or changed.
-            _save_state(config, records, state.outputs, state.inputs)
-            report = _report(config, compilers, plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)),
-                             remote=reported)
-            try:
-                raise_failures(ran.failures, f"genspirv build: {report.summary()} "
-                               "(nothing committed written; the compiled variants wait in the cache)",
-                               verbose, origin_note(config.generated_files, config.generator))
-            except GenspirvError as exc:
-                exc.report = report
-                raise
-        keys = {name: r.key for name, r in records.items()}
-        unavailable = unavailable_entries(config, records)
-        fresh = {s.name: records[s.name] for s in plan.up_to_date}
-        facts = compilers.manifest_facts()
-        if not state.found and not ran.compiled and not config.generate \
-                and not orphan_blobs(config, unavailable_names(records)) and committed_manifest_current(
-                config, committed, fresh, optimizer, unavailable, facts):
-            # A fresh clone whose committed outputs match their inputs: nothing to render or write.
-            manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
-            _save_state(config, records, OutputsRecord(outputs_key(config, versions, keys),
-                                                       {config.manifest: manifest_sha}), state.inputs)
-            return _report(config, compilers, plan, records, remote=reported)
-        compiled = dict(ran.compiled)
-        trusted = _manifest_trusted(config, state)
-        for step in plan.up_to_date:
-            rel = config.blob_relpath(step.variant)
-            blob = config.path(rel).read_bytes()
-            info = (_manifest_info(committed, step.name, step.record.sha256) if trusted else None) \
-                or reflect_blob(step.name, rel, blob)
-            compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info, step.record.compiler)
-        ordered = [compiled[v.name] for v in config.variants if v.name in compiled]
-        # Render everything before writing anything, so a codegen failure leaves no mix.
-        outputs = expected_outputs(config, ordered, unavailable, keys, optimizer, facts)
-        blobs = {config.blob_relpath(c.variant) for c in ordered}
-        rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blobs}
-        written, removed = _commit(config, outputs, records,
-                                   OutputsRecord(outputs_key(config, versions, keys), rendered), state.inputs, log)
-        if cache.stored:
-            cache.trim()
+            raise_failures(ran.failures, f"genspirv build: {report.summary()} "
+                           "(nothing committed written; the compiled variants wait in the cache)",
+                           verbose, origin_note(config.generated_files, config.generator))
+        except GenspirvError as exc:
+            exc.report = report
+            raise
+    keys = {name: r.key for name, r in records.items()}
+    unavailable = unavailable_entries(config, records)
+    fresh = {s.name: records[s.name] for s in plan.up_to_date}
+    facts = compilers.manifest_facts()
+    if not state.found and not ran.compiled and not config.generate \
+            and not orphan_blobs(config, unavailable_names(records)) and committed_manifest_current(
+            config, committed(), fresh, optimizer, unavailable, facts):
+        # A fresh clone whose committed outputs match their inputs: nothing to render or write.
+        manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
+        save_state(config, records, OutputsRecord(outputs_key(config, versions, keys),
+                                                   {config.manifest: manifest_sha}), state.inputs, stats)
+        return _report(config, compilers, plan, records, remote=reported)
+    compiled = dict(ran.compiled)
+    trusted = _manifest_trusted(config, state)
+    for step in plan.up_to_date:
+        rel = config.blob_relpath(step.variant)
+        blob = config.path(rel).read_bytes()
+        info = (_manifest_info(committed(), step.name, step.record.sha256) if trusted else None) \
+            or reflect_blob(step.name, rel, blob)
+        compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info, step.record.compiler)
+    ordered = [compiled[v.name] for v in config.variants if v.name in compiled]
+    # Render everything before writing anything, so a codegen failure leaves no mix.
+    outputs = expected_outputs(config, ordered, unavailable, keys, optimizer, facts, texts)
+    blobs = {config.blob_relpath(c.variant) for c in ordered}
+    rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blobs}
+    written, removed = commit(config, outputs, records,
+                               OutputsRecord(outputs_key(config, versions, keys), rendered), state.inputs, log,
+                               staged, decided, stats)
+    if cache.stored:
+        cache.trim()
     return _report(config, compilers, plan, records, ran.compiled_now, tuple(removed), tuple(written),
-                   remote=reported)
+               remote=reported)
 
 
 def _report(config: Config, compilers: Compilers, plan: Plan, records: Mapping[str, Record],
@@ -406,58 +449,6 @@ def _kept_records(config: Config, previous: Mapping[str, Record], updates: Mappi
         if record is not None:
             kept[v.name] = record
     return kept
-
-
-def _output_error(exc: OSError) -> OutputError:
-    where = exc.filename or "an output"
-    if exc.errno == errno.ENOSPC:
-        return OutputError(f"{where}: cannot write: {exc.strerror or 'No space left on device'}: "
-                           "the disk is full; free some space and build again")
-    return OutputError(f"{where}: cannot write: {exc.strerror or exc}")
-
-
-def _save_state(config: Config, records: Mapping[str, Record], outputs: Optional[OutputsRecord],
-                recorded: RecordedInputs) -> None:
-    with StagedFiles() as staged:
-        try:
-            stage_state(config, staged, records, outputs, recorded)
-            staged.commit()
-        except OSError as exc:
-            raise _output_error(exc) from None
-    clear_journal(config)
-
-
-def _commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, Record],
-            outputs_record: OutputsRecord, recorded: RecordedInputs, log: Log) -> tuple[list[str], list[str]]:
-    """Write every output that changed, all or none; then delete the orphan blobs and fold the
-    journal into the state. Returns (written, removed), paths relative to the root."""
-    written = []
-    with StagedFiles() as staged:
-        try:
-            for rel, data in outputs.items():      # blobs, generated files, the manifest last
-                path = config.path(rel)
-                with contextlib.suppress(OSError):
-                    if path.read_bytes() == data:
-                        continue
-                staged.stage(path, data)
-                written.append(rel)
-            stage_state(config, staged, records, outputs_record, recorded)
-        except OSError as exc:
-            raise _output_error(exc) from None      # the with-block removes every temp file
-        gone = unavailable_names(records)
-        removed = orphan_blobs(config, gone)
-        with signals_deferred():
-            try:
-                staged.commit()
-                for rel in removed:
-                    config.path(rel).unlink()
-            except OSError as exc:
-                raise _output_error(exc) from None
-            clear_journal(config)
-    if log:
-        for rel in removed:
-            log(f"removed {rel} ({orphan_reason(rel, gone)})")
-    return written, removed
 
 
 def _manifest_trusted(config: Config, state) -> bool:

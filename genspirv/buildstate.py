@@ -40,6 +40,7 @@ from .errors import ManifestError
 from .fsutil import StagedFiles
 from .generated import compiled_deps, is_generated
 from .manifest import read_manifest_json
+from .statlog import STATS_FILE, StatLog
 from .variants import DEFAULT_COMPILERS, CompilerName, compiler_named
 
 STATE_DIR = ".genspirv"
@@ -63,15 +64,27 @@ class FileHashes:
     """sha256 of each file read during one build: a header shared by 2,000 variants is read once.
 
     A generated file is hashed from the text the generator gave (``generated``), never from
-    disk: the key is the same whether its copy on disk is there, stale or elsewhere (check)."""
+    disk: the key is the same whether its copy on disk is there, stale or elsewhere (check).
+    With ``stats`` (the build's stat log, ``genspirv.statlog``) a file whose stat() is as
+    logged is not read; check passes none: it trusts nothing a build kept."""
 
     root: Path
     generated: Mapping[str, bytes] = field(default_factory=dict)
+    stats: Optional[StatLog] = None
     _seen: dict = field(default_factory=dict)
 
     @classmethod
-    def for_config(cls, config: Config) -> "FileHashes":
-        return cls(config.root, {f.path: f.data for f in config.generated})
+    def for_config(cls, config: Config, stats: Optional[StatLog] = None) -> "FileHashes":
+        return cls(config.root, {f.path: f.data for f in config.generated}, stats)
+
+    def on_disk(self, rel: str) -> Optional[str]:
+        """sha256 of the file at ``rel`` as it is on disk, through the stat log when there is one."""
+        if self.stats is not None:
+            return self.stats.sha256(rel)
+        try:
+            return sha256_hex((self.root / rel).read_bytes())
+        except OSError:
+            return None
 
     def get(self, rel: str) -> Optional[str]:
         if rel not in self._seen:
@@ -80,10 +93,7 @@ class FileHashes:
             elif is_generated(rel):
                 self._seen[rel] = None      # a generated file the generator no longer gives: gone
             else:
-                try:
-                    self._seen[rel] = sha256_hex((self.root / rel).read_bytes())
-                except OSError:
-                    self._seen[rel] = None
+                self._seen[rel] = self.on_disk(rel)
         return self._seen[rel]
 
 
@@ -184,11 +194,14 @@ class Record:
     # The KeyInputs behind the key, as JSON, when this build made the record (the state file
     # keeps them apart, in RecordedInputs: a no-op build of 2,000 variants never reads them).
     inputs_doc: Optional[Mapping[str, Any]] = field(default=None, compare=False, repr=False)
+    # How long its last compile took: the next build starts the longest compiles first.
+    seconds: Optional[float] = field(default=None, compare=False)
 
     @classmethod
     def of(cls, inputs: KeyInputs, deps: Sequence[str], sha256: Optional[str] = None,
-           missing: Sequence[str] = (), compiler: CompilerName = CompilerName.GLSLANG) -> "Record":
-        return cls(inputs.key, tuple(deps), sha256, tuple(missing), compiler, inputs.doc)
+           missing: Sequence[str] = (), compiler: CompilerName = CompilerName.GLSLANG,
+           seconds: Optional[float] = None) -> "Record":
+        return cls(inputs.key, tuple(deps), sha256, tuple(missing), compiler, inputs.doc, seconds)
 
     @functools.cached_property
     def inputs(self) -> Optional[KeyInputs]:
@@ -206,6 +219,8 @@ class Record:
             doc["unavailable"] = list(self.missing)
         if self.compiler is not CompilerName.GLSLANG:
             doc["compiler"] = self.compiler.value
+        if self.seconds is not None:
+            doc["seconds"] = round(self.seconds, 3)
         if with_inputs and self.inputs_doc is not None:
             doc["inputs"] = self.inputs_doc
         return doc
@@ -222,8 +237,11 @@ class Record:
         compiler = compiler_named(d.get("compiler"))
         if compiler is None:
             return None
+        seconds = d.get("seconds")
         return cls(key=d["key"], deps=tuple(map(str, d["deps"])), sha256=sha, missing=tuple(map(str, missing)),
-                   compiler=compiler, inputs_doc=inputs if isinstance(inputs, dict) else None)
+                   compiler=compiler, inputs_doc=inputs if isinstance(inputs, dict) else None,
+                   seconds=float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+                   else None)
 
 
 @dataclass(frozen=True)
@@ -272,6 +290,15 @@ class State:
 
 def state_path(config: Config) -> Path:
     return config.root / STATE_DIR / STATE_FILE
+
+
+def stats_path(config: Config) -> Path:
+    return config.root / STATE_DIR / STATS_FILE
+
+
+def stat_log(config: Config) -> StatLog:
+    """The build's stat log (``.genspirv/stats.json``)."""
+    return StatLog(config.root, stats_path(config))
 
 
 def inputs_path(config: Config) -> Path:
@@ -323,9 +350,10 @@ def _compact(doc: Any) -> bytes:
 
 
 def stage_state(config: Config, staged: StagedFiles, records: Mapping[str, Record],
-                outputs: Optional[OutputsRecord], recorded: RecordedInputs) -> None:
-    """Stage the state file and the inputs file (each unless it holds these bytes); commit,
-    then ``clear_journal``. A record this build did not make keeps its recorded inputs."""
+                outputs: Optional[OutputsRecord], recorded: RecordedInputs, stats: Optional[StatLog] = None) -> None:
+    """Stage the state file and the inputs file (each unless it holds these bytes) and the stat
+    log where it changed; commit, then ``clear_journal``. A record this build did not make
+    keeps its recorded inputs."""
     doc: dict[str, Any] = {"schema": STATE_SCHEMA, "variants": {n: r.to_doc() for n, r in records.items()}}
     if outputs is not None:
         doc["outputs"] = {"key": outputs.key, "files": dict(outputs.files)}
@@ -338,6 +366,8 @@ def stage_state(config: Config, staged: StagedFiles, records: Mapping[str, Recor
             if path.read_bytes() == data:
                 continue
         staged.stage(path, data, durable=durable)
+    if stats is not None and stats.changed and stats.path is not None:
+        staged.stage(stats.path, stats.data(), durable=False)     # a lost log costs only hashing
 
 
 def clear_journal(config: Config) -> None:

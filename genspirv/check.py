@@ -5,7 +5,9 @@ directory with the build's compilers (no cache, no state file, nothing under
 the project written, not even the generator's files, which go to the temporary
 directory too; slang-glslang is asked what it predefines afresh): every
 variant compiled, reflected, the manifest and any generated files rendered;
-then compares each with the committed bytes. Gives
+comparing each blob with the committed one as its compile finishes (and
+rendering its manifest entry then), so what is left after the last compile
+is the manifest's join and compare. Gives
 a ``CheckReport`` listing every ``Difference``: a differing file (first
 differing byte and word, and a short ``spirv-dis`` or text diff), a missing
 file, an orphan blob, a temp file an interrupted write left.
@@ -27,7 +29,7 @@ from .compilers.chain import Compilers, compilers_for
 from .config import Config
 from .errors import ToolchainError
 from .generated import origin_note
-from .outputs import expected_outputs, orphan_blobs, orphan_reason, stale_temp_files, unavailable_names
+from .outputs import entry_text, expected_outputs, orphan_blobs, orphan_reason, stale_temp_files, unavailable_names
 from .plan import make_plan
 from .spirv_tools import disassemble
 from .toolchain import Tool, find_tool
@@ -102,6 +104,14 @@ def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
     return f"first difference at byte {offset} (line {line})\n{diff}"
 
 
+def _committed_equals(config: Config, compiled) -> bool:
+    """The committed blob of a variant just compiled holds its bytes (False: differs or unreadable)."""
+    try:
+        return config.path(config.blob_relpath(compiled.variant)).read_bytes() == compiled.blob
+    except OSError:
+        return False
+
+
 def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None,
           compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> CheckReport:
     """Compare every committed output with a fresh build made in a temporary directory."""
@@ -110,17 +120,25 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
         versions = compilers.versions()
         # The build's plan, forced and with no cache: every variant compiles.
         plan = make_plan(config.variants, {}, lookups(config, versions, hashes, cache=None), force=True)
+        same: dict[str, bool] = {}      # blob path -> the committed file holds the fresh bytes
+        texts: dict = {}
+
+        def compare(name: str, record, result) -> None:
+            if result is not None:
+                same[config.blob_relpath(result.variant)] = _committed_equals(config, result)
+                texts[name] = entry_text(config, result, record.key)
+
         with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
             # The generator's files go to the temporary folder too: check writes nothing in the project.
             ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command,
-                           generated_dir=Path(tmp) / "generated")
+                           generated_dir=Path(tmp) / "generated", keep=compare)
         facts = compilers.manifest_facts()
     if ran.failures:
         raise_failures(ran.failures, verbose=verbose, note=origin_note(config.generated_files, config.generator))
     compiled = [ran.compiled[v.name] for v in config.variants if v.name in ran.compiled]
     keys = {name: r.key for name, r in ran.records.items()}
     expected = expected_outputs(config, compiled, unavailable_entries(config, ran.records), keys,
-                                versions.optimizer, facts)
+                                versions.optimizer, facts, texts)
     blobs = {config.blob_relpath(c.variant): c.variant.name for c in compiled}
     try:
         spirv_dis: Optional[Tool] = find_tool("spirv-dis")
@@ -130,6 +148,8 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
     differences = []
     for rel, fresh in expected.items():
         variant = blobs.get(rel)
+        if same.get(rel):
+            continue
         try:
             committed = config.path(rel).read_bytes()
         except FileNotFoundError:

@@ -5,7 +5,8 @@ the pinned glslang and any other behind the same seam, ``genspirv.compiler``)
 and the variants to compile; gives a ``CompileOutcome``: the ``Compiled`` blobs
 (with the files each read and the compiler that built each), the optional
 variants no compiler of their chain can build, and the failures. Compiles run
-in parallel; ``on_done`` hears of each as it finishes (the build keeps it
+in parallel, in the order given (``longest_first``: the longest last compile
+first); ``on_done`` hears of each as it finishes (the build keeps it
 then, so an interrupt loses only what was still running). One failure does
 not stop the others (a broken toolchain does). An interrupt (SIGINT, SIGTERM)
 kills every compiler process (``genspirv.children``) and drops the queued
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +48,7 @@ class Compiled:
     deps: tuple[str, ...]        # every file the compile read, relative to the root where inside it
     info: ShaderInfo
     compiler: CompilerName = CompilerName.GLSLANG       # which compiler of its chain built it
+    seconds: Optional[float] = field(default=None, compare=False)   # how long its compile took
 
 
 Done = Optional[Callable[[Variant, Union[Compiled, UnavailableError]], None]]
@@ -62,23 +66,43 @@ def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
 
 def make_jobs(config: Config, variants: Sequence[Variant], workdir: Path,
               on_command: CommandLog = None, generated_dir: Optional[Path] = None) -> list[Job]:
-    """One job per variant; ``generated_dir``: where the generated files are when not in the root."""
+    """One job per variant, each with a folder of its own under ``workdir`` (removed by the
+    worker when the compile is done, so the build's end waits on no tree removal);
+    ``generated_dir``: where the generated files are when not in the root."""
     dirs = include_dirs(config)
-    return [Job(v, config.root, dirs, config.include_directive, workdir, on_command, generated_dir)
+    return [Job(v, config.root, dirs, config.include_directive, workdir / v.name, on_command, generated_dir)
             for v in variants]
+
+
+def longest_first(variants: Sequence[Variant], seconds: Mapping[str, Optional[float]]) -> list[Variant]:
+    """``variants`` in the order to start their compiles: the longest last compile first, so
+    no long compile starts last and leaves the other workers idle (the build's serial tail).
+    A variant never timed gets the mean of the timed ones; none timed (a first build, check):
+    the plan's order. Ties keep the plan's order."""
+    known = [t for t in (seconds.get(v.name) for v in variants) if t is not None]
+    if not known:
+        return list(variants)
+    mean = sum(known) / len(known)
+    return sorted(variants, key=lambda v: t if (t := seconds.get(v.name)) is not None else mean, reverse=True)
 
 
 def compile_variant(compilers: Compilers, job: Job) -> Compiled:
     """Compile (with the first compiler of its chain that can), optimise, validate and reflect
-    one variant; files land in ``job.workdir`` only."""
+    one variant; files land in ``job.workdir`` only, and it is gone when this returns."""
     v = job.variant
     read_first = {v.source: job.file(v.source), **({v.preamble: job.root / v.preamble} if v.preamble else {})}
     refuse_byte_order_mark(read_first, v.name, v.source)
-    built = compilers.compile(job)
-    blob = built.compiler.optimize(job, built.output.blob) if v.optimize else built.output.blob
-    if v.validate:
-        built.compiler.validate(job, blob)
-    return Compiled(v, blob, built.output.deps, reflect_blob(v.name, v.source, blob), built.name)
+    start = time.monotonic()
+    job.workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        built = compilers.compile(job)
+        blob = built.compiler.optimize(job, built.output.blob) if v.optimize else built.output.blob
+        if v.validate:
+            built.compiler.validate(job, blob)
+    finally:
+        shutil.rmtree(job.workdir, ignore_errors=True)
+    seconds = time.monotonic() - start
+    return Compiled(v, blob, built.output.deps, reflect_blob(v.name, v.source, blob), built.name, seconds)
 
 
 def unavailable_deps(root: Path, exc: UnavailableError, preamble: Optional[str] = None,

@@ -280,6 +280,7 @@ def generator_items(root: Path, rel: str, glsl_dir: str) -> GeneratorOutput:
     listed, extra = run_generator(root, rel)
     files = _generated_files(root, rel, extra, listed)
     out = []
+    sources: dict[str, tuple[PurePosixPath, bool, bool]] = {}     # source -> (path, bad, on disk)
     for i, item in enumerate(listed):
         name = item.get("name") if isinstance(item, Mapping) else None
         where = f"{rel}: variant {name!r}" if isinstance(name, str) else f"{rel}: variant #{i}"
@@ -296,10 +297,13 @@ def generator_items(root: Path, rel: str, glsl_dir: str) -> GeneratorOutput:
             raise ConfigError(f"{where}: 'template' says what a source_text was rendered from; "
                               "this variant has no source_text")
         source = item["source"]
-        p = PurePosixPath(source)
-        if not source or p.is_absolute() or ".." in p.parts or "\\" in source:
+        if source not in sources:       # many variants share a source: look at each one once
+            p = PurePosixPath(source)
+            bad = not source or p.is_absolute() or ".." in p.parts or "\\" in source
+            sources[source] = (p, bad, not bad and (root / glsl_dir / source).is_file())
+        p, bad, on_disk = sources[source]
+        if bad:
             raise ConfigError(f"{where}: source {source!r} must be a relative posix path inside {glsl_dir}")
-        on_disk = (root / glsl_dir / source).is_file()
         generated = p.as_posix() in files
         if generated and on_disk and "source_text" not in item:
             raise ConfigError(f"{where}: source {source!r} is both {glsl_dir}/{source} and a generated file; "

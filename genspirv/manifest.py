@@ -216,7 +216,8 @@ def _meta_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) if value else ""
 
 
-def manifest_to_dict(manifest: Manifest) -> dict[str, Any]:
+def manifest_to_dict(manifest: Manifest, shaders: bool = True) -> dict[str, Any]:
+    """The manifest as JSON data (``shaders=False``: its shader list left empty)."""
     toolchain = {"glslang": manifest.toolchain.glslang, "target_env": manifest.toolchain.target_env,
                  "flags": list(manifest.toolchain.flags)}
     tc = manifest.toolchain
@@ -226,7 +227,7 @@ def manifest_to_dict(manifest: Manifest) -> dict[str, Any]:
     d = {
         "schema": SCHEMA,
         "toolchain": toolchain,
-        "shaders": [entry_to_dict(e) for e in sorted(manifest.shaders, key=lambda e: e.name)],
+        "shaders": [entry_to_dict(e) for e in sorted(manifest.shaders, key=lambda e: e.name)] if shaders else [],
     }
     if manifest.unavailable:
         d["unavailable"] = [_unavailable_to_dict(u) for u in sorted(manifest.unavailable, key=lambda u: u.name)]
@@ -243,9 +244,29 @@ def _unavailable_to_dict(u: Unavailable) -> dict[str, Any]:
     return d
 
 
-def dumps(manifest: Manifest) -> bytes:
-    """Deterministic manifest bytes."""
-    text = json.dumps(manifest_to_dict(manifest), indent=2, sort_keys=True, ensure_ascii=False)
+# A shader's entry as written, by name: (the entry, its text), made while other compiles run.
+EntryTexts = Mapping[str, tuple[ManifestEntry, str]]
+
+_NO_SHADERS = '\n  "shaders": []'     # a newline is never inside a JSON string: the hole is unique
+
+
+def entry_text(entry: ManifestEntry) -> str:
+    """One shader entry exactly as ``dumps`` writes it inside the manifest (indented at depth 2)."""
+    return json.dumps(entry_to_dict(entry), indent=2, sort_keys=True, ensure_ascii=False).replace("\n", "\n    ")
+
+
+def dumps(manifest: Manifest, texts: Optional[EntryTexts] = None) -> bytes:
+    """Deterministic manifest bytes: ``json.dumps(manifest_to_dict(m), indent=2, sort_keys=True)``.
+
+    Each entry is rendered on its own and spliced in, so a build renders an entry as its
+    compile finishes (``texts``: used where the entry is the same) and the manifest's own
+    rendering at the end is a join, not 2,000 entries through json's pure-Python indenter."""
+    text = json.dumps(manifest_to_dict(manifest, shaders=False), indent=2, sort_keys=True, ensure_ascii=False)
+    if manifest.shaders:
+        at, known = text.index(_NO_SHADERS), texts or {}
+        body = ",\n    ".join(known[e.name][1] if e.name in known and known[e.name][0] == e else entry_text(e)
+                               for e in sorted(manifest.shaders, key=lambda e: e.name))
+        text = text[:at] + '\n  "shaders": [\n    ' + body + "\n  ]" + text[at + len(_NO_SHADERS):]
     return (text + "\n").encode("utf-8")
 
 

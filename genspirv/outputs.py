@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -51,6 +52,13 @@ def manifest_entry(config: Config, compiled: Compiled, key: Optional[str] = None
                          meta_json=v.meta_json)
 
 
+def entry_text(config: Config, compiled: Compiled, key: Optional[str]) -> tuple[ManifestEntry, str]:
+    """A compiled variant's manifest entry and its text, made as its compile finishes (the
+    manifest's rendering then only joins them: ``render_outputs``' ``texts``)."""
+    entry = manifest_entry(config, compiled, key)
+    return entry, manifest_mod.entry_text(entry)
+
+
 def _toolchain(config: Config, optimizer: Optional[str], compiled: Sequence[Compiled],
                facts: Optional[Facts] = None) -> Toolchain:
     """The manifest's toolchain: the default's, and each other compiler's facts where it built a variant."""
@@ -63,14 +71,16 @@ def _toolchain(config: Config, optimizer: Optional[str], compiled: Sequence[Comp
 
 def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable] = (),
                    keys: Optional[Mapping[str, Optional[str]]] = None,
-                   optimizer: Optional[str] = None, facts: Optional[Facts] = None) -> dict[str, bytes]:
-    """The manifest and every generated file, as {posix path relative to root: bytes}."""
+                   optimizer: Optional[str] = None, facts: Optional[Facts] = None,
+                   texts: Optional[manifest_mod.EntryTexts] = None) -> dict[str, bytes]:
+    """The manifest and every generated file, as {posix path relative to root: bytes};
+    ``texts``: shader entries already rendered (``entry_texts``)."""
     keys = keys or {}
     manifest = Manifest(toolchain=_toolchain(config, optimizer, compiled, facts),
                         shaders=tuple(sorted((manifest_entry(config, c, keys.get(c.variant.name))
                                               for c in compiled), key=lambda e: e.name)),
                         root=config.root, unavailable=tuple(sorted(unavailable, key=lambda u: u.name)))
-    outputs = {config.manifest: manifest_mod.dumps(manifest)}
+    outputs = {config.manifest: manifest_mod.dumps(manifest, texts)}
     if config.generate:
         from .emit import render   # loads jinja2 only when a renderer is needed
         for g in config.generate:
@@ -84,11 +94,12 @@ def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Se
 
 def expected_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable],
                      keys: Mapping[str, Optional[str]], optimizer: Optional[str],
-                     facts: Optional[Facts] = None) -> dict[str, bytes]:
+                     facts: Optional[Facts] = None,
+                     texts: Optional[manifest_mod.EntryTexts] = None) -> dict[str, bytes]:
     """Every committed output, in the order a build replaces them: the blobs, the generated
     files, the manifest last (a reader never sees a manifest newer than its blobs)."""
     out = {config.blob_relpath(c.variant): c.blob for c in compiled}
-    rendered = render_outputs(config, compiled, unavailable, keys, optimizer, facts)
+    rendered = render_outputs(config, compiled, unavailable, keys, optimizer, facts, texts)
     manifest = rendered.pop(config.manifest)
     out.update(rendered)
     out[config.manifest] = manifest
@@ -99,12 +110,15 @@ def orphan_blobs(config: Config, unavailable: Collection[str] = ()) -> list[str]
     """``*.spv`` files in spirv_dir that belong to no variant, or to one of the ``unavailable``
     variants (names): an old blob of a variant that no compiler here builds any more would
     otherwise stand beside a manifest that lists it unavailable (relative to the root)."""
-    folder = config.path(config.spirv_dir)
-    if not folder.is_dir():
-        return []
     known = {f"{v.name}.spv" for v in config.variants if v.name not in unavailable}
-    return sorted(f"{config.spirv_dir}/{p.name}" for p in folder.glob("*.spv")
-                  if p.is_file() and p.name not in known)
+    try:
+        # scandir: the type comes with the listing, no stat() per blob (a no-op lists 2,000).
+        with os.scandir(config.path(config.spirv_dir)) as entries:
+            return sorted(f"{config.spirv_dir}/{e.name}" for e in entries
+                          if e.name.endswith(".spv") and not e.name.startswith(".") and e.name not in known
+                          and e.is_file())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 _TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
@@ -207,11 +221,18 @@ def _template_key(config: Config, g) -> list[str]:
         return [g.template, "unreadable"]   # render then names the problem
 
 
-def outputs_current(config: Config, recorded: Optional[OutputsRecord], key: str) -> bool:
-    """The last build wrote these outputs from the same inputs, and nobody touched them since."""
+def outputs_current(config: Config, recorded: Optional[OutputsRecord], key: str,
+                    sha: Optional[Callable[[str], Optional[str]]] = None) -> bool:
+    """The last build wrote these outputs from the same inputs, and nobody touched them since
+    (``sha``: a file's sha256 by its path, None when unreadable; the build's goes through its
+    stat log)."""
     if recorded is None or recorded.key != key or not recorded.files:
         return False
     for rel, digest in recorded.files.items():
+        if sha is not None:
+            if sha(rel) != digest:
+                return False
+            continue
         try:
             if sha256_hex(config.path(rel).read_bytes()) != digest:
                 return False

@@ -140,7 +140,7 @@ def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool =
     now = lookups.inputs(v, record.deps)
     key = now.key
     if key is not None and key == record.key:
-        kept = Record.of(now, record.deps, record.sha256, record.missing, record.compiler)
+        kept = Record.of(now, record.deps, record.sha256, record.missing, record.compiler, record.seconds)
         if record.unavailable:
             if v.optional:
                 return Step(v, Action.UNAVAILABLE, Reason.UNCHANGED, f"lacks {', '.join(record.missing)}", kept)

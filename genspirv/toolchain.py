@@ -27,7 +27,6 @@ try:
 except ImportError:     # not on Windows
     resource = None
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Callable, Mapping, Optional, Sequence
 
@@ -129,6 +128,7 @@ def _from_wheel(tool: str) -> Optional[Tool]:
     wheel = WHEEL_OF.get(tool)
     if wheel is None:
         return None
+    from importlib import metadata      # 10-20 ms to import; a no-op build never looks a tool up
     try:
         dist = metadata.distribution(wheel)
     except metadata.PackageNotFoundError:

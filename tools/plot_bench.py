@@ -2,8 +2,11 @@
 
 Takes the JSON files the suites write; gives ``build_scaling.png`` (cold
 build, floor, check and no-op time against the number of variants, one line
-per arm and job count, median with min–max bars) and ``reflect_scaling.png``
-(reflection time against blob size, beside spirv-cross), and with
+per arm and job count, median with min–max bars), ``build_jobs.png`` (the
+``build-generator --jobs 1,2,4,8,16`` series: cold build and the compiler
+and optimiser alone against the job count, with their ratio) and
+``reflect_scaling.png`` (reflection time against blob size, beside
+spirv-cross), and with
 ``--markdown`` the tables of every suite for docs/BENCHMARKS.md, printed from
 the same JSON so the doc and the raw runs cannot disagree. Plots need
 matplotlib: ``pip install -e '.[bench]'``.
@@ -76,6 +79,47 @@ def plot_build(doc: dict, out: Path, plt) -> Path:
         ax.set_xticks(sorted({p[0] for pts in series.values() for p in pts}))
     fig.suptitle("genspirv build: time against the number of variants")
     return _save(fig, doc, out / "build_scaling.png", plt, fontsize=7, top=0.95)
+
+
+def plot_build_jobs(doc: dict, out: Path, plt) -> Path:
+    """The --jobs series of ``build-generator``: wall time against the job count, one line per
+    arm and project size, and cold / floor+opt beside it."""
+    series = {(arm, size): [(jobs, med, lo, hi) for size_, jobs, med, lo, hi in pts if size_ == size]
+              for (arm, size), pts in _by_jobs(doc).items()}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6))
+    styles = {"cold": ("tab:blue", "o"), "floor+opt": ("tab:gray", "s")}
+    label = {"cold": "cold build", "floor+opt": "glslangValidator + spirv-opt alone"}
+    _plot(left, series, lambda a, n: f"{label.get(a, a)}, {n} variants", styles)
+    _log_axes(left, "jobs", "wall time (s)", y_plain=True)
+    for size in sorted({n for _, n in series}):
+        cold = dict((p[0], p[1]) for p in series.get(("cold", size), []))
+        floor = dict((p[0], p[1]) for p in series.get(("floor+opt", size), []))
+        jobs = sorted(set(cold) & set(floor))
+        right.plot(jobs, [cold[j] / floor[j] for j in jobs], marker="o", label=f"{size} variants")
+    right.axhline(1.05, color="tab:red", linestyle=":", linewidth=1, label="1.05x")
+    right.set_xscale("log")
+    right.set_xlabel("jobs")
+    right.set_ylabel("cold / floor+opt (wall, medians)")
+    right.grid(True, alpha=0.3)
+    right.legend(fontsize=7)
+    from matplotlib.ticker import ScalarFormatter
+
+    for ax in (left, right):
+        ax.set_xticks(sorted({p[0] for pts in series.values() for p in pts}))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+    fig.suptitle("genspirv build against the job count")
+    return _save(fig, doc, out / "build_jobs.png", plt, fontsize=7, top=0.95)
+
+
+def _by_jobs(doc: dict) -> dict:
+    """(arm, size) -> [(size, jobs, median, min, max)] of the generator cases."""
+    out: dict = {}
+    for s in doc["summary"]:
+        m = re.match(r"generator variants=(\d+) jobs=(\d+)", s["case"])
+        if m and s["arm"] in ("cold", "floor+opt"):
+            size, jobs = int(m.group(1)), int(m.group(2))
+            out.setdefault((s["arm"], size), []).append((size, jobs, s["median"], s["min"], s["max"]))
+    return {k: sorted(v, key=lambda p: p[1]) for k, v in out.items()}
 
 
 def _log_axes(ax, xlabel: str, ylabel: str, y_plain: bool = False) -> None:
@@ -155,7 +199,7 @@ def main(argv=None) -> int:
         print("plot_bench: needs matplotlib: pip install -e '.[bench]'", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    plotters = {"build": plot_build, "reflect": plot_reflect}
+    plotters = {"build": plot_build, "build-generator": plot_build_jobs, "reflect": plot_reflect}
     by_suite: dict[str, list[dict]] = {}
     for f in args.files:
         doc = json.loads(f.read_text())

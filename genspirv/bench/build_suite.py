@@ -212,6 +212,7 @@ def _expect_changed(before: dict, after: dict, project, case: str) -> None:
 
 GENERATOR_SIZES = (400, 1000, 2000)
 QUICK_NOOPS = 3         # --quick: no-op and fresh-clone no-op runs after each cold build
+SERIES_ARMS = ("cold", "floor+opt")     # each point of a --jobs series
 
 
 def glslang_opt_floor(tool: FloorTool, opt: FloorTool, gen, jobs: int, out_dir: Path) -> int:
@@ -241,13 +242,16 @@ def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
         from .remote_suite import bench_remote
         return bench_remote(opts, rec)
     from .. import toolchain
-    jobs = (opts.jobs or (2,))[0]
+    job_counts = opts.jobs or (2,)
+    # Several job counts: a series of how wall time grows with cores, cold beside the compiler
+    # and optimiser alone at each (the other arms, at one job count, are the single-count run's).
+    series = len(job_counts) > 1
     sizes = opts.sizes or GENERATOR_SIZES
     repeats = {size: opts.repeat or (3 if size <= 400 else 1) for size in sizes}
     # --quick: only what no-op figures need (cold build untimed against a floor, no edit, no check).
     steps = ("cold",) + ("noop", "fresh clone noop") * QUICK_NOOPS if opts.quick else \
-        ("cold", "floor", "floor+opt", "noop", "fresh clone noop", "edit", "check")
-    progress = Progress(sum(repeats.values()) * len(steps), opts.quiet)
+        SERIES_ARMS if series else ("cold", "floor", "floor+opt", "noop", "fresh clone noop", "edit", "check")
+    progress = Progress(sum(repeats.values()) * len(steps) * len(job_counts), opts.quiet)
     scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-gen-"))
     rec.notes.append(
         "generator projects: the synthetic project's variants listed by a generator file, "
@@ -255,7 +259,9 @@ def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
         "as in llama.cpp; floor = glslangValidator alone, floor+opt = glslangValidator then spirv-opt -O "
         "for the optimised variants (what the build runs besides spirv-val and reflection); "
         "fresh clone noop = the build in a copy without .genspirv/ (committed outputs only); "
-        f"edit = one edit of a header {opts.header_share:.0%} of the sources include; jobs = {jobs}.")
+        f"edit = one edit of a header {opts.header_share:.0%} of the sources include; "
+        f"jobs = {', '.join(map(str, job_counts))}"
+        + (" (a series: cold and floor+opt alone at each)." if series else "."))
     try:
         code = snapshot_package(scratch)
         opt_tool = toolchain.find_tool("spirv-opt")
@@ -269,15 +275,17 @@ def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
                 "optimized": len(gen.optimized), "vulkan1.3": len(gen.vulkan13),
                 "header_dependents": gen.project.header_dependents}
             tool = floor_tool(gen.project)
-            case = f"generator variants={size} jobs={jobs}"
-            _run_generator_case(case, size, jobs, repeats[size], gen, tool, opt, scratch, rec, progress, code,
-                                opts.quick)
-            if not opts.quick:
-                rec.ratio(case, "cold / floor+opt", "cold", "floor+opt")
-                rec.ratio(case, "cold / floor", "cold", "floor")
-                rec.ratio(case, "check / floor+opt", "check", "floor+opt")
-                rec.ratio(case, "cold / floor+opt, CPU time", "cold", "floor+opt", of="cpu_median")
-            rec.checkpoint()
+            for jobs in job_counts:
+                case = f"generator variants={size} jobs={jobs}"
+                _run_generator_case(case, size, jobs, repeats[size], gen, tool, opt, scratch, rec, progress, code,
+                                    opts.quick, series)
+                if not opts.quick:
+                    rec.ratio(case, "cold / floor+opt", "cold", "floor+opt")
+                    rec.ratio(case, "cold / floor+opt, CPU time", "cold", "floor+opt", of="cpu_median")
+                if not opts.quick and not series:
+                    rec.ratio(case, "cold / floor", "cold", "floor")
+                    rec.ratio(case, "check / floor+opt", "check", "floor+opt")
+                rec.checkpoint()
             if opts.keep is None:
                 shutil.rmtree(gen.root, ignore_errors=True)
     finally:
@@ -286,7 +294,7 @@ def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
 
 
 def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec, progress, code,
-                        quick=False) -> None:
+                        quick=False, series=False) -> None:
     info = {"variants": size, "jobs": jobs}
 
     def genspirv(root: Path, *args: str, what: str) -> None:
@@ -296,7 +304,8 @@ def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec,
     for r in range(repeats):
         label = f"{case} (run {r + 1}/{repeats})"
         work = None
-        for arm in ("cold",) if quick else paired_order(r, ("cold", "floor", "floor+opt")):
+        arms = ("cold",) if quick else paired_order(r, SERIES_ARMS if series else ("cold", "floor", "floor+opt"))
+        for arm in arms:
             progress.step(f"{label} {arm}")
             if arm == "cold":
                 work = _fresh_copy(gen.project, scratch / f"work-{size}-{r}")
@@ -309,6 +318,9 @@ def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec,
                 t, cpu, _ = timed_cpu(fn)
                 shutil.rmtree(out, ignore_errors=True)
             rec.add(case, arm, t, repeat=r, cpu_s=cpu, **info)
+        if series:
+            shutil.rmtree(work.root, ignore_errors=True)
+            continue
 
         for k in range(QUICK_NOOPS if quick else 1):
             progress.step(f"{label} noop")

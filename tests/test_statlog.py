@@ -1,0 +1,66 @@
+"""The stat log (genspirv.statlog) and the build's use of it: a no-op decided from stat() results,
+with content hashes as the fallback, against the fake compiler (tests/fake_compiler.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from fake_compiler import FakeCompiler
+from genspirv.build import build
+from genspirv.config import load_config
+from genspirv.statlog import StatLog
+from test_plan import ALL, make_project
+
+
+def test_a_logged_file_is_not_read_again_and_a_changed_stat_is(tmp_path, monkeypatch):
+    f = tmp_path / "a.txt"
+    f.write_bytes(b"one")
+    log = StatLog(tmp_path, tmp_path / "stats.json")
+    monkeypatch.setattr("genspirv.statlog.RACY_S", -1.0)     # log even a file written just now
+    assert log.sha256("a.txt") == hashlib.sha256(b"one").hexdigest() and log.changed
+    (tmp_path / "stats.json").write_bytes(log.data())
+    again = StatLog(tmp_path, tmp_path / "stats.json")
+    entry = json.loads(log.data())["files"]["a.txt"]
+    again._entries["a.txt"] = entry[:4] + ["forged"]
+    assert again.sha256("a.txt") == "forged" and not again.changed    # the stat matched: not read
+    st = os.stat(f)
+    f.write_bytes(b"two")                                             # same size, mtime put back:
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))                  # the ctime still moved
+    if os.stat(f).st_ctime_ns != st.st_ctime_ns:
+        assert again.sha256("a.txt") == hashlib.sha256(b"two").hexdigest() and again.changed
+    assert StatLog(tmp_path, None).sha256("gone.txt") is None
+
+
+def test_a_racily_new_file_is_hashed_but_not_logged(tmp_path):
+    (tmp_path / "new.txt").write_bytes(b"x")
+    log = StatLog(tmp_path, None)
+    assert log.sha256("new.txt") == hashlib.sha256(b"x").hexdigest()
+    assert json.loads(log.data())["files"] == {} and not log.changed
+
+
+def test_a_noop_build_reads_no_logged_file_and_a_touched_one_rebuilds_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr("genspirv.statlog.RACY_S", -1.0)     # files written just now count as settled
+    root = make_project(tmp_path / "proj")
+    build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    first = build(load_config(root), compiler=FakeCompiler(), jobs=1)     # logs what it hashed
+    assert first.compiled == () and (root / ".genspirv/stats.json").is_file()
+    logged = json.loads((root / ".genspirv/stats.json").read_bytes())["files"]
+    assert {"glsl/add.comp", "spirv/neg.spv", "manifests/shaders.json"} <= set(logged)
+
+    read = []
+    real = StatLog.note         # called only for a file that was read and hashed
+    monkeypatch.setattr(StatLog, "note", lambda self, rel, st, digest: read.append(rel) or real(self, rel, st, digest))
+    report = build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    assert report.compiled == () and sorted(report.up_to_date) == list(ALL) and read == []
+
+    src = root / "glsl/add.comp"
+    src.write_bytes(src.read_bytes())           # touched, not changed: hashed, nothing rebuilt
+    fake = FakeCompiler()
+    report = build(load_config(root), compiler=fake, jobs=1)
+    assert report.compiled == () and report.written == () and not fake.compiles and read == ["glsl/add.comp"]
+    # Negative control: a real edit of the same file still recompiles its variants.
+    src.write_bytes(src.read_bytes() + b"// edited\n")
+    report = build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    assert sorted(report.compiled) == ["add_f32", "add_i32"]
