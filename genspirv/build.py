@@ -45,6 +45,7 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 from . import manifest as manifest_mod
 from . import settings
 from . import cachestats
+from . import noopstamp
 from .blobcache import BlobCache, local_cache_dir
 from .buildreport import BuildReport
 from .cachestats import Stat, Tally
@@ -305,6 +306,16 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
         hashes = FileHashes.for_config(config, stat_log(config))
         cache = BlobCache.for_config(config, tally)
         project = lookups(config, versions, hashes, cache, state.inputs)
+        # The same no-op as last time, by stat() alone (genspirv.noopstamp): no key computed.
+        unchanged = noopstamp.unchanged_plan(config, records) \
+            if not force and chosen is None and noopstamp.holds(config, versions, state) else None
+        if unchanged is not None and not orphan_blobs(config, unavailable_names(
+                {s.name: s.record for s in unchanged.unavailable})):
+            if explain is not None:
+                for line in unchanged.explanations():
+                    explain(f"explain: {line}")
+            return _report(config, compilers, unchanged, {s.name: s.record for s in unchanged.steps},
+                           remote=() if remote.enabled else None)
         plan = only_chosen(make_plan(config.variants, records, project, force), chosen, records,
                            lambda v: config.path(config.blob_relpath(v)).is_file())
         plan = ask_remote(plan, remote, records, project, cache)
@@ -320,6 +331,8 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
                 and outputs_current(config, state.outputs, outputs_key(config, versions, keys), hashes.on_disk):
             if journal_path(config).exists() or hashes.stats.changed:
                 save_state(config, _kept_records(config, records, known), state.outputs, state.inputs, hashes.stats)
+            if not force and chosen is None:
+                noopstamp.save(config, versions, hashes.stats)
             return _report(config, compilers, plan, known, remote=reported)
         journal = Journal(config)
         for step in plan.from_remote:       # kept as a compile is: the next build needs no network

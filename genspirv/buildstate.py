@@ -286,6 +286,7 @@ class State:
     inputs: RecordedInputs
     outputs: Optional[OutputsRecord] = None
     found: bool = False             # a state file or journal was there (False: a fresh clone)
+    sha256: Optional[str] = None    # the state file's bytes (None: no state file); the no-op stamp's
 
 
 def state_path(config: Config) -> Path:
@@ -314,8 +315,11 @@ def load_state(config: Config) -> State:
     records: dict[str, Record] = {}
     outputs = None
     found = False
+    digest = None
     try:
-        data = json.loads(state_path(config).read_text(encoding="utf-8"))
+        raw = state_path(config).read_bytes()
+        digest = sha256_hex(raw)
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError):
         data = None
     if isinstance(data, dict) and data.get("schema") == STATE_SCHEMA and isinstance(data.get("variants"), dict):
@@ -340,7 +344,7 @@ def load_state(config: Config) -> State:
         if record is not None and isinstance(entry.get("name"), str):
             records[entry["name"]] = record
             found = True
-    return State(records, RecordedInputs(inputs_path(config)), outputs, found)
+    return State(records, RecordedInputs(inputs_path(config)), outputs, found, digest)
 
 
 def _compact(doc: Any) -> bytes:

@@ -50,6 +50,9 @@ class StatLog:
         self.path = path
         self._entries: dict[str, list] = {}
         self.changed = False
+        # rel -> the stat() signature its digest was given for, when the log holds it (None:
+        # absent, unreadable or racily new): what the no-op stamp (genspirv.noopstamp) lists.
+        self.consulted: dict[str, Optional[list[int]]] = {}
         if path is not None:
             try:
                 data = json.loads(path.read_bytes())
@@ -61,6 +64,7 @@ class StatLog:
     def sha256(self, rel: str) -> Optional[str]:
         """sha256 of the file at ``rel`` (None: unreadable or absent)."""
         path = self.root / rel
+        self.consulted[rel] = None
         try:
             st = os.stat(path)
         except OSError:
@@ -68,6 +72,7 @@ class StatLog:
         sig = _signature(st)
         entry = self._entries.get(rel)
         if isinstance(entry, list) and len(entry) == 5 and entry[:4] == sig:
+            self.consulted[rel] = sig
             return entry[4]
         try:
             data = path.read_bytes()
@@ -75,6 +80,8 @@ class StatLog:
             return None
         digest = hashlib.sha256(data).hexdigest()
         self.note(rel, st, digest)
+        if rel in self._entries:
+            self.consulted[rel] = sig
         return digest
 
     def note(self, rel: str, st: os.stat_result, digest: str) -> None:

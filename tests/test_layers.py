@@ -34,7 +34,8 @@ LAYERS = [
     {"blobcache"},                                  # compiled blobs by content key
     {"compilers"},                                  # every compiler of a build, and each variant's chain
     {"plan", "compile", "emit", "lint"},
-    {"outputs", "suppress", "selection", "buildreport"},   # ... ; build NAME...'s plan; what a build did
+    {"outputs", "suppress", "selection", "buildreport", "noopstamp"},
+    # ^ ... ; build NAME...'s plan; what a build did; a no-op decided from stat() alone
     {"commit"},                                     # outputs put in place all or none
     {"build"},
     {"check", "scaffold"},
