@@ -256,17 +256,32 @@ def load_config(root: Path | str) -> Config:
         output = generator_items(root, generator, glsl_dir)
         files = output.files
         _check_shadowing(root, files, f"{glsl_dir}/{INCLUDE_DIR}", generator)
+        # Many variants share a source: its checks and its table's settings and meta are made
+        # once, in the order they were made per variant (the first variant that fails one is
+        # still the one named).
+        checked: set[str] = set()
+        bases: dict[str, Settings] = {}
+        metas: dict[str, dict] = {}
         for it in output.items:
-            if not it.generated and is_excluded(it.source, tuple(exclude)):
-                raise ConfigError(f"{it.where}: source {it.source} is excluded by tool.genspirv.exclude")
-            check_compute(it.path, f"{it.where}: source")
+            if it.path not in checked:
+                if not it.generated and is_excluded(it.source, tuple(exclude)):
+                    raise ConfigError(f"{it.where}: source {it.source} is excluded by tool.genspirv.exclude")
+                check_compute(it.path, f"{it.where}: source")
+                checked.add(it.path)
             defines = it.item.get("defines", {})
             if not isinstance(defines, Mapping):
                 raise ConfigError(f"{it.where}: 'defines' must be a mapping of name to string, got {defines!r}")
             # A generated source has no table of its own: the top level's settings are its base.
-            resolved = settings_of(it.item, top if it.generated else source_settings(shaders, it.source, top, root),
-                                   it.where, root)
-            meta = merged_meta({} if it.generated else source_meta(shaders, it.source), it.item, it.where)
+            if it.generated:
+                base = top
+            elif (base := bases.get(it.source)) is None:
+                base = bases[it.source] = source_settings(shaders, it.source, top, root)
+            resolved = settings_of(it.item, base, it.where, root)
+            if it.generated:
+                meta_base = {}
+            elif (meta_base := metas.get(it.source)) is None:
+                meta_base = metas[it.source] = source_meta(shaders, it.source)
+            meta = merged_meta(meta_base, it.item, it.where)
             generated.append(make_variant(it.name, it.path,
                                           parse_defines(dict(defines), f"{it.where}: defines"), resolved, meta))
     generated_sources = {v.source for v in generated}

@@ -153,10 +153,20 @@ def _foreign(name: str, text: str) -> _Foreign:
     return type(name, (_Foreign,), {})(text)
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """``value`` as data another process can read back: mappings as dicts, sequences as lists
     and tuples, a str or number subclass as its plain value, anything else that cannot be
     pickled as a stand-in of the same class name and repr."""
+    kind = type(value)
+    if kind in _PLAIN:                  # the common case first: what json.loads and literals give
+        return value
+    if kind is dict:
+        return {plain(k): plain(v) for k, v in value.items()}
+    if kind is list:
+        return [plain(v) for v in value]
     if isinstance(value, Mapping):
         return {plain(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
