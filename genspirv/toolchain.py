@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 try:
     import resource
@@ -124,11 +125,67 @@ def _cap_memory(pid: int, limit: int) -> None:
         pass    # the child already exited, or the platform refuses: the timeout still applies
 
 
+_UNSURE = object()       # _listed_dist: the listing cannot say; importlib.metadata decides
+
+
+def _listed_dist(wheel: str):
+    """The ``.dist-info`` folder ``importlib.metadata.distribution(wheel)`` finds first, from
+    listing the ``sys.path`` folders as its path finder does (None: no such distribution), or
+    ``_UNSURE`` where that finder might answer otherwise: another finder of distributions, a
+    zip or egg on the path, an ``.egg-info``, two candidates in one folder. Importing
+    importlib.metadata costs 10-20 ms, more than every build that compiles nothing spends on
+    the tools."""
+    import importlib.machinery
+    if any(hasattr(f, "find_distributions") for f in sys.meta_path if f is not importlib.machinery.PathFinder):
+        return _UNSURE
+    want = re.sub(r"[-_.]+", "-", wheel).lower().replace("-", "_")
+    for entry in sys.path:
+        folder = entry or "."
+        if folder.lower().endswith(".egg") or os.path.isfile(folder):
+            return _UNSURE
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue            # the finder lists nothing there either
+        found = [n for n in names if n.lower().endswith((".dist-info", ".egg-info"))
+                 and re.sub(r"[-_.]+", "-", n.lower().rpartition(".")[0].partition("-")[0]).replace("-", "_") == want]
+        if len(found) > 1 or (found and not found[0].lower().endswith(".dist-info")):
+            return _UNSURE
+        if found:
+            return Path(folder, found[0])
+    return None
+
+
+def _listed_tool(tool: str, wheel: str):
+    """``_from_wheel``'s answer from the listing and the wheel's RECORD, or ``_UNSURE``."""
+    dist = _listed_dist(wheel)
+    if dist is None or dist is _UNSURE:
+        return dist
+    try:
+        lines = (dist / "RECORD").read_text(encoding="utf-8").splitlines()
+    except (OSError, ValueError):
+        return _UNSURE
+    for line in lines:
+        if not line or line.startswith('"'):
+            if line:
+                return _UNSURE  # a quoted name: csv's to read
+            continue
+        name = line.split(",", 1)[0]
+        if PurePosixPath(name).parts[-3:] == ("cmeel.prefix", "bin", tool):
+            path = (dist.parent / name).resolve()
+            if path.is_file() and os.access(path, os.X_OK):
+                return Tool(tool, path, lib_dir=path.parent.parent / "lib", origin=f"wheel {wheel}")
+    return None
+
+
 def _from_wheel(tool: str) -> Optional[Tool]:
     wheel = WHEEL_OF.get(tool)
     if wheel is None:
         return None
-    from importlib import metadata      # 10-20 ms to import; a no-op build never looks a tool up
+    listed = _listed_tool(tool, wheel)
+    if listed is not _UNSURE:
+        return listed
+    from importlib import metadata
     try:
         dist = metadata.distribution(wheel)
     except metadata.PackageNotFoundError:

