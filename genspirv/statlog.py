@@ -47,6 +47,7 @@ class StatLog:
 
     def __init__(self, root: Path, path: Optional[Path]):
         self.root = root
+        self._root = os.fspath(root)
         self.path = path
         self._entries: dict[str, list] = {}
         self.changed = False
@@ -63,7 +64,7 @@ class StatLog:
 
     def sha256(self, rel: str) -> Optional[str]:
         """sha256 of the file at ``rel`` (None: unreadable or absent)."""
-        path = self.root / rel
+        path = os.path.join(self._root, rel)     # strings, not pathlib: 2,000 blobs a build
         self.consulted[rel] = None
         try:
             st = os.stat(path)
@@ -75,7 +76,8 @@ class StatLog:
             self.consulted[rel] = sig
             return entry[4]
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as f:
+                data = f.read()
         except OSError:
             return None
         digest = hashlib.sha256(data).hexdigest()
