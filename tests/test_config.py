@@ -342,3 +342,38 @@ def test_build_without_a_config_says_it_used_the_defaults(tmp_path, genspirv):
         "genspirv build: 1 compiled, 0 up to date, 0 removed, 2 files written"]
     (tmp_path / "pyproject.toml").write_text("[tool.genspirv]\n")          # control: configured, no note
     assert "default settings" not in genspirv("build", "--root", tmp_path).out
+
+
+def _rglob_sources(root, glsl_dir, exclude=(), suffixes=(".comp",)):
+    # The walk discover_sources replaced, kept as its oracle.
+    from genspirv.variants import is_excluded
+    base = root / glsl_dir
+    found = []
+    for path in sorted(p for suffix in suffixes for p in base.rglob(f"*{suffix}")):
+        rel = path.relative_to(base).as_posix()
+        if rel.split("/", 1)[0] == "include" or not path.is_file() or is_excluded(rel, exclude):
+            continue
+        found.append(rel)
+    return found
+
+
+def test_discover_sources_finds_what_rglob_found(tmp_path):
+    import os
+
+    from genspirv.config import OTHER_STAGES, discover_sources
+    glsl = tmp_path / "glsl"
+    for rel in ("a.comp", "b/c.comp", "b/a-b.comp", "b-a.comp", ".hidden/x.comp", "include/h.comp",
+                "sub/include/i.comp", "skip/s.comp", "z.frag", "d/e.vert", "notes.txt", "B/Upper.comp"):
+        (glsl / rel).parent.mkdir(parents=True, exist_ok=True)
+        (glsl / rel).write_text("//\n")
+    (glsl / "folder.comp").mkdir()
+    os.symlink(glsl / "b", glsl / "linked")             # a symlinked folder is not entered
+    os.symlink(glsl / "a.comp", glsl / "alias.comp")    # a symlinked file is a source
+    os.symlink(glsl / "gone", glsl / "broken.comp")
+    for exclude, suffixes in (((), (".comp",)), (("skip/*",), (".comp",)), ((), tuple(OTHER_STAGES))):
+        assert discover_sources(tmp_path, "glsl", exclude, suffixes) == _rglob_sources(tmp_path, "glsl", exclude, suffixes)
+    # Sorted by path parts, as paths sort ("b/..." before "b-a.comp"); only the top include/ is left out.
+    assert discover_sources(tmp_path, "glsl") == [".hidden/x.comp", "B/Upper.comp", "a.comp", "alias.comp",
+                                                  "b/a-b.comp", "b/c.comp", "b-a.comp", "skip/s.comp",
+                                                  "sub/include/i.comp"]
+    assert discover_sources(tmp_path, "absent") == []
