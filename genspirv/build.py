@@ -327,7 +327,7 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
         keys = {name: r.key for name, r in known.items()}
         # Nothing changed (ninja-style): no compile, no reflection, no rendering, no write.
         if not plan.to_compile and not plan.from_cache and not plan.from_remote \
-                and not orphan_blobs(config, unavailable_names(known)) \
+                and state.outputs is not None and not orphan_blobs(config, unavailable_names(known)) \
                 and outputs_current(config, state.outputs, outputs_key(config, versions, keys), hashes.on_disk):
             if journal_path(config).exists() or hashes.stats.changed:
                 save_state(config, _kept_records(config, records, known), state.outputs, state.inputs, hashes.stats)
