@@ -64,3 +64,13 @@ def test_a_noop_build_reads_no_logged_file_and_a_touched_one_rebuilds_nothing(tm
     src.write_bytes(src.read_bytes() + b"// edited\n")
     report = build(load_config(root), compiler=FakeCompiler(), jobs=1)
     assert sorted(report.compiled) == ["add_f32", "add_i32"]
+
+
+def test_a_file_is_read_whole_whatever_size_stat_gave(tmp_path):
+    from genspirv.statlog import _read
+    for size in (0, 1, 7730, (1 << 20) + 3):
+        f = tmp_path / f"f{size}"
+        data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+        f.write_bytes(data)
+        assert _read(str(f), size) == data
+        assert _read(str(f), 0) == data and _read(str(f), max(size - 5, 0)) == data    # grew since stat()
