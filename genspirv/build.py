@@ -2,8 +2,10 @@
 
 Under a lock file: makes the plan (``genspirv.plan``: per variant up to date,
 from the cache, compile or unavailable, and why), asks the remote cache, when
-one is set, for the variants the plan would compile (``ask_remote``: its
-verified entries become remote hits in the plan), runs it (``run_plan``,
+one is set, for the variants the plan would compile (``genspirv.remote_plan``:
+each compile waits on its own fetch, so compiles run while other fetches are
+in flight; verified entries become remote hits in the plan as they return;
+``--explain`` resolves every fetch first), runs it (``run_plan``,
 shared with ``check``: compiles in parallel through the ``Compiler`` seam, each
 variant with the first compiler of its chain that can build it, reflects,
 renders the manifest and generated files), then writes what changed.
@@ -38,7 +40,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Optional, Sequence
 
@@ -53,7 +55,8 @@ from .buildstate import (STATE_DIR, CommittedManifest, FileHashes, Journal, Outp
                          RecordedInputs, Versions, committed_manifest, include_dirs, journal_path, key_inputs,
                          load_state, sha256_hex, stat_log)
 from .commit import commit, folders_removed_on_failure, output_error, save_state, stage_blob
-from .compile import Compiled, Log, compile_all, longest_first, make_jobs, raise_failures, reflect_blob, unavailable_deps
+from .compile import (Compiled, Fetch, Fetched, Log, compile_all, longest_first, make_jobs, raise_failures,
+                      reflect_blob, unavailable_deps)
 from .compiler import CommandLog, Compiler
 from .compilers.chain import Compilers, compilers_for
 from .config import Config, Variant
@@ -63,20 +66,22 @@ from .generated import GENERATED_DIR, origin_note, provenance, write_generated
 from .manifest import Unavailable
 from .outputs import (committed_manifest_current, entry_text, expected_outputs, orphan_blobs, outputs_current,
                       outputs_key, remove_stale_temp_files, unavailable_names)
-from .plan import Found, Reason, Lookups, Plan, found_elsewhere, make_plan
+from .plan import Reason, Lookups, Plan, make_plan, replaced
 from .reflect import ShaderInfo
 from .selection import choose, left_out, only as only_chosen
 from .statlog import StatLog
 from .variants import CompilerName, compiler_named
-from .remote_cache import Lookup, RemoteCache
+from .remote_cache import RemoteCache
+from .remote_plan import ask_remote, remote_fetch
 
 LOCK_FILE = "lock"
 TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
 PROBES_FILE = "slang-glslang.json"    # what slang-glslang predefines, asked of it once per version
 WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
 
-# Told of each compile as it finishes: its record, and what it compiled (None: unavailable).
-Keep = Optional[Callable[[str, Record, Optional[Compiled]], None]]
+# Told of each compile as it finishes: its record, and what it compiled (None: unavailable);
+# of a remote hit as it returns, with True after them (only a build with a remote cache's fetch).
+Keep = Optional[Callable[..., None]]
 
 
 # -- the lock -----------------------------------------------------------------
@@ -154,15 +159,19 @@ class Ran:
     records: Mapping[str, Record]               # for those, and for every unavailable variant
     failures: Mapping[str, GenspirvError]
     compiled_now: tuple[str, ...]
+    fetched: Mapping = field(default_factory=dict)      # name -> the plan step a remote fetch resolved it to
 
 
 def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, hashes: FileHashes, *,
              jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None,
-             generated_dir: Optional[Path] = None, seconds: Mapping[str, Optional[float]] = {}) -> Ran:
+             generated_dir: Optional[Path] = None, seconds: Mapping[str, Optional[float]] = {},
+             fetch: Fetch = None) -> Ran:
     """Compile the plan's stale variants into ``workdir`` and reflect its cached ones.
 
     The compiles start longest first (``seconds``: each variant's last compile time).
-    ``keep(name, record, compiled)`` hears of each compile as it finishes (None: unavailable).
+    ``fetch``: each compile waits on its own remote fetch (``remote_fetch``), a hit resolving
+    it (``Ran.fetched``: the plan steps the hits became).
+    ``keep(name, record, compiled)`` hears of each compile and hit as it finishes (None: unavailable).
     The generator's files are written first, into ``.genspirv/generated/`` or, for check,
     ``generated_dir``."""
     versions = compilers.versions()
@@ -178,8 +187,14 @@ def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, ha
         except OSError as exc:
             raise output_error(exc) from None
 
-    def done(v: Variant, result: Compiled | UnavailableError) -> None:
-        if isinstance(result, Compiled):
+    def done(v: Variant, result: Compiled | UnavailableError | Fetched) -> None:
+        if isinstance(result, Fetched):
+            step = result.found
+            result = Compiled(step.variant, step.blob, step.record.deps,
+                              step.info or reflect_blob(step.name, "cache", step.blob), step.record.compiler)
+            got[v.name] = result
+            record = step.record
+        elif isinstance(result, Compiled):
             inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
             record = Record.of(inputs, result.deps, sha256_hex(result.blob), compiler=result.compiler,
                                seconds=result.seconds)
@@ -190,11 +205,16 @@ def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, ha
                                compiler=compiler_named(result.compiler or None) or CompilerName.GLSLANG)
         records[v.name] = record
         if keep is not None:
-            keep(v.name, record, result if isinstance(result, Compiled) else None)
+            if v.name in got:
+                keep(v.name, record, result, True)      # a remote hit: the build publishes it nowhere
+            else:
+                keep(v.name, record, result if isinstance(result, Compiled) else None)
 
+    got: dict[str, Compiled] = {}
     order = longest_first([s.variant for s in plan.to_compile], seconds)
-    outcome = compile_all(compilers, make_jobs(config, order, workdir, on_command, generated_dir), jobs, log, done)
-    compiled = dict(outcome.compiled)
+    outcome = compile_all(compilers, make_jobs(config, order, workdir, on_command, generated_dir), jobs, log, done,
+                          fetch)
+    compiled = {**outcome.compiled, **got}
     for step in plan.from_cache + plan.from_remote:
         compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
                                        step.info or reflect_blob(step.name, "cache", step.blob), step.record.compiler)
@@ -202,32 +222,7 @@ def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, ha
     for step in plan.unavailable:
         records[step.name] = step.record
     return Ran(compiled, records, outcome.failures,
-               tuple(s.name for s in plan.to_compile if s.name in outcome.compiled))
-
-
-def ask_remote(plan: Plan, remote: RemoteCache, records: Mapping[str, Record], lookups: Lookups,
-               cache: BlobCache) -> Plan:
-    """``plan`` with what the remote cache holds of its compile steps taken from there
-    (docs/GUIDE.md, "Sharing compiles across machines"). All requests are in flight before
-    the first compile starts; ``--force`` asks nothing."""
-    asked = [s for s in plan.to_compile if s.reason is not Reason.FORCED]
-    if not remote.enabled or not asked:
-        return plan
-
-    def lookup(step) -> Lookup:
-        # A key the last build's files give now is fetched directly; else the store's index
-        # entry says which files to hash. The recorded sha256 holds only for the same key.
-        record = records.get(step.name)
-        if record is None or record.unavailable:
-            return Lookup(step.variant)
-        key = lookups.inputs(step.variant, record.deps).key
-        return Lookup(step.variant, key, record.sha256 if key == record.key else None)
-
-    hits = remote.fetch([lookup(s) for s in asked], lambda v, deps: lookups.inputs(v, deps).key,
-                        cache.get, lambda v, blob: reflect_blob(v.name, "remote cache", blob))
-    return found_elsewhere(plan, {n: Found(h.deps, h.blob, h.info, h.remote,
-                                           CompilerName(h.compiler) if h.compiler else CompilerName.GLSLANG)
-                                  for n, h in hits.items()}, lookups)
+               tuple(s.name for s in plan.to_compile if s.name in outcome.compiled), outcome.fetched)
 
 
 def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
@@ -318,7 +313,12 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
                            remote=() if remote.enabled else None)
         plan = only_chosen(make_plan(config.variants, records, project, force), chosen, records,
                            lambda v: config.path(config.blob_relpath(v)).is_file())
-        plan = ask_remote(plan, remote, records, project, cache)
+        # --explain, a dry run, resolves every fetch first to print the exact plan; a build gates
+        # each compile on its own fetch, so compiles run while other fetches are in flight.
+        if explain is not None:
+            plan, fetch = ask_remote(plan, remote, records, project, cache), None
+        else:
+            fetch = remote_fetch(plan, remote, records, project, cache)
         reported = tuple(s.name for s in plan.from_remote) if remote.enabled else None
         if explain is not None:
             for line in plan.explanations():
@@ -338,7 +338,7 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
         for step in plan.from_remote:       # kept as a compile is: the next build needs no network
             cache.put(step.record.key, step.blob)
             journal.append(step.name, step.record)
-        fetched = journal.appended
+        kept = hits = 0                     # compiles and remote hits kept: for BuildInterrupted
         by_name = {v.name: v for v in config.variants}
         # While the other compiles run, each finished one is kept in the cache, staged beside its
         # committed blob (renamed into place only when all are ready) and its manifest entry
@@ -354,8 +354,10 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
             texts[name] = entry_text(config, result, record.key)
             return stage_blob(config, staged, result)
 
-        def keep(name: str, record: Record, result: Optional[Compiled]) -> None:
-            if result is not None and record.key is not None and remote.writable:
+        def keep(name: str, record: Record, result: Optional[Compiled], fetched: bool = False) -> None:
+            nonlocal kept, hits
+            kept, hits = kept + (not fetched), hits + fetched
+            if result is not None and record.key is not None and remote.writable and not fetched:
                 # queued for the remote cache's pool: the progress loop goes on
                 remote.publish(record.key, record.deps, result.blob, project.inputs(by_name[name], ()).key,
                                None if record.compiler is CompilerName.GLSLANG else record.compiler.value)
@@ -372,11 +374,15 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
                     with tempfile.TemporaryDirectory(prefix="compile-", dir=config.root / STATE_DIR) as tmp:
                         ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log,
                                        on_command=on_command, keep=keep,
-                                       seconds={n: r.seconds for n, r in records.items()})
+                                       seconds={n: r.seconds for n, r in records.items()}, fetch=fetch)
                 except KeyboardInterrupt:
-                    raise BuildInterrupted(journal.appended - fetched, len(plan.to_compile)) from None
+                    raise BuildInterrupted(kept, len(plan.to_compile) - hits) from None
                 finally:
                     journal.close()
+            if fetch is not None:
+                remote.finish_asking()
+                plan = replaced(plan, ran.fetched)
+                reported = tuple(s.name for s in plan.from_remote)
             decided = {rel: done for rel, future in staging.items() if (done := future.result()) is not None}
             return _finish(config, compilers, versions, plan, state, committed, records, known, ran, cache,
                            staged, decided, texts, reported, log, verbose, hashes.stats)

@@ -7,7 +7,9 @@ and the variants to compile; gives a ``CompileOutcome``: the ``Compiled`` blobs
 variants no compiler of their chain can build, and the failures. Compiles run
 in parallel, in the order given (``longest_first``: the longest last compile
 first); ``on_done`` hears of each as it finishes (the build keeps it
-then, so an interrupt loses only what was still running). One failure does
+then, so an interrupt loses only what was still running). A build with a
+remote cache gates each job on its own fetch (``fetch``): a miss queues the
+compile, a hit resolves the job, while other fetches are in flight. One failure does
 not stop the others (a broken toolchain does). An interrupt (SIGINT, SIGTERM)
 kills every compiler process (``genspirv.children``) and drops the queued
 compiles. ``failure_message`` prints each distinct error once with every
@@ -18,11 +20,15 @@ nothing here writes outside the work folder it is given.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import queue
 import re
 import shutil
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Collection, Mapping, Optional, Sequence, Union
@@ -51,7 +57,7 @@ class Compiled:
     seconds: Optional[float] = field(default=None, compare=False)   # how long its compile took
 
 
-Done = Optional[Callable[[Variant, Union[Compiled, UnavailableError]], None]]
+Done = Optional[Callable[[Variant, Union[Compiled, UnavailableError, "Fetched"]], None]]
 
 
 def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
@@ -119,38 +125,102 @@ def unavailable_deps(root: Path, exc: UnavailableError, preamble: Optional[str] 
 
 @dataclass
 class CompileOutcome:
-    """What one round of compiles gave: blobs, unavailable optional variants, failures."""
+    """What one round of compiles gave: blobs, unavailable optional variants, failures, and the
+    variants their fetch resolved without a compile."""
 
     compiled: dict = field(default_factory=dict)       # name -> Compiled
     unavailable: dict = field(default_factory=dict)    # name -> UnavailableError
     failures: dict = field(default_factory=dict)       # name -> GenspirvError
+    fetched: dict = field(default_factory=dict)        # name -> Fetched.found
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A variant resolved without its compile (a remote hit): what resolved it, for ``on_done``,
+    and its progress line's suffix."""
+
+    found: object
+    label: str
+
+
+Fetch = Optional[Callable[[Variant], Optional["Future[Optional[Fetched]]"]]]
+# ^ a variant's fetch, asked as its job is queued: a future of what resolves it (None: a miss,
+#   compile it), or None (nothing to ask: compile it now)
 
 
 def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int] = None, log: Log = None,
-                on_done: Done = None) -> CompileOutcome:
+                on_done: Done = None, fetch: Fetch = None) -> CompileOutcome:
     """Compile every job, ``workers`` at a time (default: the CPUs); ``on_done`` and then the
-    ``[n/N] name`` progress line follow each finished compile, on the calling thread."""
+    ``[n/N] name`` progress line follow each finished compile, on the calling thread.
+
+    With ``fetch``, each job waits on its own fetch and is queued for a compile only when
+    that comes back a miss, so compiles run while other fetches are in flight; a job its
+    fetch resolved goes to ``on_done`` (its ``Fetched``) and gets its progress line as it
+    returns. N counts every job, fetched or compiled."""
     outcome = CompileOutcome()
     if not jobs:
         return outcome
     workers = max(1, workers or os.cpu_count() or 1)
+    finished: "queue.SimpleQueue[tuple[Variant, object]]" = queue.SimpleQueue()
+    stopped = threading.Event()         # an interrupt or a broken toolchain: queue no more compiles
+    compiles: list[Future] = []        # appended on fetch threads: copied before iterating
+    fetches: list[Future] = []
     try:
         with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            futures = {pool.submit(compile_variant, compilers, job): job.variant for job in jobs}
+            def start(job: Job) -> None:
+                # On a fetch's thread too: it never raises, and each job puts one item in ``finished``.
+                future = None
+                if not stopped.is_set():
+                    with contextlib.suppress(RuntimeError):     # the pool shut down: interrupted
+                        future = pool.submit(compile_variant, compilers, job)
+                if future is None:
+                    finished.put((job.variant, None))
+                    return
+                compiles.append(future)
+                future.add_done_callback(lambda f, v=job.variant: finished.put((v, f)))
+
+            def fetched(job: Job, future: Future) -> None:
+                try:
+                    found = None if future.cancelled() else future.result()
+                except BaseException:       # noqa: BLE001 - a fetch that failed is a miss
+                    found = None
+                if found is None:
+                    start(job)
+                else:
+                    finished.put((job.variant, found))
+
+            for job in jobs:
+                asked = fetch(job.variant) if fetch is not None else None
+                if asked is None:
+                    start(job)
+                else:
+                    fetches.append(asked)
+                    asked.add_done_callback(functools.partial(fetched, job))
             try:
-                for n, future in enumerate(as_completed(futures), 1):
-                    status = _collect(outcome, futures[future], future, compilers, on_done)
-                    if status is None:
-                        continue
-                    if isinstance(outcome.failures.get(futures[future].name), ToolchainError):
-                        for other in futures:       # a compiler that hangs or crashes once will again
-                            other.cancel()
+                for n in range(1, len(jobs) + 1):
+                    variant, what = finished.get()
+                    if what is None:
+                        continue                    # never compiled: cancelled
+                    if isinstance(what, Fetched):
+                        outcome.fetched[variant.name] = what.found
+                        if on_done:
+                            on_done(variant, what)
+                        status = what.label
+                    else:
+                        status = _collect(outcome, variant, what, compilers, on_done)
+                        if status is None:
+                            continue
+                        if isinstance(outcome.failures.get(variant.name), ToolchainError):
+                            stopped.set()           # a compiler that hangs or crashes once will again
+                            for other in compiles[:]:
+                                other.cancel()
                     if log:
-                        log(f"[{n}/{len(jobs)}] {futures[future].name}{status}")
+                        log(f"[{n}/{len(jobs)}] {variant.name}{status}")
             except BaseException:
-                # Interrupted: drop the queued compiles and kill the running ones, so the
-                # pool's exit waits for nothing (what finished is already with on_done).
-                for other in futures:
+                # Interrupted: drop the queued fetches and compiles and kill the running ones, so
+                # the pool's exit waits for nothing (what finished is already with on_done).
+                stopped.set()
+                for other in fetches + compiles[:]:
                     other.cancel()
                 children.stop()
                 raise

@@ -10,8 +10,9 @@ build), each with a ``Reason`` and a sentence a user acts on
 
 A second pass, ``found_elsewhere``, takes blobs another machine compiled (the
 remote cache, docs/GUIDE.md "Sharing compiles across machines") for steps
-that would compile, and makes them remote hits: the plan, not the run, says
-where every blob comes from.
+that would compile, and makes them remote hits (``found_step`` one at a time,
+as a build that overlaps fetches and compiles gets them; ``replaced`` puts them
+in the plan): the plan, not the run, says where every blob comes from.
 
 Pure apart from the lookups it is handed: the build hands it the project's
 files and caches, the tests dictionaries. ``genspirv.build`` runs a plan into
@@ -181,22 +182,26 @@ class Found:
 def found_elsewhere(plan: Plan, found: Mapping[str, Found], lookups: Lookups) -> Plan:
     """``plan`` with each compile step that ``found`` has a blob for taken from there instead:
     a remote hit, or from the local cache (its reason stays: why it was not up to date)."""
-    steps = []
-    for step in plan.steps:
-        hit = found.get(step.name) if step.action is Action.COMPILE else None
-        if hit is None:
-            steps.append(step)
-            continue
-        record = Record.of(lookups.inputs(step.variant, hit.deps), hit.deps, sha256_hex(hit.blob),
-                           compiler=hit.compiler)
-        if hit.remote:
-            steps.append(Step(step.variant, Action.FROM_REMOTE, step.reason,
-                              f"{step.detail}; the remote cache has its blob", record, hit.blob, hit.info))
-        else:
-            steps.append(Step(step.variant, Action.FROM_CACHE, step.reason,
-                              f"{step.detail}; the remote cache's index names its blob in the cache",
-                              record, hit.blob))
-    return Plan(tuple(steps))
+    return Plan(tuple(found_step(step, hit, lookups)
+                      if step.action is Action.COMPILE and (hit := found.get(step.name)) is not None else step
+                      for step in plan.steps))
+
+
+def found_step(step: Step, hit: Found, lookups: Lookups) -> Step:
+    """The compile ``step`` taken from ``hit`` instead (a build that overlaps its fetches
+    with its compiles makes each as its fetch returns)."""
+    record = Record.of(lookups.inputs(step.variant, hit.deps), hit.deps, sha256_hex(hit.blob),
+                       compiler=hit.compiler)
+    if hit.remote:
+        return Step(step.variant, Action.FROM_REMOTE, step.reason,
+                    f"{step.detail}; the remote cache has its blob", record, hit.blob, hit.info)
+    return Step(step.variant, Action.FROM_CACHE, step.reason,
+                f"{step.detail}; the remote cache's index names its blob in the cache", record, hit.blob)
+
+
+def replaced(plan: Plan, steps: Mapping[str, Step]) -> Plan:
+    """``plan`` with the steps ``steps`` names in their places."""
+    return Plan(tuple(steps.get(s.name, s) for s in plan.steps))
 
 
 def why_stale(old: Optional[KeyInputs], now: KeyInputs) -> tuple[Reason, str]:

@@ -5,11 +5,14 @@ remote_cache``, and ``GENSPIRV_REMOTE_CACHE_MODE``, ``_SECRET``, ``_TOKEN``,
 ``_TIMEOUT``) and gives a ``RemoteCache``, the level under the local blob
 caches:
 
-- ``fetch(lookups, ...)`` asks the store, a few requests at a time, for the
-  variants a build's plan would otherwise compile, and gives back the entries
-  that verify (``genspirv.remote_entry``; the blob's files hash to its key
-  here, and the blob reflects) as ``Hit``s, which the build plans as remote
-  hits (``genspirv.plan.found_elsewhere``);
+- ``ask(lookup, ...)`` queues one variant's request on a bounded pool and
+  gives a future of its ``Hit``, None for a miss (the entries that verify,
+  ``genspirv.remote_entry``: the blob's files hash to its key here, and the
+  blob reflects): the build gates each variant's compile on its own future,
+  so compiles start while other requests are in flight, and the hits become
+  remote hits in the plan (``genspirv.plan.found_step``); ``fetch(lookups,
+  ...)`` waits for all of a list (what ``--explain`` resolves first);
+  ``finish_asking()`` then counts the unverified entries past the named ones;
 - ``publish(...)`` queues a compiled blob for the background pool to store
   (read-write mode only), so the build calls it as each compile finishes;
   ``close()`` waits for those stores.
@@ -34,7 +37,7 @@ import hashlib
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
@@ -257,31 +260,57 @@ class RemoteCache:
 
     # -- fetching ---------------------------------------------------------------
 
+    def ask(self, lk: Lookup, key_of: KeyOf, local_get: Callable[[str], Optional[bytes]],
+            reflect: Callable[[Any, bytes], Any], then: Callable[[Hit], Any] = lambda hit: hit) -> Future:
+        """A future of ``then(hit)`` for ``lk``'s verified entry, or None for a miss (the build's
+        to compile), its request queued behind the others (WORKERS at a time). A fault on the
+        pool is a warning and a miss (``_guarded``)."""
+        return self._executor().submit(self._guarded, self._counted, lk, key_of, local_get, reflect, then)
+
     def fetch(self, lookups: Sequence[Lookup], key_of: KeyOf, local_get: Callable[[str], Optional[bytes]],
               reflect: Callable[[Any, bytes], Any]) -> dict[str, Hit]:
-        """Verified entries for ``lookups``, by variant name; the rest are the build's to compile."""
+        """Verified entries for ``lookups``, by variant name, all requests answered before it
+        returns; the rest are the build's to compile."""
         if not self.enabled or not lookups or self._down:
             return {}
-        futures = [(lk, self._executor().submit(self._guarded, self._lookup, lk, key_of, local_get, reflect))
-                   for lk in lookups]
+        futures = [(lk, self.ask(lk, key_of, local_get, reflect)) for lk in lookups]
         hits = {}
         try:
             for lk, future in futures:
                 hit = future.result()
                 if hit is not None:
                     hits[lk.variant.name] = hit
-                    self.tally.add(Stat.REMOTE_HITS, hit.remote)
-                else:
-                    self.tally.add(Stat.REMOTE_MISSES)
         except BaseException:
-            self._down = True           # an interrupt: leave the queued requests unasked
-            for _, future in futures:
-                future.cancel()
+            self.stop_asking([f for _, f in futures])
             raise
+        self.finish_asking()
+        return hits
+
+    def stop_asking(self, futures: Sequence[Future]) -> None:
+        """An interrupt: leave the queued requests unasked."""
+        self._down = True
+        for future in futures:
+            future.cancel()
+
+    def finish_asking(self) -> None:
+        """After the last answer: one line for the unverified entries past the named ones."""
         if self._unverified > NAMED_WARNINGS:
             self._warn(f"remote cache {self.settings.url.base}: {self._unverified - NAMED_WARNINGS} more "
                        "entries did not verify and were compiled here")
-        return hits
+
+    def _counted(self, lk: Lookup, key_of: KeyOf, local_get, reflect, then) -> Any:
+        hit = None
+        try:
+            hit = self._lookup(lk, key_of, local_get, reflect)
+        finally:        # a fault (a warning, from _guarded) counts as the miss it is
+            self._count(hit)
+        return None if hit is None else then(hit)
+
+    def _count(self, hit: Optional[Hit]) -> None:
+        if hit is not None:
+            self.tally.add(Stat.REMOTE_HITS, hit.remote)
+        else:
+            self.tally.add(Stat.REMOTE_MISSES)
 
     def _lookup(self, lk: Lookup, key_of: KeyOf, local_get, reflect) -> Optional[Hit]:
         """The record's key first; else the index names the key the variant's files give here."""

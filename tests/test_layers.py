@@ -34,8 +34,9 @@ LAYERS = [
     {"blobcache"},                                  # compiled blobs by content key
     {"compilers"},                                  # every compiler of a build, and each variant's chain
     {"plan", "compile", "emit", "lint"},
-    {"outputs", "suppress", "selection", "buildreport", "noopstamp"},
-    # ^ ... ; build NAME...'s plan; what a build did; a no-op decided from stat() alone
+    {"outputs", "suppress", "selection", "buildreport", "noopstamp", "remote_plan"},
+    # ^ ... ; build NAME...'s plan; what a build did; a no-op decided from stat() alone; the remote
+    #   cache's fetches in the plan
     {"commit"},                                     # outputs put in place all or none
     {"build"},
     {"check", "scaffold"},

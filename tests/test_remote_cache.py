@@ -815,22 +815,28 @@ def test_a_remote_hit_keeps_the_reason_its_variant_was_stale(tiny_project, store
 
 
 def test_remote_hits_are_kept_when_the_build_is_interrupted(tiny_project, store, remote):
-    """Each hit lands in the local cache and the journal before the first compile: after an
-    interrupt the next build takes them locally, with the server gone."""
+    """Each hit lands in the local cache and the journal as its fetch returns (its progress
+    line follows): interrupted at the compile's line, the next build, with the server gone,
+    takes locally every hit that had returned and the compile, and compiles only the rest."""
     _fake_first_machine(tiny_project, store, remote)
     remote(store.url, "read", SECRET)
     b = _one_more_variant(tiny_project)
+    hits: list[str] = []
 
     def interrupt(line: str) -> None:
-        raise KeyboardInterrupt      # as SIGINT does, on the thread that collects the compiles
+        name, _, what = line.split(" ", 1)[1].partition(" ")
+        if name == "extra":
+            raise KeyboardInterrupt      # as SIGINT does, on the thread that collects the compiles
+        assert what == "(remote hit)", line
+        hits.append(name)
 
     with pytest.raises(BuildInterrupted) as info:
         build(load_config(b), compiler=FakeCompiler(), jobs=1, log=interrupt)
-    assert (info.value.kept, info.value.total) == (1, 1)       # the compile, not the hits
+    assert (info.value.kept, info.value.total) == (1, 4 - len(hits))   # the compile, not the hits
     store.stop()
     report = build(load_config(b), compiler=FakeCompiler(), jobs=1)
-    assert report.compiled == () and report.remote == ()
-    assert sorted(report.cached) == sorted(TINY_VARIANTS + ("extra",))
+    assert report.remote == () and sorted(report.cached) == sorted(hits + ["extra"])
+    assert sorted(report.compiled) == sorted(set(TINY_VARIANTS) - set(hits))
 
 
 def _publish_deferred(monkeypatch) -> None:
@@ -897,6 +903,68 @@ def held_put_server():
         release.set()
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def held_get_server(release: threading.Event, hold: float):
+    """An HTTP store that holds none: the first GET waits for ``release`` (at most ``hold``
+    seconds) before its 404, the others answer at once. Yields (url, told): ``told`` has
+    True when ``release`` freed the held GET, False when its hold ran out."""
+    told: list[bool] = []
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            with lock:
+                first = not told and not getattr(server, "held", False)
+                server.held = True
+            if first:
+                told.append(release.wait(hold))
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/cache", told
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+
+def _held_build(tiny_project, remote, hold: float, explain: bool) -> tuple[list[bool], object]:
+    """A build of the tiny project against a store that holds its first GET until a compile
+    has started: what freed the GET, and the build's report."""
+    compiling = threading.Event()
+    with held_get_server(compiling, hold) as (url, told):
+        remote(url, "read", SECRET, timeout=5)
+        report = build(load_config(tiny_project()), compiler=FakeCompiler(on_compile=lambda job: compiling.set()),
+                       jobs=1, explain=[].append if explain else None)
+    return told, report
+
+
+@pytest.mark.slow
+def test_compiles_start_while_a_fetch_is_in_flight(tiny_project, remote):
+    """The store holds one GET until a compile has started (5 s at most): the misses' compiles
+    start while it is held, so a compile frees it, and the build compiles all three."""
+    told, report = _held_build(tiny_project, remote, hold=5, explain=False)
+    assert told == [True]
+    assert sorted(report.compiled) == sorted(TINY_VARIANTS) and report.remote == ()
+
+
+@pytest.mark.slow
+def test_explain_answers_every_fetch_before_the_first_compile(tiny_project, remote):
+    """The control: --explain, a dry run of the exact plan, resolves every fetch first, so no
+    compile frees the held GET; its hold runs out (0.5 s) and only then do the compiles start."""
+    told, report = _held_build(tiny_project, remote, hold=0.5, explain=True)
+    assert told == [False]
+    assert sorted(report.compiled) == sorted(TINY_VARIANTS)
 
 
 @pytest.mark.slow
