@@ -226,6 +226,7 @@ class Hit:
 
 
 KeyOf = Callable[[Any, Sequence[str]], Optional[str]]     # (variant, deps) -> content key here
+Then = Callable[[Lookup, Hit], Any]         # what a hit becomes for the build, on the pool thread
 
 
 class RemoteCache:
@@ -261,19 +262,19 @@ class RemoteCache:
     # -- fetching ---------------------------------------------------------------
 
     def ask(self, lk: Lookup, key_of: KeyOf, local_get: Callable[[str], Optional[bytes]],
-            reflect: Callable[[Any, bytes], Any], then: Callable[[Hit], Any] = lambda hit: hit) -> Future:
-        """A future of ``then(hit)`` for ``lk``'s verified entry, or None for a miss (the build's
+            reflect: Callable[[Any, bytes], Any], then: "Then" = lambda lk, hit: hit) -> Future:
+        """A future of ``then(lk, hit)`` for ``lk``'s verified entry, or None for a miss (the build's
         to compile), its request queued behind the others (WORKERS at a time). A fault on the
         pool is a warning and a miss (``_guarded``)."""
         return self._executor().submit(self._guarded, self._counted, lk, key_of, local_get, reflect, then)
 
     def fetch(self, lookups: Sequence[Lookup], key_of: KeyOf, local_get: Callable[[str], Optional[bytes]],
-              reflect: Callable[[Any, bytes], Any]) -> dict[str, Hit]:
-        """Verified entries for ``lookups``, by variant name, all requests answered before it
-        returns; the rest are the build's to compile."""
+              reflect: Callable[[Any, bytes], Any], then: "Then" = lambda lk, hit: hit) -> dict[str, Any]:
+        """Verified entries for ``lookups`` (``then(lk, hit)`` of each), by variant name, every
+        request answered before it returns; the rest are the build's to compile."""
         if not self.enabled or not lookups or self._down:
             return {}
-        futures = [(lk, self.ask(lk, key_of, local_get, reflect)) for lk in lookups]
+        futures = [(lk, self.ask(lk, key_of, local_get, reflect, then)) for lk in lookups]
         hits = {}
         try:
             for lk, future in futures:
@@ -304,7 +305,7 @@ class RemoteCache:
             hit = self._lookup(lk, key_of, local_get, reflect)
         finally:        # a fault (a warning, from _guarded) counts as the miss it is
             self._count(hit)
-        return None if hit is None else then(hit)
+        return None if hit is None else then(lk, hit)
 
     def _count(self, hit: Optional[Hit]) -> None:
         if hit is not None:

@@ -11,7 +11,6 @@ docs/GUIDE.md, "Sharing compiles across machines".
 
 from __future__ import annotations
 
-import functools
 from concurrent.futures import Future
 from typing import Mapping, Optional
 
@@ -20,7 +19,7 @@ from .buildstate import Record
 from .compile import Fetch, Fetched, reflect_blob
 from .config import Variant
 from .plan import Found, Lookups, Plan, Reason, found_step, replaced
-from .remote_cache import Lookup, RemoteCache
+from .remote_cache import Hit, Lookup, RemoteCache
 from .variants import CompilerName
 
 
@@ -29,17 +28,12 @@ def ask_remote(plan: Plan, remote: RemoteCache, records: Mapping[str, Record], l
     """``plan`` with what the remote cache holds of its compile steps taken from there
     (docs/GUIDE.md, "Sharing compiles across machines"), every answer in before it returns:
     what ``--explain`` prints, a dry run's exact plan. ``--force`` asks nothing."""
-    fetch = remote_fetch(plan, remote, records, lookups, cache)
-    if fetch is None:
+    asking = _asking(plan, remote, records, lookups, cache)
+    if asking is None:
         return plan
-    futures = [f for s in plan.to_compile if (f := fetch(s.variant)) is not None]
-    try:
-        found = [got for f in futures if (got := f.result()) is not None]
-    except BaseException:
-        remote.stop_asking(futures)
-        raise
-    remote.finish_asking()
-    return replaced(plan, {f.found.name: f.found for f in found})
+    asked, lookup, how = asking
+    found = remote.fetch([lookup(s) for s in asked.values()], *how)
+    return replaced(plan, {name: f.found for name, f in found.items()})
 
 
 def remote_fetch(plan: Plan, remote: RemoteCache, records: Mapping[str, Record], lookups: Lookups,
@@ -47,6 +41,20 @@ def remote_fetch(plan: Plan, remote: RemoteCache, records: Mapping[str, Record],
     """Each compile step's request to the remote cache, asked when its compile job is queued
     (``compile_all``'s ``fetch``): a future of the step as a remote hit (``Fetched``), or None
     for a miss. None when there is nothing to ask (no remote cache, ``--force``)."""
+    asking = _asking(plan, remote, records, lookups, cache)
+    if asking is None:
+        return None
+    asked, lookup, how = asking
+
+    def fetch(v: Variant) -> Optional[Future]:
+        step = asked.get(v.name)
+        return None if step is None else remote.ask(lookup(step), *how)
+    return fetch
+
+
+def _asking(plan: Plan, remote: RemoteCache, records: Mapping[str, Record], lookups: Lookups, cache: BlobCache):
+    """(the steps to ask for by name, each one's ``Lookup``, the rest of ``RemoteCache.ask``'s
+    arguments); None when there is nothing to ask."""
     asked = {s.name: s for s in plan.to_compile if s.reason is not Reason.FORCED}
     if not remote.enabled or not asked:
         return None
@@ -60,16 +68,10 @@ def remote_fetch(plan: Plan, remote: RemoteCache, records: Mapping[str, Record],
         key = lookups.inputs(step.variant, record.deps).key
         return Lookup(step.variant, key, record.sha256 if key == record.key else None)
 
-    def fetched(step, h) -> Fetched:
-        found = found_step(step, Found(h.deps, h.blob, h.info, h.remote,
-                                       CompilerName(h.compiler) if h.compiler else CompilerName.GLSLANG), lookups)
+    def fetched(lk: Lookup, h: Hit) -> Fetched:
+        found = found_step(asked[lk.variant.name], Found(h.deps, h.blob, h.info, h.remote,
+                           CompilerName(h.compiler) if h.compiler else CompilerName.GLSLANG), lookups)
         return Fetched(found, f" ({found.action.value})")
 
-    def fetch(v: Variant) -> Optional[Future]:
-        step = asked.get(v.name)
-        if step is None:
-            return None
-        return remote.ask(lookup(step), lambda v, deps: lookups.inputs(v, deps).key, cache.get,
-                          lambda v, blob: reflect_blob(v.name, "remote cache", blob),
-                          then=functools.partial(fetched, step))
-    return fetch
+    return asked, lookup, (lambda v, deps: lookups.inputs(v, deps).key, cache.get,
+                           lambda v, blob: reflect_blob(v.name, "remote cache", blob), fetched)
