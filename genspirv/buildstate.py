@@ -389,7 +389,6 @@ class Journal:
     def __init__(self, config: Config):
         self.path = journal_path(config)
         self._file = None
-        self.appended = 0
 
     def append(self, name: str, record: Record) -> None:
         line = json.dumps({"name": name, "record": record.to_doc(with_inputs=True)}, sort_keys=True,
@@ -401,7 +400,6 @@ class Journal:
             self._file.write(line.encode() + b"\n")
         except OSError:
             pass
-        self.appended += 1
 
     def close(self) -> None:
         if self._file is not None:

@@ -262,14 +262,14 @@ class RemoteCache:
     # -- fetching ---------------------------------------------------------------
 
     def ask(self, lk: Lookup, key_of: KeyOf, local_get: Callable[[str], Optional[bytes]],
-            reflect: Callable[[Any, bytes], Any], then: "Then" = lambda lk, hit: hit) -> Future:
+            reflect: Callable[[Any, bytes], Any], then: Then = lambda lk, hit: hit) -> Future:
         """A future of ``then(lk, hit)`` for ``lk``'s verified entry, or None for a miss (the build's
         to compile), its request queued behind the others (WORKERS at a time). A fault on the
         pool is a warning and a miss (``_guarded``)."""
         return self._executor().submit(self._guarded, self._counted, lk, key_of, local_get, reflect, then)
 
     def fetch(self, lookups: Sequence[Lookup], key_of: KeyOf, local_get: Callable[[str], Optional[bytes]],
-              reflect: Callable[[Any, bytes], Any], then: "Then" = lambda lk, hit: hit) -> dict[str, Any]:
+              reflect: Callable[[Any, bytes], Any], then: Then = lambda lk, hit: hit) -> dict[str, Any]:
         """Verified entries for ``lookups`` (``then(lk, hit)`` of each), by variant name, every
         request answered before it returns; the rest are the build's to compile."""
         if not self.enabled or not lookups or self._down:
