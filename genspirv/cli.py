@@ -35,7 +35,7 @@ def _warn(line: str) -> None:
 
 
 def _config(args: argparse.Namespace):
-    from .config import find_root, load_config
+    from .project.config import find_root, load_config
     root = Path(args.root) if getattr(args, "root", None) else find_root()
     return load_config(root)
 
@@ -67,7 +67,7 @@ def _add_jobs_quiet(p: argparse.ArgumentParser) -> None:
                    help="no progress lines (the summary and errors still print)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print every compiler command line, and every line of a compile error")
-    from .results import add_arguments      # --json, --annotations: build and check both
+    from .commands.results import add_arguments      # --json, --annotations: build and check both
     add_arguments(p)
 
 
@@ -99,7 +99,7 @@ def _human(args: argparse.Namespace):
 
 
 def _emit_results(args: argparse.Namespace, doc: dict, problems, title: str) -> None:
-    from .results import emit
+    from .commands.results import emit
     emit(args.json, args.annotations, doc, problems, title)
 
 
@@ -147,9 +147,9 @@ def _sigterm_interrupts():
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build import BuildInterrupted, build
+    from .build.builder import BuildInterrupted, build
     from .emit.cmake import write_depfile_from_args
-    from .results import build_result, error_problems
+    from .commands.results import build_result, error_problems
     _check_output_file("--depfile", args.depfile)
     if args.json != "-":
         _check_output_file("--json", args.json)
@@ -199,8 +199,8 @@ def _check_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .check import check
-    from .results import check_problems, check_result, error_problems
+    from .build.check import check
+    from .commands.results import check_problems, check_result, error_problems
     # `genspirv --check` has none of check's own options: their defaults.
     args = argparse.Namespace(**{"jobs": None, "quiet": False, "verbose": False, "json": None,
                                  "annotations": None, **vars(args)})
@@ -236,12 +236,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _reflect_args(p: argparse.ArgumentParser) -> None:
-    from .reflect_command import add_arguments
+    from .commands.reflect import add_arguments
     add_arguments(p)
 
 
 def cmd_reflect(args: argparse.Namespace) -> int:
-    from .reflect_command import run
+    from .commands.reflect import run
     return run(args, _say)
 
 
@@ -302,7 +302,7 @@ def _lint_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from .suppress import lint_project
+    from .lint.suppress import lint_project
     # A project's own suppressions need its config; a manifest given alone has only its files' comments.
     config = None if args.manifest else _config(args)
     findings = lint_project(_manifest(args, config), config)
@@ -375,12 +375,12 @@ def cmd_cmake_dir(args: argparse.Namespace) -> int:
 
 
 def _cache_args(p: argparse.ArgumentParser) -> None:
-    from .cache_command import add_arguments
+    from .commands.cache import add_arguments
     add_arguments(p)
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from .cache_command import run
+    from .commands.cache import run
     return run(_config(args), args, _say)
 
 
@@ -451,7 +451,7 @@ def _project_root(args: argparse.Namespace) -> Optional[Path]:
     if getattr(args, "command", None) == "init":
         return None
     try:
-        from .config import find_root
+        from .project.config import find_root
         return Path(args.root).absolute() if getattr(args, "root", None) else find_root()
     except (OSError, GenspirvError):
         return None

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Optional
 
-from .config import find_project_root
+from .project.config import find_project_root
 from .errors import ManifestError
-from .reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, PUSH_TYPES, SPEC_TYPES, STRUCT, Binding,
-                      PushMember, ShaderInfo, SpecConstant, spec_sizes)
+from .reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, PUSH_TYPES, SPEC_TYPES, STRUCT, Binding, PushMember,
+                      ShaderInfo, SpecConstant)
+from .reflect import spec_sizes
 
 SCHEMA = "genspirv/1"
 

@@ -19,8 +19,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .buildstate import STATE_DIR
-from .config import decode_utf8
+from .build.state import STATE_DIR
+from .project.config import decode_utf8
 from .errors import ConfigError
 from .fsutil import atomic_write
 
@@ -76,7 +76,7 @@ matrix = { TYPE = { f32 = "float" } }
 def glslang_pin() -> str:
     """The version of the glslangValidator the build will find, else the one genspirv depends on."""
     from .errors import GenspirvError
-    from .toolchain import find_tool, parse_glslang_version
+    from .toolchain.tools import find_tool, parse_glslang_version
     try:
         proc = find_tool("glslangValidator").run(["--version"], what="glslangValidator --version", timeout=30)
     except GenspirvError:

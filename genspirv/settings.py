@@ -98,7 +98,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("GENSPIRV_CACHE_MAX_MB", _number(float, 0, lo_open=True), "a positive number of MiB", 1024.0,
             "each blob cache is trimmed to this size, least recently used blobs first"),
     # The remote cache (docs/GUIDE.md, "Sharing compiles across machines"). The URL, the secret
-    # and the token are read as given and never echoed: genspirv.remote_cache checks the URL
+    # and the token are read as given and never echoed: genspirv.remote.cache checks the URL
     # and names it with any user info redacted.
     Setting("GENSPIRV_REMOTE_CACHE", _text, "an http(s) URL, or off", None,
             "a compile cache machines share, entries at `<url>/<key[:2]>/<key[2:]>`; "

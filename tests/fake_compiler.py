@@ -1,4 +1,4 @@
-"""A compiler that runs in memory, for the build's tests: genspirv.compiler's protocol without glslang.
+"""A compiler that runs in memory, for the build's tests: genspirv.toolchain.compiler's protocol without glslang.
 
 ``FakeCompiler.compile`` reads the source and follows its ``#include "x"``
 lines (beside the including file, then on the include path) to list every
@@ -6,7 +6,7 @@ file it read, and makes a small valid SPIR-V compute module whose
 ``OpSourceExtension`` carries a digest of everything real bytes depend on
 (each file's text, the defines, flags and target env): a changed input gives
 changed bytes. A variant's preamble is read as glslang's compile reads it
-(``genspirv.preamble.compose``: a ``#version`` in both is refused), listed
+(``genspirv.toolchain.preamble.compose``: a ``#version`` in both is refused), listed
 after the source, and in the digest. A line ``// fake: error`` in the source,
 its preamble or a file it includes is a CompileError at that file and line,
 followed by a follow-on line as glslang's; a line
@@ -26,9 +26,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional
 
-from genspirv.compiler import CompilerOutput, Job, dep_path
+from genspirv.toolchain.compiler import CompilerOutput, Job, dep_path
 from genspirv.errors import CompileError, UnavailableError, ValidationError
-from genspirv.preamble import compose
+from genspirv.toolchain.preamble import compose
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 EXTENSION = re.compile(r"^\s*#\s*extension\s+(\w+)\s*:\s*require", re.M)

@@ -123,7 +123,7 @@ def test_run_command_failure_quotes_output():
 
 
 def test_synthetic_project_has_exact_count_and_header_share(tiny_project, tmp_path):
-    from genspirv.config import load_config
+    from genspirv.project.config import load_config
 
     root = tiny_project()
     project = synth.generate_project(root, tmp_path / "synth", 11, header_share=0.5, per_source=1)
@@ -323,7 +323,7 @@ def test_runtime_rows_are_every_raw_sample():
 
 
 def test_generator_project_lists_the_same_variants_with_a_backend_mix(tiny_project, tmp_path):
-    from genspirv.config import load_config
+    from genspirv.project.config import load_config
     gen = synth.generate_generator_project(tiny_project(), tmp_path / "gen", 40, per_source=1)
     cfg = load_config(gen.root)
     assert cfg.generator == synth.GENERATOR_FILE

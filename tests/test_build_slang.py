@@ -30,11 +30,11 @@ from pathlib import Path
 import pytest
 
 from corpus import tools
-from genspirv.compilers import library, slang_glslang
+from genspirv.toolchain.slang import library, slang_glslang
 from genspirv.errors import ToolchainError
 from genspirv.manifest import info_from_dict
 from genspirv.reflect import reflect
-from genspirv.toolchain import find_tool
+from genspirv.toolchain.tools import find_tool
 
 SHADERS = Path(__file__).resolve().parent / "slang_shaders"
 HINT = f"compiler slang-glslang needs the slangpy wheel: {library.INSTALL_HINT}"
@@ -259,7 +259,7 @@ def _workers_of(pid: int) -> list[int]:
             command = (stat.parent / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-        if parent == pid and b"genspirv.compilers.workers" in command:
+        if parent == pid and b"genspirv.toolchain.slang.workers" in command:
             found.append(int(stat.parent.name))
     return found
 

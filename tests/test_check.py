@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from genspirv.check import check, first_difference
-from genspirv.config import load_config
+from genspirv.build.check import check, first_difference
+from genspirv.project.config import load_config
 
 
 @pytest.fixture

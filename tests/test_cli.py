@@ -97,7 +97,7 @@ OpFunctionEnd
 
 
 def test_reflect_shows_every_entry_point_or_the_one_asked_for(genspirv, tmp_path):
-    from genspirv.toolchain import find_tool
+    from genspirv.toolchain.tools import find_tool
     source, blob = tmp_path / "two.spvasm", tmp_path / "two.spv"
     source.write_text(TWO_ENTRY_POINTS)
     proc = find_tool("spirv-as").run(["--target-env", "vulkan1.2", str(source), "-o", str(blob)], what="spirv-as")

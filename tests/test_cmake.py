@@ -315,7 +315,7 @@ def depfile_project(tmp: Path, generate: str = "", extra: str = "") -> Path:
 
 
 def test_depfile_lists_sources_includes_folders_config_and_templates(tmp_path):
-    from genspirv.config import load_config
+    from genspirv.project.config import load_config
     root = depfile_project(tmp_path, 'generate = [ { template = "t/x.j2", output = "x.h" } ]\n')
     (root / "t").mkdir()
     (root / "t" / "x.j2").write_text("{{ banner }}\n")
@@ -334,7 +334,7 @@ def test_depfile_lists_sources_includes_folders_config_and_templates(tmp_path):
 
 def test_build_depfile_option_writes_make_syntax(tmp_path):
     from genspirv.cli import main
-    from genspirv.config import load_config
+    from genspirv.project.config import load_config
     root = depfile_project(tmp_path / "with space")
     dep = tmp_path / "out" / "k.stamp.d"
     dep.parent.mkdir()                  # a depfile in a missing folder is refused (tests/test_cli.py)

@@ -31,7 +31,7 @@ CXX = shutil.which("g++")
 def _glslang():
     """The pinned compiler genspirv itself would run (its wheel, an override, or PATH)."""
     from genspirv.errors import GenspirvError
-    from genspirv.toolchain import find_tool
+    from genspirv.toolchain.tools import find_tool
     try:
         return find_tool("glslangValidator")
     except GenspirvError:
@@ -631,7 +631,7 @@ def test_build_renders_template_and_check_verifies_it(tmp_path, capsys):
     ('{ template = "../t.j2", output = "src/x.hpp" }', "relative posix path"),
 ])
 def test_generate_template_entries_are_checked(tmp_path, entry, match):
-    from genspirv.config import load_config
+    from genspirv.project.config import load_config
     from genspirv.errors import ConfigError
     (tmp_path / "glsl").mkdir()
     (tmp_path / "pyproject.toml").write_text(f'[tool.genspirv]\ngenerate = [ {entry} ]\n')

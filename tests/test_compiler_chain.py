@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 
 from fake_compiler import FakeCompiler
-from genspirv.build import build
-from genspirv.compilers.chain import Compilers
-from genspirv.config import load_config
+from genspirv.build.builder import build
+from genspirv.toolchain.chain import Compilers
+from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ConfigError, ToolchainError
-from genspirv.variants import CompilerName
+from genspirv.project.variants import CompilerName
 
 SLANG = CompilerName.SLANG_GLSLANG
 HINT = "compiler slang-glslang needs the slangpy wheel: pip install 'genspirv[slang-glslang]'"
@@ -200,7 +200,7 @@ def test_without_the_second_compiler_a_required_variant_fails_before_anything_co
 
 
 def test_the_cli_prints_one_line_per_unavailable_variant_and_the_summary(tmp_path, genspirv, monkeypatch):
-    from genspirv.compilers import slang_glslang
+    from genspirv.toolchain.slang import slang_glslang
 
     def not_installed():
         raise ToolchainError(HINT)

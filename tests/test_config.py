@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from genspirv.config import Variant, load_config
+from genspirv.project.config import Variant, load_config
 from genspirv.errors import ConfigError
 
 COMP = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"
@@ -346,7 +346,7 @@ def test_build_without_a_config_says_it_used_the_defaults(tmp_path, genspirv):
 
 def _rglob_sources(root, glsl_dir, exclude=(), suffixes=(".comp",)):
     # The walk discover_sources replaced, kept as its oracle.
-    from genspirv.variants import is_excluded
+    from genspirv.project.variants import is_excluded
     base = root / glsl_dir
     found = []
     for path in sorted(p for suffix in suffixes for p in base.rglob(f"*{suffix}")):
@@ -360,7 +360,7 @@ def _rglob_sources(root, glsl_dir, exclude=(), suffixes=(".comp",)):
 def test_discover_sources_finds_what_rglob_found(tmp_path):
     import os
 
-    from genspirv.config import OTHER_STAGES, discover_sources
+    from genspirv.project.config import OTHER_STAGES, discover_sources
     glsl = tmp_path / "glsl"
     for rel in ("a.comp", "b/c.comp", "b/a-b.comp", "b-a.comp", ".hidden/x.comp", "include/h.comp",
                 "sub/include/i.comp", "skip/s.comp", "z.frag", "d/e.vert", "notes.txt", "B/Upper.comp"):

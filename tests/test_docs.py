@@ -195,7 +195,7 @@ VULKAN_PROBES = {
     "vulkan": "from genspirv.runtime import Device\nDevice().close()\n",
     "vulkan-validation": "from genspirv.runtime import Device\nDevice(validation=True).close()\n",
     # Not Vulkan, but asked the same way: the `slang-glslang` extra is installed.
-    "slang-glslang": "from genspirv.compilers.library import find_library\nfind_library()\n",
+    "slang-glslang": "from genspirv.toolchain.slang.library import find_library\nfind_library()\n",
 }
 
 
@@ -477,7 +477,7 @@ def readme_config_block() -> str:
 
 
 def test_readme_config_block_loads_and_shows_the_defaults(tmp_path):
-    from genspirv.config import load_config
+    from genspirv.project.config import load_config
     (tmp_path / "glsl").mkdir()
     (tmp_path / "glsl" / "add.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n")
     (tmp_path / "pyproject.toml").write_text(readme_config_block())

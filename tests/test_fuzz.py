@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corpus import tools
-from genspirv import spirv as sp
+from genspirv.reflect import spirv as sp
 from genspirv.errors import ReflectError, SpirvError
 from genspirv.reflect import reflect, reflect_module
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from fake_compiler import ERROR_MARK, FakeCompiler
-from genspirv.build import build
-from genspirv.check import check
-from genspirv.config import load_config
+from genspirv.build.builder import build
+from genspirv.build.check import check
+from genspirv.project.config import load_config
 from genspirv.emit.cmake import depfile_inputs
 from genspirv.errors import CompileError, ConfigError
 from template_backend import LISTING, make_backend, names_by_template

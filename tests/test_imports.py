@@ -9,7 +9,7 @@ import sys
 _PROBE = """
 import json, sys
 sys.modules["vulkan"] = None          # "import vulkan" now raises ImportError
-import genspirv.spirv, genspirv.reflect, genspirv.manifest, genspirv.runtime.hazards
+import genspirv.reflect.spirv, genspirv.reflect, genspirv.manifest, genspirv.runtime.hazards
 import genspirv.runtime.trust, genspirv.runtime.sharing, genspirv.llm.kernel_groups
 import genspirv.runtime.limits
 import genspirv.runtime
@@ -25,7 +25,7 @@ def _loaded(code: str) -> set[str]:
 
 def test_pure_cores_import_without_vulkan():
     loaded = _loaded(_PROBE)
-    assert {"genspirv.spirv", "genspirv.reflect", "genspirv.manifest",
+    assert {"genspirv.reflect.spirv", "genspirv.reflect", "genspirv.manifest",
             "genspirv.runtime.hazards", "genspirv.runtime.trust", "genspirv.runtime.sharing",
             "genspirv.llm.kernel_groups", "genspirv.runtime.limits"} <= loaded
     assert "vulkan" not in loaded and "genspirv.runtime.device" not in loaded

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from genspirv import cli, scaffold
-from genspirv.config import load_config
+from genspirv.project.config import load_config
 from genspirv.errors import ConfigError
 from genspirv.manifest import load_manifest
 
@@ -203,7 +203,7 @@ def test_a_failed_write_rolls_back_what_init_changed(tmp_path, monkeypatch):
 
 
 def test_pin_is_the_version_of_the_compiler_build_will_find(monkeypatch, tmp_path):
-    from genspirv import toolchain
+    from genspirv.toolchain import tools as toolchain
     from genspirv.errors import ToolchainError
     fake = tmp_path / "glslangValidator"
     fake.write_text("#!/bin/sh\necho 'Glslang Version: 11:14.0.0'\n")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from genspirv import isolated
-from genspirv.config import load_config
+from genspirv.project import isolated
+from genspirv.project.config import load_config
 from genspirv.errors import ConfigError
 
 COMP = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"
@@ -114,7 +114,7 @@ def test_without_fork_a_python_that_cannot_start_is_one_line(tmp_path, no_fork, 
         load_config(root)
 
 
-ARM = "import signal, sys, time\n{}from genspirv import isolated\nisolated._arm(0.05)\ntime.sleep(30)\n"
+ARM = "import signal, sys, time\n{}from genspirv.project import isolated\nisolated._arm(0.05)\ntime.sleep(30)\n"
 
 
 @pytest.mark.slow

@@ -400,7 +400,7 @@ def test_argmax_ties_take_the_smallest_index(dev):
 
 def test_f16_kernels_need_16bit_storage(dev):
     """The f16 variants declare StorageBuffer16BitAccess and nothing wider."""
-    from genspirv import spirv
+    from genspirv.reflect import spirv
     from genspirv.manifest import load_manifest
     manifest = load_manifest(runtime_manifest_path())
     for name in ("get_rows_f16", "mul_mat_vec_f16", "matmul_f16"):

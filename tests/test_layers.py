@@ -21,28 +21,20 @@ PACKAGE = Path(genspirv.__file__).parent
 
 # Lowest first; a unit imports only from layers below its own.
 LAYERS = [
-    {"errors", "lint_rules"},
-    {"__init__", "settings", "spirv", "variant_names", "fsutil", "children", "console", "remote_url",
-     "isolated", "statlog"},
-    {"generated", "variants", "reflect", "includes", "preamble", "cachestats"},
-    # ^ generated files; variant tables; SPIR-V facts; the caches' counters
-    {"generator"},                                  # a generator file run, its variants and files checked
-    {"config"},                                     # the project's settings
-    {"manifest", "toolchain", "remote_entry"},      # the JSON format; the pinned tools; remote entries
-    {"spirv_tools"},                                # spirv-opt, spirv-val, spirv-dis on a blob
-    {"buildstate", "compiler", "runtime", "remote_cache"},
-    {"blobcache"},                                  # compiled blobs by content key
-    {"compilers"},                                  # every compiler of a build, and each variant's chain
-    {"plan", "compile", "emit", "lint"},
-    {"outputs", "suppress", "selection", "buildreport", "noopstamp", "remote_plan"},
-    # ^ ... ; build NAME...'s plan; what a build did; a no-op decided from stat() alone; the remote
-    #   cache's fetches in the plan
-    {"commit"},                                     # outputs put in place all or none
-    {"build"},
-    {"check", "scaffold"},
-    {"llm"},                                        # the demo, on the runtime's public API
-    {"bench"},                                      # every benchmark
-    {"results", "cache_command", "reflect_command"},   # --json and annotations; `cache`; `reflect`
+    {"errors"},
+    {"__init__", "settings", "fsutil", "console"},  # the settings table; atomic writes and locks; the terminal
+    {"cachestats"},                 # the caches' counters, kept under a lock
+    {"reflect"},                    # the SPIR-V reader and reflection: pure, on bytes
+    {"project"},                    # the vocabulary: config, variants, generators, generated sources
+    {"manifest"},                   # the JSON format
+    {"toolchain", "remote"},        # the tools and the compiler seam; the remote cache
+    {"runtime"},                    # the Vulkan runtime, on the manifest
+    {"emit", "lint"},               # generated C, C++ and CMake; lint's findings and suppressions
+    {"build"},                      # plan, caches, compiles, outputs, commit; build and check
+    {"scaffold"},                   # genspirv init
+    {"llm"},                        # the demo, on the runtime's public API
+    {"bench"},                      # every benchmark
+    {"commands"},                   # --json and annotations; `cache`; `reflect`
     {"cli"},
     {"__main__"},
 ]
@@ -123,8 +115,11 @@ def test_a_back_up_import_is_reported():
 def test_relative_imports_are_read_at_the_right_level():
     inner = PACKAGE / "runtime" / "device.py"
     assert imported_units(inner, "from ..manifest import load_manifest\nfrom .kernel import Kernel\n") == {"manifest"}
-    top = PACKAGE / "build.py"
-    assert imported_units(top, "from .plan import Plan\nfrom . import settings\n") == {"plan", "settings"}
+    top = PACKAGE / "cli.py"
+    assert imported_units(top, "from .build.plan import Plan\nfrom . import settings\n") == {"build", "settings"}
+    deep = PACKAGE / "toolchain" / "slang" / "workers.py"
+    assert imported_units(deep, "from ... import settings\nfrom .. import children\nfrom ...errors import E\n") \
+        == {"settings", "errors"}
     assert imported_units(top, "from . import __version__\n") == {"__init__"}
     lazy = "def f():\n    from .emit import render\n"
     assert imported_units(top, lazy) == {"emit"}
@@ -134,3 +129,90 @@ def test_no_module_is_over_500_lines():
     long = {p.relative_to(PACKAGE).as_posix(): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
     assert long == {}
+
+
+def module_of(path: Path) -> str:
+    """The dotted module a file is, under genspirv: ``build.plan``, ``reflect`` for reflect/__init__.py."""
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _module_exists(dotted: str) -> bool:
+    base = PACKAGE.joinpath(*dotted.split(".")) if dotted else PACKAGE
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def imported_modules(path: Path, source: str) -> set[str]:
+    """Every genspirv module ``source`` (the file at ``path``) imports, dotted under genspirv."""
+    module = module_of(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".") if package else []
+                base = parts[:len(parts) - (node.level - 1)]
+                target = ".".join(base + (node.module.split(".") if node.module else []))
+            elif node.module == "genspirv" or (node.module or "").startswith("genspirv."):
+                target = node.module[len("genspirv."):] if node.module != "genspirv" else ""
+            else:
+                continue
+            subs = {f"{target}.{a.name}".lstrip(".") for a in node.names}
+            found.update(s for s in subs if _module_exists(s))
+            if any(not _module_exists(s) for s in subs):
+                found.add(target)
+        elif isinstance(node, ast.Import):
+            found.update(a.name[len("genspirv."):] for a in node.names if a.name.startswith("genspirv."))
+    return found - {module}
+
+
+def module_imports() -> dict[str, set[str]]:
+    return {module_of(p): imported_modules(p, p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_no_import_cycle_between_any_two_modules():
+    """Inside the packages too, lazy imports included: no module reaches itself."""
+    assert cycles(module_imports()) == []
+
+
+def test_an_import_cycle_is_reported():
+    """Negative control: the plan importing the builder, which imports the plan, is a cycle."""
+    graph = module_imports()
+    graph["build.plan"] = graph["build.plan"] | {"build.builder"}
+    assert any({"build.builder", "build.plan"} <= set(c) for c in cycles(graph))

@@ -9,7 +9,7 @@ import pytest
 
 from corpus import tools
 from genspirv.errors import BlobIntegrityError
-from genspirv.lint import Finding, identical_blobs, lint, lint_info
+from genspirv.lint.findings import Finding, identical_blobs, lint, lint_info
 from genspirv.manifest import Manifest, ManifestEntry, Toolchain
 from genspirv.reflect import reflect
 

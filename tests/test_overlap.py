@@ -11,11 +11,11 @@ import pytest
 
 from fake_compiler import ERROR_MARK, FakeCompiler
 from genspirv import manifest as manifest_mod
-from genspirv.build import build
-from genspirv.buildstate import Record
-from genspirv.check import check
-from genspirv.compile import longest_first
-from genspirv.config import load_config
+from genspirv.build.builder import build
+from genspirv.build.state import Record
+from genspirv.build.check import check
+from genspirv.build.compile import longest_first
+from genspirv.project.config import load_config
 from genspirv.errors import CompileError
 from test_plan import ALL, NEG, committed, make_project
 
@@ -85,7 +85,7 @@ def test_processes_start_in_parallel_and_one_started_during_a_stop_is_killed(mon
     import sys
     import threading
 
-    from genspirv import children
+    from genspirv.toolchain import children
 
     real = subprocess.Popen
     inside = threading.Event()

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from fake_compiler import ERROR_MARK, INVALID_MARK, FakeCompiler
-from genspirv.build import BuildInterrupted, build
-from genspirv.buildstate import KeyInputs, Record
-from genspirv.check import check
-from genspirv.config import Variant, load_config
+from genspirv.build.builder import BuildInterrupted, build
+from genspirv.build.state import KeyInputs, Record
+from genspirv.build.check import check
+from genspirv.project.config import Variant, load_config
 from genspirv.errors import CompileError, ValidationError
-from genspirv.plan import Action, Found, Lookups, Reason, decide, found_elsewhere, make_plan
+from genspirv.build.plan import Action, Found, Lookups, Reason, decide, found_elsewhere, make_plan
 
 ADD = """\
 #version 450

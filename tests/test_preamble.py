@@ -1,4 +1,4 @@
-"""Preambles: a file's text before a source's first line (genspirv/preamble.py, docs/RULES.md "Preambles").
+"""Preambles: a file's text before a source's first line (genspirv/toolchain/preamble.py, docs/RULES.md "Preambles").
 
 The composition and the way back from its lines are pure and tested on
 strings; the config key is tested through ``load_config``; the content key
@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from fake_compiler import ERROR_MARK, FakeCompiler
-from genspirv.build import build
-from genspirv.buildstate import KeyInputs
-from genspirv.config import load_config
+from genspirv.build.builder import build
+from genspirv.build.state import KeyInputs
+from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ConfigError
-from genspirv.plan import Action, Reason
-from genspirv.preamble import compose, missing_version, version_line
+from genspirv.build.plan import Action, Reason
+from genspirv.toolchain.preamble import compose, missing_version, version_line
 
 HEADER = "#version 450\n#define FLOAT float\n"
 HEADER16 = ("#version 450\n#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n"

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from corpus import tools
-from genspirv.build import build
-from genspirv.check import check
-from genspirv.config import load_config
-from genspirv.lint import lint
+from genspirv.build.builder import build
+from genspirv.build.check import check
+from genspirv.project.config import load_config
+from genspirv.lint.findings import lint
 from genspirv.manifest import load_manifest
 
 pytestmark = pytest.mark.slow       # ~30 real compiles

@@ -72,8 +72,8 @@ def echo_manifest(tmp_path_factory):
     (root / "glsl").mkdir()
     (root / "glsl" / "echo.comp").write_text(ECHO)
     (root / "pyproject.toml").write_text('[tool.genspirv]\nglslang = "13.1.1"\n')
-    from genspirv.build import build
-    from genspirv.config import load_config
+    from genspirv.build.builder import build
+    from genspirv.project.config import load_config
     build(load_config(root))
     return root / "manifests" / "shaders.json"
 
@@ -100,8 +100,8 @@ def test_the_shader_reads_what_was_named(echo_manifest):
 @pytest.fixture(scope="module")
 def scaffold_manifest(tmp_path_factory):
     """`genspirv init`'s project, built: its scale_f32 is { float alpha; uint n; }."""
-    from genspirv.build import build
-    from genspirv.config import load_config
+    from genspirv.build.builder import build
+    from genspirv.project.config import load_config
     from genspirv.scaffold import init
     root = tmp_path_factory.mktemp("scaffold")
     init(root)

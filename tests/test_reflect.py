@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from corpus import tools
-from genspirv import spirv as sp
+from genspirv.reflect import spirv as sp
 from genspirv.errors import ReflectError, SpirvError
 from genspirv.reflect import (ShaderInfo, binding_usage, index_module, reflect, reflect_module,
-                              shared_memory_bytes, struct_size, usage)
+                              shared_memory_bytes, struct_size)
+from genspirv.reflect import usage
 
 
 def _info(name: str, entry: str | None = None) -> ShaderInfo:

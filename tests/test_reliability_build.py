@@ -26,9 +26,9 @@ import pytest
 from faults import (ADD_COMP, SHADER_TABLE, assert_refusal, committed_files, fake_glslang,
                     pyproject_text, run_cli, set_salt, stray_files, write_project)
 from genspirv import GenspirvError
-from genspirv.build import build
-from genspirv.check import check
-from genspirv.config import load_config
+from genspirv.build.builder import build
+from genspirv.build.check import check
+from genspirv.project.config import load_config
 from genspirv.errors import (BlobIntegrityError, CompileError, ConfigError, ManifestError,
                              ToolchainError)
 from genspirv.manifest import load_manifest
@@ -196,8 +196,9 @@ def test_glslang_absent(proj, tmp_path):
 
 def test_glslang_absent_everywhere(proj, monkeypatch, tmp_path):
     """No override, no wheel, nothing on PATH: the message says what to install."""
-    from genspirv import build as build_mod, toolchain
-    from genspirv.config import load_config
+    from genspirv.build import builder as build_mod
+    from genspirv.toolchain import tools as toolchain
+    from genspirv.project.config import load_config
     monkeypatch.delenv("GENSPIRV_GLSLANG", raising=False)
     monkeypatch.setattr(toolchain, "_from_wheel", lambda tool: None)
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -323,8 +324,8 @@ def test_unwritable_manifest_folder_changes_no_committed_byte(proj):
 
 def _inprocess_build(root: Path, monkeypatch, fail_on: str, err: int):
     """Build in-process with os.replace failing with ``err`` for files named ``fail_on``."""
-    from genspirv import build as build_mod
-    from genspirv.config import load_config
+    from genspirv.build import builder as build_mod
+    from genspirv.project.config import load_config
     real_replace = os.replace
 
     def failing_replace(src, dst, *a, **kw):

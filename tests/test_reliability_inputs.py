@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from fake_compiler import FakeCompiler
-from genspirv.build import build
-from genspirv.check import check
-from genspirv.config import load_config
+from genspirv.build.builder import build
+from genspirv.build.check import check
+from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ConfigError
 
 COMP = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"
@@ -231,7 +231,7 @@ def test_a_define_value_with_a_backslash_inside_is_taken(tmp_path):
 
 
 def test_a_short_secret_is_redacted_only_whole_and_called_weak(monkeypatch):
-    from genspirv.remote_cache import RemoteCache, remote_settings
+    from genspirv.remote.cache import RemoteCache, remote_settings
     monkeypatch.setenv("GENSPIRV_REMOTE_CACHE", "http://127.0.0.1:9/cache")
     monkeypatch.setenv("GENSPIRV_REMOTE_CACHE_SECRET", "e")
     said: list[str] = []
@@ -314,7 +314,7 @@ def test_a_source_path_with_spaces_and_non_ascii_letters_builds_with_glslang(tmp
 
 def test_the_include_graph_is_walked_from_the_preamble_too(tmp_path):
     """The shared check glslang and slang-glslang both run: a cycle only the preamble reaches is found."""
-    from genspirv.includes import find_include_cycle, unguarded_include_cycle
+    from genspirv.toolchain.includes import find_include_cycle, unguarded_include_cycle
     root = project(tmp_path, PRE_CYCLE)
     glsl, inc = root / "glsl", root / "glsl/include"
     assert find_include_cycle(glsl / "a.comp", [inc]) is None                  # from the source alone: none

@@ -27,13 +27,13 @@ import pytest
 
 from fake_compiler import FakeCompiler
 from genspirv.bench.webdav import StoreError, WebdavStore, server_block
-from genspirv.build import BuildInterrupted, build
-from genspirv.check import check
-from genspirv.config import load_config
+from genspirv.build.builder import BuildInterrupted, build
+from genspirv.build.check import check
+from genspirv.project.config import load_config
 from genspirv.errors import ConfigError
-from genspirv.plan import Action, Reason
-from genspirv.remote_cache import WORKERS, Lookup, RemoteCache, remote_settings
-from genspirv.remote_entry import Entry, EntryKind, decode, encode
+from genspirv.build.plan import Action, Reason
+from genspirv.remote.cache import WORKERS, Lookup, RemoteCache, remote_settings
+from genspirv.remote.entry import Entry, EntryKind, decode, encode
 
 from conftest import TINY_FILES, TINY_PYPROJECT, TINY_VARIANTS
 
@@ -1043,7 +1043,7 @@ def test_a_blob_another_compiler_built_keeps_its_name_on_the_second_machine(tmp_
     """The manifest names the compiler that built a variant (``"compiler": "slang-glslang"``):
     a second machine that takes the blob from the store writes the first machine's manifest,
     byte for byte, so `check` agrees on both."""
-    from genspirv.compilers import library
+    from genspirv.toolchain.slang import library
     from genspirv.errors import ToolchainError
     try:
         library.find_library()

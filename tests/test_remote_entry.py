@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from genspirv.remote_entry import (MAC_BYTES, MAGIC, Entry, EntryError, EntryKind, decode, encode,
-                                   index_key)
+from genspirv.remote.entry import MAC_BYTES, MAGIC, Entry, EntryError, EntryKind, decode, encode, index_key
 
 KEY = hashlib.sha256(b"a variant").hexdigest()
 OTHER = hashlib.sha256(b"another variant").hexdigest()

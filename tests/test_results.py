@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from fake_compiler import ERROR_MARK
-from genspirv.results import Problem, annotations
+from genspirv.commands.results import Problem, annotations
 
 from conftest import TINY_VARIANTS
 

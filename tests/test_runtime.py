@@ -425,7 +425,7 @@ def test_committed_test_kernels_match_their_sources():
     """tests/shaders_rt is a genspirv project of its own: its blobs and manifest are current."""
     import subprocess
     from genspirv.errors import ToolchainError
-    from genspirv.toolchain import find_tool
+    from genspirv.toolchain.tools import find_tool
     try:
         find_tool("glslangValidator")
     except ToolchainError as exc:      # a GPU machine that only runs kernels

@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from genspirv.config import load_config
+from genspirv.project.config import load_config
 from genspirv.errors import UsageError
-from genspirv.selection import choose
+from genspirv.build.selection import choose
 
 from conftest import TINY_VARIANTS
 

@@ -53,7 +53,7 @@ def test_bad_values_name_the_variable_and_what_it_allows(name, bad, allowed):
 
 
 def test_a_negative_lock_timeout_is_refused(tmp_path, monkeypatch):
-    from genspirv.build import project_lock
+    from genspirv.build.builder import project_lock
     monkeypatch.setenv("GENSPIRV_LOCK_TIMEOUT", "-5")
     with pytest.raises(SettingError, match="GENSPIRV_LOCK_TIMEOUT must be a number of seconds, 0 or more"):
         with project_lock(tmp_path):
@@ -69,7 +69,7 @@ def test_every_variable_is_read_through_the_table():
     offenders = [str(p.relative_to(ROOT)) for p, text in _sources().items() if direct.search(text)]
     assert offenders == []
     read = {m for text in _sources().values() for m in re.findall(r"""settings\.get\(\s*["'](GENSPIRV_\w+)""", text)}
-    from genspirv.toolchain import WHEEL_OF, env_override_name
+    from genspirv.toolchain.tools import WHEEL_OF, env_override_name
     read |= {env_override_name(tool) for tool in WHEEL_OF}
     assert read == {row.name for row in SETTINGS}     # no row nothing reads, no read without a row
 

@@ -1,4 +1,4 @@
-"""slang-glslang (genspirv/compilers/): the slangpy wheel's 2026 glslang as a second compiler.
+"""slang-glslang (genspirv/toolchain/slang/): the slangpy wheel's 2026 glslang as a second compiler.
 
 The shaders in tests/slang_shaders/ use what the pinned glslang 13.1.1 lacks:
 cooperative matrix 2 (fp16 and 4-bit blocks decoded on load), the integer dot
@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 
 from corpus import tools
-from genspirv.compilers import library, slang_glslang
-from genspirv.compilers.job import Job
-from genspirv.compilers.pinned_glslang import library_files
-from genspirv.compilers.probes import Support
-from genspirv.compilers.workers import WorkerPool
+from genspirv.toolchain.slang import library, slang_glslang
+from genspirv.toolchain.slang.worker_job import Job
+from genspirv.toolchain.slang.pinned_glslang import library_files
+from genspirv.toolchain.slang.probes import Support
+from genspirv.toolchain.slang.workers import WorkerPool
 from genspirv.errors import CompileError, CompilerCrashError, ConfigError, ToolchainError, UnavailableError
 from genspirv.reflect import reflect
-from genspirv.toolchain import compile_glsl, find_glslang, find_tool
+from genspirv.toolchain.tools import compile_glsl, find_glslang, find_tool
 
 REPO = Path(__file__).resolve().parent.parent
 SHADERS = REPO / "tests" / "slang_shaders"
@@ -379,7 +379,7 @@ def test_a_compile_past_the_memory_cap_fails_alone():
 
 
 def test_an_unexpected_preprocessor_output_is_refused_not_misnumbered():
-    from genspirv.compilers.preprocess import strip_preamble_echo
+    from genspirv.toolchain.slang.preprocess import strip_preamble_echo
     echo = "#extension GL_GOOGLE_include_directive : enable\n"
     assert strip_preamble_echo("\n\n" + echo + "#version 450\n", "v") == "#version 450\n"
     with pytest.raises(ToolchainError, match="line numbers would be wrong"):

@@ -1,7 +1,7 @@
 """slang-glslang's in-process preprocessing is ``glslangValidator -E``, byte for byte.
 
 The worker preprocesses with the pinned glslang's library through its C interface
-and its own include search (genspirv/compilers/pinned_glslang.py); the oracle is
+and its own include search (genspirv/toolchain/slang/pinned_glslang.py); the oracle is
 the pinned glslangValidator's ``-E`` over the same source, defines and ``-I``
 folders. Compared: the text (after each one's preamble echo), or on a refusal the
 messages; over include layouts that exercise every rule of the search (local
@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 
 from genspirv.bench.compiler_suite import corpus
-from genspirv.compilers import library, slang_glslang
-from genspirv.compilers.job import Job
-from genspirv.compilers.preprocess import clean_messages, dependency_paths, preamble, strip_preamble_echo
+from genspirv.toolchain.slang import library, slang_glslang
+from genspirv.toolchain.slang.worker_job import Job
+from genspirv.toolchain.slang.preprocess import (clean_messages, dependency_paths, preamble,
+                                                 strip_preamble_echo)
 from genspirv.errors import ToolchainError
-from genspirv.toolchain import INCLUDE_PREAMBLE
+from genspirv.toolchain.tools import INCLUDE_PREAMBLE
 
 REPO = Path(__file__).resolve().parent.parent
 SHADERS = REPO / "tests" / "slang_shaders"

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "shaders_rt"))
 import rt  # noqa: E402
 
 from genspirv.errors import SpecConstantError  # noqa: E402
-from genspirv.lint import lint  # noqa: E402
+from genspirv.lint.findings import lint  # noqa: E402
 from genspirv.manifest import load_manifest  # noqa: E402
 from genspirv.runtime.kernel import pack_spec, specialised_local_size  # noqa: E402
 

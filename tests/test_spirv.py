@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from corpus import tools
-from genspirv import spirv as sp
+from genspirv.reflect import spirv as sp
 from genspirv.errors import GenspirvError, SpirvError
 
 

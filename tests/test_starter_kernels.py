@@ -14,7 +14,7 @@ import struct
 import numpy as np
 import pytest
 
-from genspirv import spirv
+from genspirv.reflect import spirv
 from genspirv.manifest import load_manifest
 
 runtime = pytest.importorskip("genspirv.runtime")

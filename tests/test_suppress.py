@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from genspirv.build import build
-from genspirv.config import load_config
+from genspirv.build.builder import build
+from genspirv.project.config import load_config
 from genspirv.errors import ConfigError
 from genspirv.manifest import load_manifest
-from genspirv.lint_rules import Rule
-from genspirv.suppress import lint_project
+from genspirv.project.lint_rules import Rule
+from genspirv.lint.suppress import lint_project
 
 K = """\
 #version 450

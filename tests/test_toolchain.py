@@ -10,8 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from genspirv.errors import ToolchainError
-from genspirv.toolchain import (find_glslang, find_tool, parse_depfile,
-                                parse_glslang_version)
+from genspirv.toolchain.tools import find_glslang, find_tool, parse_depfile, parse_glslang_version
 
 
 def test_tools_come_from_the_pinned_wheels():
@@ -113,7 +112,7 @@ PLAIN = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"
 
 
 def _compile(tmp_path, text, **kw):
-    from genspirv.toolchain import compile_glsl
+    from genspirv.toolchain.tools import compile_glsl
     (tmp_path / "s.comp").write_text(text)
     (tmp_path / "h.glsl").write_text("// a header\n")
     return compile_glsl(find_glslang("13.1.1"), source="s.comp", output=tmp_path / "s.spv",
@@ -123,7 +122,7 @@ def _compile(tmp_path, text, **kw):
 @pytest.mark.slow
 def test_include_without_the_extension_line_needs_the_preamble(tmp_path):
     from genspirv.errors import CompileError
-    from genspirv.toolchain import uses_include
+    from genspirv.toolchain.tools import uses_include
     assert uses_include(INCLUDER.encode()) and not uses_include(PLAIN.encode())
     with pytest.raises(CompileError, match="required extension not requested: GL_GOOGLE_include_directive"):
         _compile(tmp_path, INCLUDER)                       # control: plain glslang refuses it
@@ -135,7 +134,7 @@ def test_include_without_the_extension_line_needs_the_preamble(tmp_path):
 
 def test_a_missing_extension_is_named_with_the_compiler_version(tmp_path):
     from genspirv.errors import UnavailableError
-    from genspirv.toolchain import missing_extensions
+    from genspirv.toolchain.tools import missing_extensions
     with pytest.raises(UnavailableError) as info:
         _compile(tmp_path, "#version 450\n#extension GL_EXT_bfloat16 : require\n" + PLAIN.split("\n", 1)[1])
     assert info.value.missing == ("GL_EXT_bfloat16",)
@@ -145,13 +144,13 @@ def test_a_missing_extension_is_named_with_the_compiler_version(tmp_path):
 
 
 def test_the_optimiser_version_is_read_from_the_wheel():
-    from genspirv.spirv_tools import tool_version
+    from genspirv.toolchain.spirv_tools import tool_version
     assert tool_version(find_tool("spirv-opt")) == "2025.5"
 
 
 def test_tool_versions_are_remembered_by_binary_identity(tmp_path):
     import os
-    from genspirv.toolchain import Tool, cached_version
+    from genspirv.toolchain.tools import Tool, cached_version
     binary = tmp_path / "tool"
     binary.write_text("v1")
     tool, cache, calls = Tool("glslangValidator", binary), tmp_path / "tools.json", []
@@ -182,7 +181,7 @@ def _fake_wheel(site: Path) -> Path:
 
 
 def test_a_wheels_tool_is_the_first_on_the_path_through_its_file_list(tmp_path):
-    import genspirv.toolchain as toolchain
+    import genspirv.toolchain.tools as toolchain
     first, second = _fake_wheel(tmp_path / "first"), _fake_wheel(tmp_path / "second")
     found = toolchain._from_wheel("glslangValidator", [str(tmp_path / "absent"), str(first.parents[2]),
                                                        str(second.parents[2])])
@@ -194,7 +193,7 @@ def test_another_python_in_the_checkout_finds_the_wheels_of_its_venv(tmp_path, m
     """`python3 -m genspirv` in a checkout, by a Python without the compiler wheels, runs the
     pinned compiler that ci/setup.sh installed in the checkout's .venv/ (negative control:
     without that venv it is not found, as before)."""
-    import genspirv.toolchain as toolchain
+    import genspirv.toolchain.tools as toolchain
     checkout = tmp_path / "checkout"
     (checkout / "genspirv").mkdir(parents=True)
     (checkout / "pyproject.toml").write_text("[project]\nname = 'x'\n")

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from genspirv import spirv as sp  # noqa: E402
+from genspirv.reflect import spirv as sp  # noqa: E402
 from genspirv.errors import ReflectError, SpirvError  # noqa: E402
 from genspirv.reflect import binding_usage, reflect_module  # noqa: E402
 

@@ -37,8 +37,8 @@ SECRET = "genspirv-bench-secret"
 PROBE = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from genspirv.build import build
-from genspirv.config import load_config
+from genspirv.build.builder import build
+from genspirv.project.config import load_config
 config = load_config(sys.argv[2])
 start, first = time.monotonic(), []
 def on_command(argv):

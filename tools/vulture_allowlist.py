@@ -4,7 +4,7 @@ tests/test_deadcode.py) must not report, each with why it is alive.
 Vulture reads this file as code that uses the names below; it never runs it.
 Keep it short: a name belongs here only when nothing in genspirv/, tools/ or
 tests/ can show vulture its use. Spec tables (``OP_*``, ``STORAGE_*``,
-``DECORATION_*`` of genspirv/spirv.py) are passed with --ignore-names instead.
+``DECORATION_*`` of genspirv/reflect/spirv.py) are passed with --ignore-names instead.
 """
 
 # ruff: noqa
@@ -19,7 +19,7 @@ _.bench_demo
 _.bench_push
 _.bench_compilers
 
-# Started by name in a worker process (genspirv/compilers/workers.py: python -c "...import serve; serve()").
+# Started by name in a worker process (genspirv/toolchain/slang/workers.py: python -c "...import serve; serve()").
 _.serve
 
 # Fields of frozen records: read by users of the record, or part of its identity.

@@ -169,7 +169,7 @@ def _default_root() -> Path:
     from ..errors import GenspirvError
 
     try:
-        from ..config import find_root
+        from ..project.config import find_root
         return Path(find_root())
     except (ImportError, GenspirvError):
         return Path.cwd()

@@ -14,15 +14,16 @@ header, every variant compiled to a distinct blob.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import config, toolchain
+from ..project import config
+from ..toolchain import tools as toolchain
 from . import synth
+from .build_outputs import expect_blobs, fresh_copy, output_digests
 from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed_cpu)
 
@@ -90,16 +91,6 @@ def glslang_floor(tool: FloorTool, project, jobs: int, out_dir: Path) -> int:
     return len(project.variants)
 
 
-def output_digests(project) -> dict[str, tuple[int, str]]:
-    """mtime_ns and sha256 of every blob and of the manifest."""
-    out = {}
-    files = list((project.root / project.spirv_dir).glob("*.spv")) + [project.root / project.manifest]
-    for p in files:
-        if p.exists():
-            out[p.name] = (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
-    return out
-
-
 def bench_build(opts: BenchOptions, rec: Recorder) -> None:
     plan = build_plan(opts.sizes, opts.jobs, opts.repeat)
     steps_per_repeat = 5       # cold, floor, noop, edit, check
@@ -157,9 +148,9 @@ def _run_case(case: BuildCase, pristine, tool: FloorTool, scratch: Path, rec: Re
         for arm in paired_order(r, ("cold", "floor")):
             progress.step(f"{label} {arm}")
             if arm == "cold":
-                work = _fresh_copy(pristine, scratch / f"work-{case.variants}-{jobs}-{r}")
+                work = fresh_copy(pristine, scratch / f"work-{case.variants}-{jobs}-{r}")
                 t, cpu, _ = timed_cpu(lambda: genspirv(work, "build", what="cold build"))
-                _expect_blobs(work, f"{case.name} cold build")
+                expect_blobs(work, f"{case.name} cold build")
             else:
                 out = scratch / f"floor-{case.variants}-{jobs}-{r}"
                 t, cpu, _ = timed_cpu(lambda: glslang_floor(tool, pristine, case.jobs, out))
@@ -186,21 +177,6 @@ def _run_case(case: BuildCase, pristine, tool: FloorTool, scratch: Path, rec: Re
             shutil.rmtree(work.root, ignore_errors=True)
 
 
-def _fresh_copy(pristine, dest: Path):
-    shutil.copytree(pristine.root, dest)
-    return dataclasses.replace(pristine, root=dest)
-
-
-def _expect_blobs(project, what: str) -> None:
-    digests = output_digests(project)
-    blobs = {k: v for k, v in digests.items() if k.endswith(".spv")}
-    if len(blobs) != len(project.variants):
-        raise BenchError(f"bench build: {what} left {len(blobs)} blobs for {len(project.variants)} variants")
-    if len({sha for _, sha in blobs.values()}) != len(blobs):
-        raise BenchError(f"bench build: {what}: some variants compiled to identical blobs; "
-                         "the synthetic project does not measure what it claims")
-
-
 def _expect_changed(before: dict, after: dict, project, case: str) -> None:
     changed = sum(1 for k, v in after.items() if k.endswith(".spv") and before.get(k, (0, ""))[1] != v[1])
     if changed != project.header_dependents:
@@ -217,7 +193,7 @@ SERIES_ARMS = ("cold", "floor+opt")     # each point of a --jobs series
 
 def glslang_opt_floor(tool: FloorTool, opt: FloorTool, gen, jobs: int, out_dir: Path) -> int:
     """The floor with the optimiser: glslang, then spirv-opt -O for the optimised variants."""
-    from ..spirv_tools import OPTIMIZE_ARGS
+    from ..toolchain.spirv_tools import OPTIMIZE_ARGS
     project = gen.project
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -241,7 +217,7 @@ def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
     if opts.remote:
         from .remote_suite import bench_remote
         return bench_remote(opts, rec)
-    from .. import toolchain
+    from ..toolchain import tools as toolchain
     job_counts = opts.jobs or (2,)
     # Several job counts: a series of how wall time grows with cores, cold beside the compiler
     # and optimiser alone at each (the other arms, at one job count, are the single-count run's).
@@ -308,9 +284,9 @@ def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec,
         for arm in arms:
             progress.step(f"{label} {arm}")
             if arm == "cold":
-                work = _fresh_copy(gen.project, scratch / f"work-{size}-{r}")
+                work = fresh_copy(gen.project, scratch / f"work-{size}-{r}")
                 t, cpu, _ = timed_cpu(lambda: genspirv(work.root, "build", what="cold build"))
-                _expect_blobs(work, f"{case} cold build")
+                expect_blobs(work, f"{case} cold build")
             else:
                 out = scratch / f"floor-{size}-{r}"
                 fn = (lambda: glslang_floor(tool, gen.project, jobs, out)) if arm == "floor" else \

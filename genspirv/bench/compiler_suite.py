@@ -30,11 +30,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import toolchain
-from ..compilers.job import Job
-from ..compilers.preprocess import preamble
-from ..compilers.slang_glslang import SlangGlslang, open_slang_glslang, spirv_version
-from ..compilers.workers import WorkerPool
+from ..toolchain import tools as toolchain
+from ..toolchain.slang.worker_job import Job
+from ..toolchain.slang.preprocess import preamble
+from ..toolchain.slang.slang_glslang import SlangGlslang, open_slang_glslang, spirv_version
+from ..toolchain.slang.workers import WorkerPool
 from ..errors import CompilerCrashError, GenspirvError, UnavailableError
 from .harness import BenchError, BenchOptions, Progress, Recorder, paired_order
 

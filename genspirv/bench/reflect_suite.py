@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from .. import config, toolchain
+from ..project import config
+from ..toolchain import tools as toolchain
 from ..reflect import reflect
 from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed)
@@ -76,7 +77,7 @@ def find_compiler(root: Path):
 
 def compile_synthetic(compiler, functions: int, workdir: Path) -> bytes:
     """A synthetic shader's blob (written to ``workdir/synthetic_<functions>.spv``)."""
-    from ..toolchain import compile_glsl
+    from ..toolchain.tools import compile_glsl
 
     src = workdir / f"synthetic_{functions}.comp"
     src.write_text(synthetic_shader(functions, bindings_for(functions)), encoding="utf-8")

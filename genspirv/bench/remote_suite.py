@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from . import synth
-from .build_suite import _expect_blobs, _fresh_copy, output_digests
+from .build_outputs import expect_blobs, fresh_copy, output_digests
 from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed_cpu)
 from .webdav import WebdavStore
@@ -89,16 +89,16 @@ def _run_remote_case(case, size, jobs, r, pristine, store: WebdavStore, scratch:
     work = {}
     for arm in paired_order(r, tuple(arms)):
         progress.step(f"{label} {arm}")
-        work[arm] = _fresh_copy(pristine, scratch / f"{arm.replace(' ', '-')}-{size}-{r}")
+        work[arm] = fresh_copy(pristine, scratch / f"{arm.replace(' ', '-')}-{size}-{r}")
         t, cpu, proc = timed_cpu(lambda: _build(work[arm], jobs, arms[arm], f"{case}: {arm}"))
-        _expect_blobs(work[arm], f"{case} {arm}")
+        expect_blobs(work[arm], f"{case} {arm}")
         rec.add(case, arm, t, repeat=r, cpu_s=cpu, **info)
         if arm == "first machine":
             stored = _store_size(store)
             rec.add(case, "store entries", stored[0], unit="entries", repeat=r, bytes=stored[1], **info)
 
     progress.step(f"{label} second machine")
-    second = _fresh_copy(pristine, scratch / f"second-machine-{size}-{r}")
+    second = fresh_copy(pristine, scratch / f"second-machine-{size}-{r}")
     env = _env(code, url=store.url, mode="read", secret=SECRET)
     t, cpu, proc = timed_cpu(lambda: _build(second, jobs, env, f"{case}: second machine"))
     compiled, remote = _summary(proc, case)

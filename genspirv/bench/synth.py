@@ -84,8 +84,8 @@ class SyntheticProject:
 
 
 def base_variants_from_config(repo_root: Path) -> tuple[tuple[BaseVariant, ...], dict]:
-    """The repo's own variants and toolchain settings, through genspirv.config."""
-    from ..config import load_config
+    """The repo's own variants and toolchain settings, through genspirv.project.config."""
+    from ..project.config import load_config
 
     cfg = load_config(Path(repo_root))
     prefix = cfg.glsl_dir + "/"

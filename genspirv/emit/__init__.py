@@ -24,7 +24,7 @@ import hashlib
 from pathlib import Path, PurePosixPath
 from typing import Mapping, Optional
 
-from ..config import GENERATE_TARGETS as TARGETS   # generate entries with `target = ...`
+from ..project.config import GENERATE_TARGETS as TARGETS   # generate entries with `target = ...`
 from ..errors import CodegenError
 
 TEMPLATE_TARGET = "template"   # a generate entry with `template = "...j2"`

@@ -23,11 +23,11 @@ import sys
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from ..config import Config
+from ..project.config import Config
 from ..errors import ConfigError, GenspirvError, ManifestError, OutputError
 from ..fsutil import atomic_write
 from ..manifest import read_manifest_json
-from ..generated import is_generated
+from ..project.generated import is_generated
 
 PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -128,7 +128,7 @@ def c_table(config: Config) -> tuple[Path, Path]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..config import load_config
+    from ..project.config import load_config
     parser = argparse.ArgumentParser(prog="python -m genspirv.cmake_support")
     parser.add_argument("query", choices=["table"])
     parser.add_argument("--root", required=True)

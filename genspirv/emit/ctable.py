@@ -35,7 +35,8 @@ import jinja2
 
 from ..errors import CodegenError
 from ..manifest import Manifest, ManifestEntry, check_blob, manifest_to_dict
-from ..reflect import DESCRIPTOR_TYPES, SPEC_TYPES, spec_sizes
+from ..reflect import DESCRIPTOR_TYPES, SPEC_TYPES
+from ..reflect import spec_sizes
 from ..runtime.limits import CAPABILITY_FEATURES, EXTENSION_DEVICE_EXTENSIONS, SUBGROUP_BITS
 from .ctext import BANNER, blob_words, c_escape, c_string, word_lines
 

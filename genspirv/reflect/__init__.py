@@ -1,7 +1,7 @@
 """Reflection: SPIR-V bytes in, a frozen ``ShaderInfo`` out.
 
 ``reflect(blob, entry_point=None) -> ShaderInfo`` reads the module with
-``genspirv.spirv`` and derives what the runtime and the manifest need:
+``genspirv.reflect.spirv`` and derives what the runtime and the manifest need:
 bindings (set, binding, type, count, access, accessed, written, min_size,
 array_stride), the workgroup size and its spec ids, spec constants, the
 push-constant size and members, and the workgroup (shared) memory, with

@@ -14,9 +14,9 @@ from __future__ import annotations
 import struct
 from typing import Optional
 
-from .. import spirv as sp
+from . import spirv as sp
 from ..errors import ReflectError, SpirvError
-from ..spirv import Instruction
+from .spirv import Instruction
 from .index import MAX_TYPE_DEPTH, Index
 from .model import ScalarType, SpecExpr, SpecValue, SpecValues
 from .spec_sizes import OP_SELECT, SPEC_OPS, SYMBOLIC, apply_op, bits_as

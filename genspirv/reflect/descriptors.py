@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .. import spirv as sp
+from . import spirv as sp
 from ..errors import ReflectError, SpirvError
-from ..spirv import Instruction
+from .spirv import Instruction
 from .constants import array_length
 from .index import MAX_TYPE_DEPTH, Index
 from .layout import member_count, struct_size

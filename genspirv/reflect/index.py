@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .. import spirv as sp
+from . import spirv as sp
 from ..errors import ReflectError, SpirvError
-from ..spirv import Instruction, Module
+from .spirv import Instruction, Module
 
 # A type or constant chain deeper than this is a corrupted (cyclic) module.
 MAX_TYPE_DEPTH = 64

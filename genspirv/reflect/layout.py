@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import spirv as sp
+from . import spirv as sp
 from ..errors import ReflectError
-from ..spirv import Instruction
+from .spirv import Instruction
 from .constants import array_length
 from .index import MAX_TYPE_DEPTH, Index
 from .model import SpecExpr, SpecValues

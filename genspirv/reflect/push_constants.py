@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import spirv as sp
+from . import spirv as sp
 from ..errors import ReflectError, SpirvError
-from ..spirv import Instruction
+from .spirv import Instruction
 from .constants import array_length, scalar_type_name
 from .index import MAX_TYPE_DEPTH, EntryPoint, Index
 from .layout import member_count, struct_size, type_size

@@ -1,10 +1,10 @@
 """Reflection put together: SPIR-V bytes in, a frozen ``ShaderInfo`` per entry point out.
 
-Parses the module (``genspirv.spirv``), indexes it (``index``) and asks each
+Parses the module (``genspirv.reflect.spirv``), indexes it (``index``) and asks each
 step for its part: ``descriptors``, ``usage`` (what the entry point's code
 does with each binding), ``specialization`` (spec constants, workgroup
 size), ``push_constants`` (size and members), ``workgroup_memory``, and the
-module's capabilities and extensions (``genspirv.spirv``).  Gives ``reflect``,
+module's capabilities and extensions (``genspirv.reflect.spirv``).  Gives ``reflect``,
 ``reflect_module``, ``binding_usage`` and ``shared_memory_bytes``, the
 functions ``genspirv.reflect`` exports.  Pure: no Vulkan, no subprocess.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import spirv as sp
+from . import spirv as sp
 from ..errors import ReflectError
 from .descriptors import Descriptor, descriptors
 from .index import EntryPoint, Index, index_module

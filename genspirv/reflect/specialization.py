@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import spirv as sp
+from . import spirv as sp
 from ..errors import ReflectError, SpirvError
-from ..spirv import Instruction
+from .spirv import Instruction
 from .constants import constant_value, non_negative_int, scalar_type_name
 from .index import EntryPoint, Index
 from .model import SpecConstant, SpecValue

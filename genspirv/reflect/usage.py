@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from .. import spirv as sp
+from . import spirv as sp
 from ..errors import SpirvError
-from ..spirv import Instruction
+from .spirv import Instruction
 from .index import Function, Index
 
 USE_ACCESS, USE_READ, USE_WRITE, USE_LOAD = 1, 2, 4, 8

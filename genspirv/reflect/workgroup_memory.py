@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import spirv as sp
+from . import spirv as sp
 from ..errors import SpirvError
 from .index import EntryPoint, Index
 from .layout import type_size

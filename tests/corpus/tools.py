@@ -36,7 +36,7 @@ def _pinned_glslang() -> str:
 def tool(name: str):
     """The ``toolchain.Tool`` genspirv itself would run (the pinned wheels first, then PATH)."""
     from genspirv.errors import ToolchainError
-    from genspirv.toolchain import Tool, find_glslang, find_tool
+    from genspirv.toolchain.tools import Tool, find_glslang, find_tool
     if name == "spirv-cross":      # Debian's, the oracle: not part of the toolchain
         path = shutil.which(name)
         if path is None:

@@ -171,7 +171,7 @@ def fake_glslang(folder: Path, mode: str, version: str = "13.1.1") -> Path:
 
 def logging_glslang(folder: Path, log: Path) -> Path:
     """A ``glslangValidator`` that appends each command line to ``log``, then runs the real one."""
-    from genspirv.toolchain import find_tool
+    from genspirv.toolchain.tools import find_tool
     real = find_tool("glslangValidator")
     lib = f'LD_LIBRARY_PATH="{real.lib_dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" ' if real.lib_dir else ""
     folder.mkdir(parents=True, exist_ok=True)

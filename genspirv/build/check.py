@@ -1,0 +1,173 @@
+"""Check: are the committed blobs, manifest and generated files what the sources give?
+
+Takes a ``Config``; runs the build's own plan, forced, into a temporary
+directory with the build's compilers (no cache, no state file, nothing under
+the project written, not even the generator's files, which go to the temporary
+directory too; slang-glslang is asked what it predefines afresh): every
+variant compiled, reflected, the manifest and any generated files rendered;
+comparing each blob with the committed one as its compile finishes (and
+rendering its manifest entry then), so what is left after the last compile
+is the manifest's join and compare. Gives
+a ``CheckReport`` listing every ``Difference``: a differing file (first
+differing byte and word, and a short ``spirv-dis`` or text diff), a missing
+file, an orphan blob, a temp file an interrupted write left.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from .builder import lookups, run_plan, unavailable_entries
+from .state import FileHashes
+from .compile import Log, raise_failures
+from ..toolchain.compiler import Compiler
+from ..toolchain.chain import Compilers, compilers_for
+from ..project.config import Config
+from ..errors import ToolchainError
+from ..project.generated import origin_note
+from .outputs import entry_text, expected_outputs, orphan_blobs, orphan_reason, stale_temp_files, unavailable_names
+from .plan import make_plan
+from ..toolchain.spirv_tools import disassemble
+from ..toolchain.tools import Tool, find_tool
+
+DIFF_LINES = 10
+
+
+@dataclass(frozen=True)
+class Difference:
+    kind: str           # "differs", "missing", "orphan" or "leftover"
+    path: str           # posix, relative to the root
+    variant: Optional[str]
+    detail: str         # first differing offset and a short diff, or why
+
+    def __str__(self) -> str:
+        what = f"{self.path} ({self.variant})" if self.variant else self.path
+        head = {"differs": f"{what}: differs from a fresh build",
+                "missing": f"{what}: missing",
+                "orphan": f"{what}: orphan blob, no variant builds it",
+                "leftover": f"{what}: leftover"}[self.kind]
+        return head + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    checked: tuple[str, ...]            # every file compared
+    differences: tuple[Difference, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+
+def first_difference(a: bytes, b: bytes) -> int:
+    """Offset of the first differing byte (the shorter length if one is a prefix of the other)."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def short_diff(old: str, new: str, old_name: str, new_name: str, limit: int = DIFF_LINES) -> str:
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name,
+                                      n=1, lineterm=""))
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... ({len(lines) - limit} more diff lines)"]
+    return "\n".join(lines)
+
+
+def _instructions(disassembly: str) -> str:
+    """The instruction lines only: the '; Bound: N' header would differ after any change."""
+    return "\n".join(line for line in disassembly.splitlines() if not line.startswith(";"))
+
+
+def _describe_blob(spirv_dis: Optional[Tool], rel: str, name: str, committed: bytes, fresh: bytes) -> str:
+    offset = first_difference(committed, fresh)
+    text = (f"first difference at byte {offset} (word {offset // 4}); "
+            f"committed {len(committed)} bytes, fresh {len(fresh)} bytes")
+    if spirv_dis is not None:
+        old = _instructions(disassemble(spirv_dis, committed, name)) or "(committed blob does not disassemble)"
+        new = _instructions(disassemble(spirv_dis, fresh, name))
+        diff = short_diff(old, new, f"committed/{rel}", f"fresh/{rel}")
+        text += "\n" + (diff or "(same disassembly: the difference is in bytes spirv-dis does not show)")
+    return text
+
+
+def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
+    offset = first_difference(committed, fresh)
+    line = committed[:offset].count(b"\n") + 1
+    diff = short_diff(committed.decode("utf-8", "replace"), fresh.decode("utf-8", "replace"),
+                      f"committed/{rel}", f"fresh/{rel}")
+    return f"first difference at byte {offset} (line {line})\n{diff}"
+
+
+def _committed_equals(config: Config, compiled) -> bool:
+    """The committed blob of a variant just compiled holds its bytes (False: differs or unreadable)."""
+    try:
+        return config.path(config.blob_relpath(compiled.variant)).read_bytes() == compiled.blob
+    except OSError:
+        return False
+
+
+def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None,
+          compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> CheckReport:
+    """Compare every committed output with a fresh build made in a temporary directory."""
+    hashes = FileHashes.for_config(config)
+    with compilers_for(config, compiler, jobs=jobs) as compilers:
+        versions = compilers.versions()
+        # The build's plan, forced and with no cache: every variant compiles.
+        plan = make_plan(config.variants, {}, lookups(config, versions, hashes, cache=None), force=True)
+        same: dict[str, bool] = {}      # blob path -> the committed file holds the fresh bytes
+        texts: dict = {}
+
+        def compare(name: str, record, result) -> None:
+            if result is not None:
+                same[config.blob_relpath(result.variant)] = _committed_equals(config, result)
+                texts[name] = entry_text(config, result, record.key)
+
+        with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
+            # The generator's files go to the temporary folder too: check writes nothing in the project.
+            ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command,
+                           generated_dir=Path(tmp) / "generated", keep=compare)
+        facts = compilers.manifest_facts()
+    if ran.failures:
+        raise_failures(ran.failures, verbose=verbose, note=origin_note(config.generated_files, config.generator))
+    compiled = [ran.compiled[v.name] for v in config.variants if v.name in ran.compiled]
+    keys = {name: r.key for name, r in ran.records.items()}
+    expected = expected_outputs(config, compiled, unavailable_entries(config, ran.records), keys,
+                                versions.optimizer, facts, texts)
+    blobs = {config.blob_relpath(c.variant): c.variant.name for c in compiled}
+    try:
+        spirv_dis: Optional[Tool] = find_tool("spirv-dis")
+    except ToolchainError:   # the diff is a courtesy; the verdict does not need it
+        spirv_dis = None
+
+    differences = []
+    for rel, fresh in expected.items():
+        variant = blobs.get(rel)
+        if same.get(rel):
+            continue
+        try:
+            committed = config.path(rel).read_bytes()
+        except FileNotFoundError:
+            differences.append(Difference("missing", rel, variant, "run `genspirv build` and commit it"))
+            continue
+        except OSError as exc:
+            differences.append(Difference("missing", rel, variant, f"cannot read: {exc.strerror}"))
+            continue
+        if committed == fresh:
+            continue
+        detail = (_describe_blob(spirv_dis, rel, variant, committed, fresh) if variant
+                  else _describe_text(rel, committed, fresh))
+        differences.append(Difference("differs", rel, variant, detail))
+    gone = unavailable_names(ran.records)
+    for rel in orphan_blobs(config, gone):
+        differences.append(Difference("orphan", rel, None, f"{orphan_reason(rel, gone)}; `genspirv build` removes it"))
+    for path in stale_temp_files(config):
+        rel = path.relative_to(config.root).as_posix()
+        differences.append(Difference("leftover", rel, None, "a temp file an interrupted build left; "
+                                      "`genspirv build` removes it"))
+    return CheckReport(checked=tuple(expected), differences=tuple(differences))

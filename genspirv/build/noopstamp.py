@@ -1,0 +1,131 @@
+"""The no-op stamp: a build decided from stat() alone when nothing it read has changed.
+
+Takes the loaded config, the compiler versions, the state (its file's sha256 and
+records) and the stat log's list of the files a build consulted; gives the plan
+a no-op build would make, without making it, or None.
+
+A build that finds nothing to do (every variant up to date, the outputs as it
+wrote them) writes ``.genspirv/noop.json``: the sha256 of everything that
+decided it besides files (the config as loaded, the generator's variants and
+files included; the compiler versions; the state file; genspirv's version)
+and the stat() signature of every file it consulted (sources, includes,
+committed blobs, the manifest, generated outputs), each one the stat log had
+logged (``genspirv.build.statlog``: not racily new). A later build whose digest is
+the same and whose every listed file has the same stat() would compute the
+same content keys and so the same plan: it takes that plan from the records
+and computes no key. Anything else (another digest, one stat that differs, a
+file gone, a journal left by an interrupted build, ``--force``, named
+variants) falls back to the full plan, which decides exactly; a stamp is only
+ever a shortcut to the answer that plan gave, with the stat log's own trust
+in an unchanged stat().
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Mapping, Optional
+
+from .state import STATE_DIR, Record, State, journal_path, state_path
+from ..toolchain.compiler import Versions
+from ..project.config import Config
+from ..fsutil import atomic_write
+from .plan import Action, Plan, Reason, Step
+from .statlog import StatLog
+
+STAMP_FILE = "noop.json"
+STAMP_SCHEMA = "genspirv-noop/1"
+
+
+def stamp_path(config: Config) -> Path:
+    return config.root / STATE_DIR / STAMP_FILE
+
+
+def digest(config: Config, versions: Versions, state_sha: Optional[str]) -> str:
+    """The sha256 of what decides a no-op besides the files' contents. Pickle writes the whole
+    config (equal bytes only for equal configs); a sharing of objects that differs between
+    two loads of the same config only makes a stamp miss, never match wrongly."""
+    from .. import __version__
+    h = hashlib.sha256()
+    for part in (STAMP_SCHEMA, __version__, repr(versions), state_sha or ""):
+        h.update(part.encode("utf-8") + b"\0")
+    h.update(pickle.dumps(config, pickle.HIGHEST_PROTOCOL))
+    return h.hexdigest()
+
+
+def _signature(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def holds(config: Config, versions: Versions, state: State) -> bool:
+    """The stamp is this build's: the same digest, every file it lists with the same stat()."""
+    if state.sha256 is None or journal_path(config).exists():
+        return False
+    try:
+        doc = json.loads(stamp_path(config).read_bytes())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(doc, dict) or doc.get("schema") != STAMP_SCHEMA or not isinstance(doc.get("files"), dict):
+        return False
+    if doc.get("digest") != digest(config, versions, state.sha256):
+        return False
+    root = str(config.root) + os.sep
+    for rel, sig in doc["files"].items():
+        try:
+            if _signature(os.stat(root + rel)) != sig:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def unchanged_plan(config: Config, records: Mapping[str, Record]) -> Optional[Plan]:
+    """The plan ``plan.make_plan`` gives when no input changed since a no-op: each variant up to
+    date, or unavailable as recorded; None where some variant would not be (no record, or
+    unavailable but no longer optional)."""
+    steps = []
+    for v in config.variants:
+        record = records.get(v.name)
+        if record is None or record.key is None:
+            return None
+        if record.unavailable:
+            if not v.optional:
+                return None
+            steps.append(Step(v, Action.UNAVAILABLE, Reason.UNCHANGED, f"lacks {', '.join(record.missing)}", record))
+        elif record.sha256 is None:
+            return None
+        else:
+            steps.append(Step(v, Action.UP_TO_DATE, Reason.UNCHANGED, "", record))
+    return Plan(tuple(steps))
+
+
+def save(config: Config, versions: Versions, stats: StatLog) -> None:
+    """Stamp the no-op just decided, when every file it consulted was logged (else remove the
+    old stamp: it no longer says what this build read). Reads the state file as it is now
+    (the no-op may have just saved it). Written atomically; a stamp lost costs one full plan."""
+    path = stamp_path(config)
+    files = stats.consulted
+    try:
+        state_sha = hashlib.sha256(state_path(config).read_bytes()).hexdigest()
+    except OSError:
+        state_sha = None
+    if state_sha is None or journal_path(config).exists() or any(sig is None for sig in files.values()):
+        try:
+            path.unlink()
+        except OSError:
+            pass
+        return
+    data = (json.dumps({"schema": STAMP_SCHEMA, "digest": digest(config, versions, state_sha), "files": files},
+                       sort_keys=True, separators=(",", ":")) + "\n").encode()
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    try:
+        atomic_write(path, data, durable=False)
+    except OSError:
+        pass        # the stamp is a shortcut only: without it the next build plans in full
