@@ -16,7 +16,8 @@ at run time, so this module imports everywhere). ``exclusive_lock(path)`` holds 
 for a short read-modify-write (the cache counters), waiting until it is free.
 ``git_commit(folder)`` names the
 checkout's commit (``-dirty`` when tracked files differ), or None outside a git
-checkout. No genspirv imports.
+checkout. ``find_project_root(start)``: the nearest folder with a ``[tool.genspirv]``
+``pyproject.toml`` (the manifest loader and the config both ask). No genspirv imports.
 """
 
 from __future__ import annotations
@@ -215,3 +216,17 @@ def git_commit(folder: Path) -> Optional[str]:
         return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def find_project_root(start: Path) -> Optional[Path]:
+    """The nearest folder at or above ``start`` whose pyproject.toml has [tool.genspirv]."""
+    for folder in [start, *start.parents]:
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                text = pyproject.read_bytes()     # bytes: a file that is not UTF-8 is the config's to refuse
+            except OSError:
+                continue
+            if b"[tool.genspirv" in text:
+                return folder
+    return None

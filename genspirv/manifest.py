@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Optional
 
-from .project.config import find_project_root
 from .errors import ManifestError
+from .fsutil import find_project_root
 from .reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, PUSH_TYPES, SPEC_TYPES, STRUCT, Binding, PushMember,
                       ShaderInfo, SpecConstant)
 from .reflect import spec_sizes

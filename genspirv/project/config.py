@@ -38,6 +38,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from .. import settings
 from ..errors import ConfigError
+from ..fsutil import find_project_root
 from .generated import GENERATED_DIR, GeneratedFile
 from .remote_url import URL_FORM, parse_url
 # Settings and Variant are re-exported: the build's stages take them from here with the Config.
@@ -413,17 +414,3 @@ def find_root(start: Optional[Path] = None) -> Path:
     """The project root for a run without --root: the nearest folder with [tool.genspirv], else ``start``."""
     start = Path(start or Path.cwd()).resolve()
     return find_project_root(start) or start
-
-
-def find_project_root(start: Path) -> Optional[Path]:
-    """The nearest folder at or above ``start`` whose pyproject.toml has [tool.genspirv]."""
-    for folder in [start, *start.parents]:
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            try:
-                text = pyproject.read_bytes()     # bytes: a file that is not UTF-8 is the config's to refuse
-            except OSError:
-                continue
-            if b"[tool.genspirv" in text:
-                return folder
-    return None
