@@ -71,3 +71,19 @@ def test_without_the_runtime_extra_the_public_names_say_which_extra_to_install()
         assert out.stderr.splitlines()[-1] == (
             f"genspirv.errors.ExtraMissingError: genspirv.runtime needs {missing}, which this Python lacks: "
             "pip install 'genspirv[runtime]'"), out.stderr
+
+
+def test_the_imports_the_docs_show_users_keep_working():
+    """What README and GUIDE tell a user to import, wherever the modules behind it live."""
+    code = """
+from genspirv.errors import GenspirvError, ManifestError
+from genspirv.manifest import load_manifest
+from genspirv.runtime.hazards import Access, HazardTracker, Range
+from genspirv.reflect import reflect, shared_memory_at
+from genspirv.toolchain import find_tool
+import genspirv.runtime
+assert callable(load_manifest) and callable(find_tool) and issubclass(ManifestError, GenspirvError)
+assert "Device" in genspirv.runtime.__all__
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
