@@ -24,7 +24,7 @@ LAYERS = [
     {"trust"},                                        # pure: proofs over limits and reflection
     {"_vk"},                                          # the binding
     {"memory", "context", "kernel"},                  # Vulkan objects
-    {"plan", "recorder"},                             # checked arguments; recording
+    {"dispatch_plan", "recorder"},                    # checked arguments; recording
     {"slots"},                                        # what a batch owns
     {"submission"},                                   # the ring and every queue submit
     {"transfers", "replay", "observe"},               # work built on the ring

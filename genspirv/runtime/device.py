@@ -6,14 +6,14 @@ buffers, transfers and dispatches recorded into in-flight slots, with a
 barrier recorded only where the hazard tracker proves one is needed, and
 counters (``dev.stats``) that say what the mechanism did.
 
-The work is done elsewhere: context.py opens the Vulkan device, plan.py and
-memory.py check what a call is given, recorder.py records every command (into
-the open batch's slot, or into a replay graph while ``dev.record()`` is
-open), submission.py owns the slots (slots.py) and every queue submission,
-transfers.py the uploads, copies and downloads, hazards.py the barrier
-decisions. A method here checks its arguments, takes the lock, picks the
-recorder and calls it. ``dev.debug`` is a read-only snapshot of the mechanism
-for tests and diagnostics.
+The work is done elsewhere: context.py opens the Vulkan device,
+dispatch_plan.py and memory.py check what a call is given, recorder.py records
+every command (into the open batch's slot, or into a replay graph while
+``dev.record()`` is open), submission.py owns the slots (slots.py) and every
+queue submission, transfers.py the uploads, copies and downloads, hazards.py
+the barrier decisions. A method here checks its arguments, takes the lock,
+picks the recorder and calls it. ``dev.debug`` is a read-only snapshot of the
+mechanism for tests and diagnostics.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .kernel import BoundKernel, Kernel, check_dispatch_args, pack_spec
 from .limits import DeviceLimits
 from .memory import Buffer, view_arg
 from .observe import DeviceDebug, GpuTimer, SlotDebug, snapshot
-from .plan import DispatchPlan, bound_views, check_groups, make_plan, push_bytes
+from .dispatch_plan import DispatchPlan, bound_views, check_groups, make_dispatch_plan, push_bytes
 from .profile import HostProfile
 from .replay import Graph, submit_run
 from .sharing import check_owner, serialised, serialised_context
@@ -334,7 +334,7 @@ class Device:
         check_owner(bound, self, f"dispatch on {self.label}")
         views = bound_views(k, buffers, self)
         check_dispatch_args(bound.entry, len(views), len(push))
-        plan = make_plan(bound, views, self._limits)
+        plan = make_dispatch_plan(bound, views, self._limits)
         if key is not None:
             if len(self._plans) >= MAX_PLANS:
                 self._plans.clear()

@@ -77,7 +77,7 @@ def bound_views(k, buffers, device) -> tuple[BufferView, ...]:
                  for i, b in enumerate(buffers))
 
 
-def make_plan(k, views: tuple[BufferView, ...], limits: dict) -> DispatchPlan:
+def make_dispatch_plan(k, views: tuple[BufferView, ...], limits: dict) -> DispatchPlan:
     """Check ``views`` (from ``bound_views``) against ``k``'s bindings and the device's limits
     (``k``: a bound kernel, its min sizes and push size at its spec values)."""
     for i, v in enumerate(views):
