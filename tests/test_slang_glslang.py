@@ -23,7 +23,7 @@ import pytest
 
 from corpus import tools
 from genspirv.toolchain.slang import library, slang_glslang
-from genspirv.toolchain.slang.worker_job import Job
+from genspirv.toolchain.slang.worker_job import WorkerJob
 from genspirv.toolchain.slang.pinned_glslang import library_files
 from genspirv.toolchain.slang.probes import Support
 from genspirv.toolchain.slang.workers import WorkerPool
@@ -218,7 +218,7 @@ def test_a_feature_test_macro_takes_the_compilers_branch(slang, tmp_path):
     assert slang.predefined_macros()["GL_EXT_bfloat16"] == "1"
     blob = slang.compile("f.comp", root=tmp_path).blob
     assert reflect(blob).bindings[0].access == "write"
-    plain = slang.pool.compile(Job((1, 5), "f.comp", root=str(tmp_path)), "no predefined macros").result
+    plain = slang.pool.compile(WorkerJob((1, 5), "f.comp", root=str(tmp_path)), "no predefined macros").result
     assert plain.code != 0 and "f.comp:8: '' :  syntax error, unexpected IDENTIFIER" in plain.diagnostics
 
 
@@ -309,7 +309,7 @@ def _slow(statements: int) -> bytes:
             f"void main() {{\n    float x = v[0];\n{body}\n    v[0] = x;\n}}\n").encode()
 
 
-SMALL = Job((1, 5), "small.comp", text=_slow(1))
+SMALL = WorkerJob((1, 5), "small.comp", text=_slow(1))
 
 
 @pytest.mark.slow
@@ -325,7 +325,7 @@ def test_a_worker_killed_mid_compile_costs_that_variant_only():
             except CompilerCrashError as exc:
                 results[name] = exc
 
-        victim = threading.Thread(target=run, args=("slow_variant", Job((1, 5), "slow.comp", text=_slow(100000))))
+        victim = threading.Thread(target=run, args=("slow_variant", WorkerJob((1, 5), "slow.comp", text=_slow(100000))))
         victim.start()
         time.sleep(0.3)         # the slow compile (~2 s) is under way in the one worker started
         busy = pool.worker_pids()
@@ -357,7 +357,7 @@ def test_a_compile_past_the_timeout_is_stopped_and_the_next_one_runs():
         pool.timeout_s = 0.3
         started = time.monotonic()
         with pytest.raises(CompilerCrashError, match=r"slow: slang-glslang did not finish within 0.3 s"):
-            pool.compile(Job((1, 5), "slow.comp", text=_slow(100000)), "slow")
+            pool.compile(WorkerJob((1, 5), "slow.comp", text=_slow(100000)), "slow")
         assert time.monotonic() - started < 1.5
         pool.timeout_s = 60                 # a new worker builds its tables first
         assert pool.compile(SMALL, "next").result.code == 0
@@ -372,7 +372,7 @@ def test_a_compile_past_the_memory_cap_fails_alone():
     try:
         assert pool.compile(SMALL, "fits").result.code == 0        # the worker itself fits in 256 MiB
         with pytest.raises(CompilerCrashError, match=r"may have run out of its 256 MiB"):
-            pool.compile(Job((1, 5), "big.comp", text=_slow(100000)), "big")
+            pool.compile(WorkerJob((1, 5), "big.comp", text=_slow(100000)), "big")
         assert pool.compile(SMALL, "next").result.code == 0
     finally:
         pool.close()

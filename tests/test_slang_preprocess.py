@@ -18,7 +18,7 @@ import pytest
 
 from genspirv.bench.compiler_suite import corpus
 from genspirv.toolchain.slang import library, slang_glslang
-from genspirv.toolchain.slang.worker_job import Job
+from genspirv.toolchain.slang.worker_job import WorkerJob
 from genspirv.toolchain.slang.preprocess import (clean_messages, dependency_paths, preamble,
                                                  strip_preamble_echo)
 from genspirv.errors import ToolchainError
@@ -53,9 +53,9 @@ def _oracle(slang, root: Path, source: str, include_dirs, defines, flags=()):
 
 
 def _worker(slang, root: Path, source: str, include_dirs, defines, flags=()):
-    job = Job((1, 6), source, root=str(root), include_dirs=tuple(include_dirs), include_preamble=True,
-              preamble=preamble(predefined=slang.predefined_macros(), defines=defines, flags=flags,
-                                include_preamble=True), compile=False)
+    job = WorkerJob((1, 6), source, root=str(root), include_dirs=tuple(include_dirs), include_preamble=True,
+                    preamble=preamble(predefined=slang.predefined_macros(), defines=defines, flags=flags,
+                                      include_preamble=True), compile=False)
     reply = slang.pool.compile(job, source)
     if not reply.preprocessed_ok:
         return False, clean_messages(reply.preprocess_messages, source)
@@ -127,8 +127,8 @@ def test_defines_undefines_and_flags_match(slang, tmp_path):
 def test_the_worker_lists_every_include_even_an_empty_one(slang, tmp_path):
     files, include_dirs = LAYOUTS["empty-header"]
     _write(tmp_path, files)
-    job = Job((1, 6), "glsl/a.comp", root=str(tmp_path), include_preamble=True,
-              preamble=preamble(predefined={}, defines={}, flags=(), include_preamble=True), compile=False)
+    job = WorkerJob((1, 6), "glsl/a.comp", root=str(tmp_path), include_preamble=True,
+                    preamble=preamble(predefined={}, defines={}, flags=(), include_preamble=True), compile=False)
     assert slang.pool.compile(job, "a").included == ("glsl/e.glsl",)
     assert dependency_paths(tmp_path, ["glsl/sub/../e.glsl", "glsl/e.glsl"]) == ("glsl/e.glsl",)
 

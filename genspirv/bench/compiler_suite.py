@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..toolchain import tools as toolchain
-from ..toolchain.slang.worker_job import Job
+from ..toolchain.slang.worker_job import WorkerJob
 from ..toolchain.slang.preprocess import preamble
 from ..toolchain.slang.slang_glslang import SlangGlslang, open_slang_glslang, spirv_version
 from ..toolchain.slang.workers import WorkerPool
@@ -104,16 +104,16 @@ def _slang(slang: SlangGlslang, root: Path, v: Variant) -> str:
     return "built"
 
 
-def _job(slang: SlangGlslang, root: Path, v: Variant, compile: bool = True) -> Job:
+def _job(slang: SlangGlslang, root: Path, v: Variant, compile: bool = True) -> WorkerJob:
     """The job ``SlangGlslang.compile`` sends for ``v``."""
     include = toolchain.uses_include((root / v.source).read_bytes())
-    return Job(spirv_version(v.target_env), v.source, root=str(root), include_dirs=INCLUDE,
-               include_preamble=include, compile=compile,
-               preamble=preamble(predefined=slang.predefined_macros(), defines=dict(v.defines), flags=(),
-                                 include_preamble=include))
+    return WorkerJob(spirv_version(v.target_env), v.source, root=str(root), include_dirs=INCLUDE,
+                     include_preamble=include, compile=compile,
+                     preamble=preamble(predefined=slang.predefined_macros(), defines=dict(v.defines), flags=(),
+                                       include_preamble=include))
 
 
-def _fresh(slang: SlangGlslang, job: Job) -> None:
+def _fresh(slang: SlangGlslang, job: WorkerJob) -> None:
     pool = WorkerPool(slang.pool.libraries, 1, timeout_s=120, memory_bytes=2048 << 20)
     try:
         pool.compile(job, "fresh")
@@ -145,7 +145,7 @@ def bench_compilers(opts: BenchOptions, rec: Recorder) -> None:
         progress = Progress(repeat * len(both), quiet=opts.quiet)
         for r in range(repeat):
             for v in both:
-                text_job = Job(spirv_version(v.target_env), v.source, text=texts[v.name])
+                text_job = WorkerJob(spirv_version(v.target_env), v.source, text=texts[v.name])
                 preprocess_job = _job(slang, root, v, compile=False)
                 steps = {"default": lambda: _default(default, root, work, v), "slang": lambda: _slang(slang, root, v),
                          "slang-preprocess": lambda: slang.pool.compile(preprocess_job, v.name),

@@ -32,7 +32,7 @@ from ..includes import reached_from, unguarded_include_cycle
 from ..preamble import Composed, compose, missing_version, read_text
 from ..tools import Glslang, find_glslang, missing_extensions, uses_include
 from . import probes
-from .worker_job import Job, Reply
+from .worker_job import WorkerJob, Reply
 from .library import Library, find_library
 from .pinned_glslang import library_files
 from .preprocess import check_flags, clean_messages, dependency_paths, include_folders
@@ -146,12 +146,12 @@ class SlangGlslang:
         folders = include_folders(include_dirs, flags)
         self._refuse_include_cycle(root, source, folders, what, preamble)
         include_preamble = include_directive and uses_include(text)
-        reply = self.pool.compile(Job(version, source, root=str(root), include_dirs=folders,
-                                      include_preamble=include_preamble,
-                                      source_text=text if composed is not None else None,
-                                      preamble=defines_preamble(predefined=self.predefined_macros(),
-                                                                defines=defines or {}, flags=flags,
-                                                                include_preamble=include_preamble)), what)
+        reply = self.pool.compile(WorkerJob(version, source, root=str(root), include_dirs=folders,
+                                            include_preamble=include_preamble,
+                                            source_text=text if composed is not None else None,
+                                            preamble=defines_preamble(predefined=self.predefined_macros(),
+                                                                      defines=defines or {}, flags=flags,
+                                                                      include_preamble=include_preamble)), what)
         if not reply.preprocessed_ok:
             if reply.read_error:
                 raise CompileError(f"{what}: {reply.read_error}", source=source)
@@ -239,7 +239,7 @@ class SlangGlslang:
         candidates = probes.candidate_macros(self.library.path.read_bytes())
         found = {}
         for name in candidates:
-            reply = self.pool.compile(Job(NEWEST_SPIRV, "probe.comp", text=probes.macro_probe(name)),
+            reply = self.pool.compile(WorkerJob(NEWEST_SPIRV, "probe.comp", text=probes.macro_probe(name)),
                                       f"probe {name}")
             found[name] = probes.macro_probe_answer(reply.result.diagnostics)
         return found
@@ -248,7 +248,7 @@ class SlangGlslang:
         """Which of ``names`` the pinned preprocessor defines (one preprocessing of a marker file)."""
         with tempfile.TemporaryDirectory(prefix="genspirv-probe-") as folder:
             (Path(folder) / "probe.comp").write_text(probes.defined_marker_text(names), encoding="ascii")
-            reply = self.pool.compile(Job(NEWEST_SPIRV, "probe.comp", root=folder, compile=False),
+            reply = self.pool.compile(WorkerJob(NEWEST_SPIRV, "probe.comp", root=folder, compile=False),
                                       "macro probe")
         if not reply.preprocessed_ok:
             raise ToolchainError(f"the pinned glslang refused the macro probe: {reply.preprocess_messages[-500:]}")
@@ -272,7 +272,7 @@ class SlangGlslang:
 
     def _probe_extension(self, extension: str, version: tuple[int, int]) -> Support:
         def builds(at: tuple[int, int]) -> bool:
-            job = Job(at, "probe.comp", text=probes.extension_probe(extension))
+            job = WorkerJob(at, "probe.comp", text=probes.extension_probe(extension))
             return self.pool.compile(job, f"probe {extension}").result.code == 0
 
         if builds(version):

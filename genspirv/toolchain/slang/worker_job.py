@@ -1,10 +1,13 @@
 """One unit of work for a worker: preprocess a source with the pinned glslang, compile it with slang-glslang.
 
-Takes a ``Job`` (either a source file under a root with its preamble and include
-folders, or text to compile as it is) and the two loaded libraries; gives a
-``Reply``: the preprocessor's verdict and messages, the files it included and,
-when it got that far, the compiler's ``RawResult``. Runs inside a worker process
-(``workers.serve``); the parent only sends jobs and reads replies.
+Takes a ``WorkerJob`` (either a source file under a root with its preamble and
+include folders, or text to compile as it is) and the two loaded libraries;
+gives, from ``run_job``, a ``Reply``: the preprocessor's verdict and messages,
+the files it included and, when it got that far, the compiler's ``RawResult``.
+Runs inside a worker process (``workers.serve``); the parent only sends jobs and
+reads replies. (Not the compiler seam's ``toolchain.compiler.Job``, a variant
+to compile: adapter.py hands one of those to ``SlangGlslang.compile``, which
+sends one of these.)
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from .preprocess import strip_preamble_echo
 
 
 @dataclass(frozen=True)
-class Job:
+class WorkerJob:
     spirv_version: tuple[int, int]
     name: str                               # the source's path relative to root, or what to call the text
     text: Optional[bytes] = None            # compile this as it is (probes) ...
@@ -47,7 +50,7 @@ class Handles:
     preprocessor: pinned_glslang.Handle
 
 
-def run(job: Job, handles: Handles) -> Reply:
+def run_job(job: WorkerJob, handles: Handles) -> Reply:
     if job.text is not None:
         return Reply(result=library.compile_text(handles.compiler, job.text, job.name, job.spirv_version))
     root = Path(job.root)

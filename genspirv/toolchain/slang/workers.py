@@ -3,7 +3,7 @@
 Takes the two libraries' paths (slang-glslang's, and the pinned glslang's that
 preprocesses), how many workers at most, and the limits the default compiler has
 (GENSPIRV_COMPILER_TIMEOUT, GENSPIRV_COMPILER_MEMORY_MB); gives a ``WorkerPool``
-whose ``compile(job, what)`` runs a ``job.Job`` and returns its ``job.Reply``.
+whose ``compile(job, what)`` runs a ``worker_job.WorkerJob`` and returns its ``worker_job.Reply``.
 Each worker is a separate Python process that loads both libraries once and then
 serves jobs over a pipe, so their start-up (built-in symbol tables) is paid once
 per worker, not once per variant. A worker that
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .. import children
 from ...errors import CompilerCrashError, GenspirvError, ToolchainError
-from .worker_job import Job, Reply
+from .worker_job import WorkerJob, Reply
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent.parent)
 
@@ -102,7 +102,7 @@ class WorkerPool:
         self._closed = False
         self.started = 0                # workers started so far (a replaced one counts again)
 
-    def compile(self, job: Job, what: str) -> Reply:
+    def compile(self, job: WorkerJob, what: str) -> Reply:
         """Run ``job`` in a worker; a crash, a timeout or the memory cap costs this job only."""
         with self._slots:
             worker = self._take()
@@ -145,7 +145,7 @@ class WorkerPool:
         with self._lock:
             return sorted(w.proc.pid for w in self._live)
 
-    def _exchange(self, worker: _Worker, job: Job, what: str) -> Reply:
+    def _exchange(self, worker: _Worker, job: WorkerJob, what: str) -> Reply:
         try:
             worker.send.send(job)
             ready = worker.recv.poll(self.timeout_s)
@@ -161,7 +161,7 @@ class WorkerPool:
             raise ToolchainError(f"{what}: {reply}")
         return reply
 
-    def _died(self, worker: _Worker, job: Job, what: str) -> CompilerCrashError:
+    def _died(self, worker: _Worker, job: WorkerJob, what: str) -> CompilerCrashError:
         try:
             code = worker.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -217,7 +217,7 @@ def serve() -> None:
         if job is None:
             return
         try:
-            reply = jobs.run(job, handles)
+            reply = jobs.run_job(job, handles)
         except GenspirvError as exc:
             reply = str(exc)
         replies.send(reply)
