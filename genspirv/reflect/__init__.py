@@ -10,7 +10,7 @@ No Vulkan, no subprocess: pure functions over the parsed module.
 
 One module per part, in the order the data flows:
 
-- ``model``: the closed sets (``DescriptorType``, ``Access``, ``ScalarType``)
+- ``model``: the closed sets (``DescriptorType``, ``BindingAccess``, ``ScalarType``)
   and the frozen records (``ShaderInfo``, ``Binding``, ``SpecConstant``,
   ``PushMember``);
 - ``index``: the module's ids sorted into dicts (names, decorations, entry
@@ -40,7 +40,7 @@ from .descriptors import Descriptor, descriptors
 from .index import EntryPoint, Function, Index, index_module
 from .layout import struct_size, type_size
 from .model import (ACCESS_KINDS, DESCRIPTOR_TYPES, PUSH_TYPES, SCALAR_BYTES, SPEC_TYPES, STRUCT,
-                    Access, Binding, BindingUsage, DescriptorType, PushMember, ScalarType,
+                    Binding, BindingAccess, BindingUsage, DescriptorType, PushMember, ScalarType,
                     ShaderInfo, SpecConstant, SpecValue)
 from .push_constants import push_constant_size, push_constants
 from .shader_info import binding_usage, reflect, reflect_module, shared_memory_bytes
@@ -51,8 +51,8 @@ from .usage import Usage, reachable_functions, usage
 
 __all__ = [
     "ACCESS_KINDS", "DESCRIPTOR_TYPES", "PUSH_TYPES", "SCALAR_BYTES", "SPEC_TYPES", "STRUCT",
-    "Access", "Binding", "BindingUsage", "Descriptor", "DescriptorType", "EntryPoint", "Function",
-    "Index", "PushMember", "ScalarType", "ShaderInfo", "SpecConstant", "SpecExpr", "SpecValue",
+    "Binding", "BindingAccess", "BindingUsage", "Descriptor", "DescriptorType", "EntryPoint",
+    "Function", "Index", "PushMember", "ScalarType", "ShaderInfo", "SpecConstant", "SpecExpr", "SpecValue",
     "Usage", "array_length", "binding_usage", "constant_value", "descriptors", "index_module",
     "min_size_at", "push_constant_size", "push_constant_size_at", "push_constants",
     "reachable_functions", "reflect", "reflect_module", "scalar_type_name", "shared_memory_at",

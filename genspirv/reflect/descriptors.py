@@ -4,7 +4,7 @@
 Binding decoration, in declaration order: its set and binding, name,
 descriptor type (``DescriptorType``, from the storage class and the type
 under any descriptor arrays), array count (0 for a runtime array), declared
-access (``Access``: NonWritable / NonReadable on the variable or on every
+access (``BindingAccess``: NonWritable / NonReadable on the variable or on every
 member of its block) and, for a buffer block, ``min_size`` and
 ``array_stride`` of its trailing runtime array, and ``min_size_spec``, the
 expression of min_size where a spec-sized array changes it (spec_sizes.py).  Module-wide: which entry
@@ -23,7 +23,7 @@ from .spirv import Instruction
 from .constants import array_length
 from .index import MAX_TYPE_DEPTH, Index
 from .layout import member_count, struct_size
-from .model import Access, DescriptorType, SpecExpr
+from .model import BindingAccess, DescriptorType, SpecExpr
 from .spec_sizes import SYMBOLIC
 
 
@@ -41,7 +41,7 @@ class Descriptor:
     name: str
     type: DescriptorType
     count: int
-    access: Access
+    access: BindingAccess
     min_size: int = 0
     array_stride: int = 0
     min_size_spec: Optional[SpecExpr] = None    # min_size at any spec values; None: fixed
@@ -60,7 +60,7 @@ def _strip_arrays(index: Index, type_id: int, user: Instruction) -> tuple[Instru
                        f"{MAX_TYPE_DEPTH} levels")
 
 
-def _declared_access(index: Index, var: int, block: Optional[Instruction]) -> Access:
+def _declared_access(index: Index, var: int, block: Optional[Instruction]) -> BindingAccess:
     def everywhere(decoration: int) -> bool:
         if index.decoration(var, decoration) is not None:
             return True
@@ -70,10 +70,10 @@ def _declared_access(index: Index, var: int, block: Optional[Instruction]) -> Ac
                    for m in range(member_count(block)))
 
     if everywhere(sp.DECORATION_NON_WRITABLE):
-        return Access.READ
+        return BindingAccess.READ
     if everywhere(sp.DECORATION_NON_READABLE):
-        return Access.WRITE
-    return Access.READ_WRITE
+        return BindingAccess.WRITE
+    return BindingAccess.READ_WRITE
 
 
 def describe_variable(index: Index, var: Instruction, has_spec: bool = True) -> Descriptor:
@@ -124,7 +124,7 @@ def describe_variable(index: Index, var: Instruction, has_spec: bool = True) -> 
     if kind in _STORAGE_KINDS:
         access = _declared_access(index, var.result, block)
     else:
-        access = Access.READ
+        access = BindingAccess.READ
     name = index.names.get(var.result, "")
     if not name:
         name = index.names.get(element.result, "")

@@ -1,7 +1,7 @@
 """Reflection's results: the closed sets and frozen records reflection gives.
 
 Takes nothing; gives the enums of the manifest's closed sets
-(``DescriptorType``, ``Access``, ``ScalarType``) and the records
+(``DescriptorType``, ``BindingAccess``, ``ScalarType``) and the records
 ``ShaderInfo`` is made of: ``Binding``, ``SpecConstant``, ``PushMember``.
 No parsing here: the manifest reads these back from JSON without a blob.
 
@@ -39,7 +39,7 @@ class DescriptorType(_Spelling):
     ACCELERATION_STRUCTURE = "acceleration_structure"
 
 
-class Access(_Spelling):
+class BindingAccess(_Spelling):
     READ = "read"
     WRITE = "write"
     READ_WRITE = "read_write"
@@ -62,7 +62,7 @@ class ScalarType(_Spelling):
 
 # The spellings, in declaration order (the manifest schema lists them so).
 DESCRIPTOR_TYPES = tuple(t.value for t in DescriptorType)
-ACCESS_KINDS = tuple(a.value for a in Access)
+ACCESS_KINDS = tuple(a.value for a in BindingAccess)
 SPEC_TYPES = tuple(s.value for s in ScalarType)
 
 # Bytes of one scalar in a block; a bool is a 32-bit VkBool32 (0 or 1).
@@ -94,24 +94,24 @@ class Binding:
     binding: int
     name: str
     type: DescriptorType
-    count: int         # array length; 1 for a non-array, 0 for a runtime array
-    access: Access     # from the declarations
-    accessed: bool     # statically reachable load/store/atomic from the entry point
-    written: bool      # statically reachable store/atomic/image write
+    count: int              # array length; 1 for a non-array, 0 for a runtime array
+    access: BindingAccess   # from the declarations
+    accessed: bool          # statically reachable load/store/atomic from the entry point
+    written: bool           # statically reachable store/atomic/image write
     min_size: int = 0      # bytes of the block without its trailing runtime array (0: no block)
     array_stride: int = 0  # bytes per element of the block's trailing runtime array (0: none)
     min_size_spec: Optional[SpecExpr] = None   # min_size at any spec values; None: fixed
 
     def __post_init__(self) -> None:
-        _normalise(self, type=DescriptorType, access=Access)
+        _normalise(self, type=DescriptorType, access=BindingAccess)
 
     @property
     def readable(self) -> bool:
-        return self.access in (Access.READ, Access.READ_WRITE)
+        return self.access in (BindingAccess.READ, BindingAccess.READ_WRITE)
 
     @property
     def writable(self) -> bool:
-        return self.access in (Access.WRITE, Access.READ_WRITE)
+        return self.access in (BindingAccess.WRITE, BindingAccess.READ_WRITE)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from . import spirv as sp
 from ..errors import ReflectError
 from .descriptors import Descriptor, descriptors
 from .index import EntryPoint, Index, index_module
-from .model import (Access, Binding, BindingUsage, DescriptorType, ShaderInfo, SpecConstant,
+from .model import (Binding, BindingAccess, BindingUsage, DescriptorType, ShaderInfo, SpecConstant,
                     SpecValues)
 from .push_constants import push_constant_size, push_constants
 from .spec_sizes import SYMBOLIC, maximum
@@ -36,8 +36,8 @@ def _merge(a: Binding, b: Binding) -> Binding:
                            f"({a.name!r}) and {b.type} ({b.name!r})")
     readable = a.readable or b.readable
     writable = a.writable or b.writable
-    access = (Access.READ_WRITE if readable and writable
-              else Access.READ if readable else Access.WRITE)
+    access = (BindingAccess.READ_WRITE if readable and writable
+              else BindingAccess.READ if readable else BindingAccess.WRITE)
     spec = None
     if a.min_size_spec is not None or b.min_size_spec is not None:
         spec = maximum(a.min_size if a.min_size_spec is None else a.min_size_spec,
