@@ -17,7 +17,7 @@ import pytest
 
 from genspirv.bench import harness, synth
 from genspirv.bench.build_suite import bench_build, build_plan
-from genspirv.bench.harness import BenchError, BenchOptions, Recorder
+from genspirv.bench.harness import BenchError, BenchOptions, RunLog
 from genspirv.errors import ConfigError, GenspirvError
 
 
@@ -31,7 +31,7 @@ def test_paired_order_is_abba():
 
 
 def test_summary_medians_ranges_and_derived():
-    rec = Recorder("t")
+    rec = RunLog("t")
     for v in (3.0, 1.0, 2.0):
         rec.add("c", "slow", v)
     for v in (1.0, 0.5):
@@ -49,7 +49,7 @@ def test_summary_medians_ranges_and_derived():
 
 
 def test_cpu_time_medians_and_ratios():
-    rec = Recorder("t")
+    rec = RunLog("t")
     for wall, cpu in ((5.0, 1.0), (9.0, 3.0), (7.0, 2.0)):
         rec.add("c", "a", wall, cpu_s=cpu)
     rec.add("c", "b", 1.0, cpu_s=0.5)
@@ -74,7 +74,7 @@ def test_format_value_units():
 
 
 def test_json_holds_every_run_and_metadata(tmp_path):
-    rec = Recorder("t", device="some device")
+    rec = RunLog("t", device="some device")
     for i in range(5):
         rec.add("case", "arm", 0.1 * (i + 1), repeat=i)
     out = tmp_path / "sub" / "b.json"
@@ -185,7 +185,7 @@ def test_default_plan_runs_one_job_only_on_small_sizes():
 @pytest.mark.slow
 def test_build_suite_end_to_end_records_every_arm_in_abba_order(tiny_project):
     root = tiny_project()
-    rec = Recorder("build")
+    rec = RunLog("build")
     bench_build(BenchOptions(suite="build", sizes=(4,), jobs=(2,), repeat=2, quiet=True, root=root,
                                    per_source=1), rec)
     arms = [(r["repeat"], r["arm"]) for r in rec.runs]
@@ -203,7 +203,7 @@ def test_build_suite_catches_an_edit_that_rebuilds_nothing(tiny_project, monkeyp
     # Negative control for the suite's own verification: without a real header
     # change the edit step must refuse rather than report a figure.
     monkeypatch.setattr(synth, "edit_header", lambda project: None)
-    rec = Recorder("build")
+    rec = RunLog("build")
     with pytest.raises(BenchError, match="header edit changed 0 blobs"):
         bench_build(BenchOptions(suite="build", sizes=(2,), jobs=(2,), repeat=1, quiet=True,
                                  root=tiny_project(), per_source=1), rec)
@@ -256,7 +256,7 @@ def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
     from genspirv.llm import demo, driver
     from genspirv.bench import runtime_suite
 
-    rec = Recorder("demo")
+    rec = RunLog("demo")
     try:
         runtime_suite.bench_demo(BenchOptions(suite="demo", quick=True, repeat=2, quiet=True), rec)
     except GenspirvError as exc:
@@ -281,7 +281,7 @@ def test_demo_suite_passes_rows_per_group_to_the_model(monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
     from genspirv.bench import runtime_suite
 
-    rec = Recorder("demo")
+    rec = RunLog("demo")
     opts = BenchOptions(suite="demo", repeat=1, quiet=True,
                         demo_args=runtime_suite.QUICK_DEMO_ARGS + " --rows-per-group 2")
     try:
@@ -300,7 +300,7 @@ def test_runtime_rows_are_every_raw_sample():
         "gpu_ms_median": {"smart": 2.0, "always": 3.0},
         "gpu_ms_samples": {"smart": [1.0, 2.0, 9.0], "always": [3.0, 3.0, 3.0]},
         "barriers_per_dispatch": {"smart": 1.0, "always": 1.0}}}}
-    rec = Recorder("runtime")
+    rec = RunLog("runtime")
     runtime_suite.record_barriers(rec, barriers)
     smart = [r["value"] for r in rec.runs if r["case"] == "chain gpu time" and r["arm"] == "smart"]
     assert smart == pytest.approx([1e-3, 2e-3, 9e-3])
@@ -308,14 +308,14 @@ def test_runtime_rows_are_every_raw_sample():
             "step_ms_replay": ("replay", "record")}
     submission = {"host_us_per_dispatch_samples": [5.0, 7.0], "submits_per_step_both_arms": 3.0,
                   **{f"{k}_samples": {a: [1.0, 2.0] for a in v} for k, v in arms.items()}}
-    rec = Recorder("runtime")
+    rec = RunLog("runtime")
     runtime_suite.record_submission(rec, submission)
     rows = [(r["case"], r["arm"], r["value"]) for r in rec.runs]
     assert rows[:2] == [("host per dispatch", "record+submit", pytest.approx(5e-6)),
                         ("host per dispatch", "record+submit", pytest.approx(7e-6))]
     assert ("upload step", "blocking", pytest.approx(2e-3)) in rows
     assert ("upload step", "submits per step", 3.0) in rows and len(rows) == 2 + 3 * 2 * 2 + 1
-    rec = Recorder("runtime")
+    rec = RunLog("runtime")
     runtime_suite.record_host(rec, {"workloads": {"decode_step": {"cpu_us": [4.0], "wall_us": [6.0]}}})
     assert [(r["case"], r["arm"], r["value"]) for r in rec.runs] == [
         ("host per dispatch, decode_step", "cpu", pytest.approx(4e-6)),
@@ -337,7 +337,7 @@ def test_generator_project_lists_the_same_variants_with_a_backend_mix(tiny_proje
 @pytest.mark.slow
 def test_build_generator_suite_quick_records_noops_and_checks_them(tiny_project):
     from genspirv.bench.build_suite import QUICK_NOOPS, bench_build_generator
-    rec = Recorder("build-generator")
+    rec = RunLog("build-generator")
     bench_build_generator(BenchOptions(suite="build-generator", sizes=(4,), jobs=(2,), repeat=1, quiet=True,
                                        root=tiny_project(), per_source=1, quick=True), rec)
     arms = [r["arm"] for r in rec.runs]
@@ -354,13 +354,13 @@ def test_peer_rows_are_every_raw_sample_with_the_ratio():
     samples = {k: {"genspirv": [2.0, 4.0], "wgpu-py": [6.0, 8.0]} for k in ("record", "step", "step_cpu")}
     samples.update({k: {"genspirv": [1.0]} for k in ("record_checks", "step_split", "step_split_cpu", "replay",
                                                      "replay_cpu", "replay_amortised", "replay_amortised_cpu")})
-    rec = Recorder("runtime")
+    rec = RunLog("runtime")
     runtime_suite.record_peer(rec, {"samples_us_per_dispatch": samples, "wgpu_skipped": None})
     rows = [(r["case"], r["arm"], r["value"]) for r in rec.runs]
     assert ("peer: host cpu per recorded dispatch", "wgpu-py", pytest.approx(8e-6)) in rows
     assert len(rows) == 3 * 4 + 7
     assert [d["label"] for d in rec.derived] == ["wgpu-py / genspirv"] * 3
-    rec = Recorder("runtime")
+    rec = RunLog("runtime")
     only = {k: {"genspirv": v["genspirv"]} for k, v in samples.items()}
     runtime_suite.record_peer(rec, {"samples_us_per_dispatch": only, "wgpu_skipped": "not installed"})
     assert not rec.derived and any("skipped: not installed" in n for n in rec.notes)

@@ -196,8 +196,8 @@ def test_guide_shows_what_the_program_prints(built):
 def test_bench_suite_records_both_arms_on_the_same_graph():
     """`genspirv bench c-backend --quick`: every sample of both arms, paired, and the ratio
     (the suite itself stops if the two paths placed different barriers)."""
-    from genspirv.bench.harness import BenchOptions, Recorder
-    rec = Recorder("c-backend")
+    from genspirv.bench.harness import BenchOptions, RunLog
+    rec = RunLog("c-backend")
     suite.bench_c_backend(BenchOptions(suite="c-backend", quick=True, quiet=True), rec)
     host = [r for r in rec.runs if r["case"] == "host per recorded dispatch"]
     arms = [r["arm"] for r in host]

@@ -169,13 +169,13 @@ def test_a_refused_push_is_one_line_and_records_nothing(push, error, message):
 
 
 def test_the_push_benchmark_runs_both_arms_and_records_every_sample():
-    from genspirv.bench.harness import Recorder
+    from genspirv.bench.harness import RunLog
     from genspirv.bench.runtime_micro import run_push_bench
     from genspirv.bench.runtime_suite import record_push
     with Device() as dev:
         res = run_push_bench(dev, samples=2, dispatches=4, calls=10)
         assert dev.stats["dispatches"] == 2 * 4 * (1 + 2)      # warm-up, then two samples
-    rec = Recorder("push")
+    rec = RunLog("push")
     record_push(rec, res)
     rows = {(r["case"], r["arm"]) for r in rec.runs}
     assert rows == {("push per dispatch, cpu", "bytes"), ("push per dispatch, cpu", "named"),

@@ -722,9 +722,9 @@ def test_the_guide_shows_the_server_block_the_tests_run():
 
 
 def _bench_remote(tiny_project, repeat: int):
-    from genspirv.bench.harness import BenchOptions, Recorder
+    from genspirv.bench.harness import BenchOptions, RunLog
     from genspirv.bench.remote_suite import bench_remote
-    rec = Recorder("build-generator")
+    rec = RunLog("build-generator")
     bench_remote(BenchOptions(suite="build-generator", sizes=(4,), jobs=(2,), repeat=repeat, quiet=True,
                               root=tiny_project(), per_source=1, remote=True), rec)
     return rec

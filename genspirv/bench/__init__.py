@@ -126,7 +126,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     import sys
     import time
 
-    from .harness import BenchOptions, Recorder, metadata, render_table, write_json
+    from .harness import BenchOptions, RunLog, metadata, render_table, write_json
 
     root = Path(args.root) if getattr(args, "root", None) else _default_root()
     quick_build = QUICK_BUILD if args.quick and args.suite == "build" else {}
@@ -137,14 +137,14 @@ def run_from_args(args: argparse.Namespace) -> int:
                         per_source=args.per_source, roofline=args.roofline, remote=args.remote)
     module, function = SUITES[args.suite]
     suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
-    rec = Recorder(args.suite)
+    rec = RunLog(args.suite)
     t0 = time.monotonic()
     # Taken at the start: the date and commit of the code the suite measures (timed steps run
     # a snapshot of the package taken then), whatever lands in the tree while it runs.
     started = metadata(root, None)
     if args.json is not None:
 
-        def checkpoint(r: Recorder) -> None:
+        def checkpoint(r: RunLog) -> None:
             write_json(args.json, r, opts, dict(started, device=r.device or started["device"]),
                        time.monotonic() - t0, complete=False)
         rec.on_checkpoint = checkpoint

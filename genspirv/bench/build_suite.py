@@ -24,7 +24,7 @@ from ..project import config
 from ..toolchain import tools as toolchain
 from . import synth
 from .build_outputs import expect_blobs, fresh_copy, output_digests
-from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
+from .harness import (BenchError, BenchOptions, Progress, RunLog, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed_cpu)
 
 BUILD_SIZES = (50, 200, 800, 1600)
@@ -91,7 +91,7 @@ def glslang_floor(tool: FloorTool, project, jobs: int, out_dir: Path) -> int:
     return len(project.variants)
 
 
-def bench_build(opts: BenchOptions, rec: Recorder) -> None:
+def bench_build(opts: BenchOptions, rec: RunLog) -> None:
     plan = build_plan(opts.sizes, opts.jobs, opts.repeat)
     steps_per_repeat = 5       # cold, floor, noop, edit, check
     progress = Progress(sum(c.repeats * steps_per_repeat for c in plan), opts.quiet)
@@ -133,7 +133,7 @@ def bench_build(opts: BenchOptions, rec: Recorder) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _run_case(case: BuildCase, pristine, tool: FloorTool, scratch: Path, rec: Recorder,
+def _run_case(case: BuildCase, pristine, tool: FloorTool, scratch: Path, rec: RunLog,
               progress: Progress, code: Path, keep) -> None:
     jobs = str(case.jobs)
     info = {"variants": case.variants, "jobs": case.jobs}
@@ -212,7 +212,7 @@ def glslang_opt_floor(tool: FloorTool, opt: FloorTool, gen, jobs: int, out_dir: 
     return len(project.variants)
 
 
-def bench_build_generator(opts: BenchOptions, rec: Recorder) -> None:
+def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
     """``genspirv bench build-generator``: a generator-driven project at 400, 1,000 and 2,000 variants."""
     if opts.remote:
         from .remote_suite import bench_remote

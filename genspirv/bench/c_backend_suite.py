@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .harness import BenchError, BenchOptions, Progress, Recorder, genspirv_env, paired_order, run_command
+from .harness import BenchError, BenchOptions, Progress, RunLog, genspirv_env, paired_order, run_command
 
 EXAMPLE = Path(__file__).resolve().parent.parent.parent / "examples" / "c-backend"
 GRAPH = {"n": 256, "layers": 50}           # 300 dispatches a sample
@@ -201,7 +201,7 @@ CALLS_LEFT_OUT = "c, vkCmd calls left out"
 ARMS = ("c", CALLS_LEFT_OUT, "python")
 
 
-def bench_c_backend(opts: BenchOptions, rec: Recorder) -> None:
+def bench_c_backend(opts: BenchOptions, rec: RunLog) -> None:
     from ..runtime import Device
 
     graph = QUICK_GRAPH if opts.quick else GRAPH

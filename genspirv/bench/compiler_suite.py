@@ -36,7 +36,7 @@ from ..toolchain.slang.preprocess import preamble
 from ..toolchain.slang.slang_glslang import SlangGlslang, open_slang_glslang, spirv_version
 from ..toolchain.slang.workers import WorkerPool
 from ..errors import CompilerCrashError, GenspirvError, UnavailableError
-from .harness import BenchError, BenchOptions, Progress, Recorder, paired_order
+from .harness import BenchError, BenchOptions, Progress, RunLog, paired_order
 
 CORPUS = Path("tests") / "slang_shaders"
 INCLUDE = ("glsl/include",)
@@ -121,7 +121,7 @@ def _fresh(slang: SlangGlslang, job: WorkerJob) -> None:
         pool.close()
 
 
-def bench_compilers(opts: BenchOptions, rec: Recorder) -> None:
+def bench_compilers(opts: BenchOptions, rec: RunLog) -> None:
     root = opts.root
     if not (root / CORPUS).is_dir():
         raise BenchError(f"compilers: no feature corpus at {root / CORPUS} (run from a genspirv checkout, "

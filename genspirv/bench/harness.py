@@ -1,6 +1,6 @@
 """The harness every benchmark suite shares.
 
-Takes measurements as they are made (``Recorder.add``: one raw run each) and
+Takes measurements as they are made (``RunLog.add``: one raw run each) and
 gives back medians, min–max, derived ratios, a text table, and a JSON document
 holding every run with the metadata needed to trust it: date, device, genspirv
 commit, Python version, cores. Also the small helpers the suites share: ABBA
@@ -56,7 +56,7 @@ class BenchOptions:
 
 
 @dataclass
-class Recorder:
+class RunLog:
     """Every raw run, and the comparisons a suite asks for between arms."""
 
     suite: str
@@ -65,7 +65,7 @@ class Recorder:
     notes: list[str] = field(default_factory=list)
     device: Optional[str] = None
     extra: dict = field(default_factory=dict)
-    on_checkpoint: Optional[Callable[["Recorder"], None]] = None
+    on_checkpoint: Optional[Callable[["RunLog"], None]] = None
 
     def checkpoint(self) -> None:
         """A suite calls this after each finished case: --json then holds what is done so far."""
@@ -183,7 +183,7 @@ def format_range(s: dict) -> str:
     return f"{format_value(s['min'], s['unit'])} – {format_value(s['max'], s['unit'])}"
 
 
-def render_table(rec: Recorder) -> str:
+def render_table(rec: RunLog) -> str:
     summary = summarize(rec.runs)
     lines = [f"genspirv bench {rec.suite}" + (f" — {rec.device}" if rec.device else "")]
     with_cpu = any("cpu_median" in s for s in summary)
@@ -242,7 +242,7 @@ def metadata(root: Path, device: Optional[str]) -> dict:
     }
 
 
-def write_json(path: Path, rec: Recorder, options: BenchOptions, meta: dict, seconds: float,
+def write_json(path: Path, rec: RunLog, options: BenchOptions, meta: dict, seconds: float,
                complete: bool = True) -> None:
     summary = summarize(rec.runs)
     doc = {

@@ -37,7 +37,7 @@ import struct
 
 from .. import settings
 from ..llm import kernel_groups
-from .harness import BenchError, BenchOptions, Progress, Recorder, paired_order
+from .harness import BenchError, BenchOptions, Progress, RunLog, paired_order
 
 DEFAULT_SIZES = (4096, 11008, 32000)
 QUICK_SIZES = (64, 96, 160)
@@ -227,7 +227,7 @@ def _baseline_arm(dev, pool: _Pool, wt: str, rows: int, cols: int):
     return lambda: _chain_gbps(dev, k, views, x, y, groups, push, wbytes + cols * 4 + rows * 4)
 
 
-def _measure(rec: Recorder, case: str, arms: dict, reps: int, progress: Progress, unit: str = "GB/s",
+def _measure(rec: RunLog, case: str, arms: dict, reps: int, progress: Progress, unit: str = "GB/s",
              **info) -> dict:
     """Run every arm ``reps`` times (order alternating); record its figure; give the medians."""
     import statistics
@@ -244,7 +244,7 @@ def _measure(rec: Recorder, case: str, arms: dict, reps: int, progress: Progress
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
-def bench_kernel(opts: BenchOptions, rec: Recorder) -> None:
+def bench_kernel(opts: BenchOptions, rec: RunLog) -> None:
     from .. import runtime   # Vulkan is loaded only when a benchmark runs
     sizes = opts.sizes or (QUICK_SIZES if opts.quick else DEFAULT_SIZES)
     if len(sizes) != 3:

@@ -25,7 +25,7 @@ from typing import Sequence
 from ..project import config
 from ..toolchain import tools as toolchain
 from ..reflect import reflect
-from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
+from .harness import (BenchError, BenchOptions, Progress, RunLog, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed)
 
 FUNCTION_COUNTS = (1, 8, 64, 512, 2048)
@@ -157,7 +157,7 @@ def _spirv_cross() -> str:
     return path
 
 
-def bench_reflect_suite(opts: BenchOptions, rec: Recorder) -> None:
+def bench_reflect_suite(opts: BenchOptions, rec: RunLog) -> None:
     cross = _spirv_cross()
     repeats = opts.repeat or (QUICK["repeat"] if opts.quick else 5)
     counts = opts.sizes or (QUICK["counts"] if opts.quick else BLOB_COUNTS)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import synth
 from .build_outputs import expect_blobs, fresh_copy, output_digests
-from .harness import (BenchError, BenchOptions, Progress, Recorder, genspirv_command, genspirv_env,
+from .harness import (BenchError, BenchOptions, Progress, RunLog, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed_cpu)
 from .webdav import WebdavStore
 
@@ -33,7 +33,7 @@ SECRET = "genspirv-bench-secret"        # a benchmark's store lives and dies wit
 _SUMMARY = re.compile(r"^genspirv build: (\d+) compiled(?:, (\d+) from the remote cache)?", re.M)
 
 
-def bench_remote(opts: BenchOptions, rec: Recorder) -> None:
+def bench_remote(opts: BenchOptions, rec: RunLog) -> None:
     jobs = (opts.jobs or (2,))[0]
     sizes = opts.sizes or (QUICK_SIZES if opts.quick else REMOTE_SIZES)
     repeats = opts.repeat or 1
@@ -79,7 +79,7 @@ def _env(code: Path, **remote: str) -> dict:
     return env
 
 
-def _run_remote_case(case, size, jobs, r, pristine, store: WebdavStore, scratch: Path, rec: Recorder,
+def _run_remote_case(case, size, jobs, r, pristine, store: WebdavStore, scratch: Path, rec: RunLog,
                      progress: Progress, code: Path) -> None:
     info = {"variants": size, "jobs": jobs}
     label = f"{case} (run {r + 1})"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import shlex
 
-from .harness import BenchError, BenchOptions, Progress, Recorder
+from .harness import BenchError, BenchOptions, Progress, RunLog
 
 DEMO_REPEATS = 5
 QUICK_DEMO_ARGS = "--layers 1 --dim 64 --heads 2 --kv-heads 2 --ffn 128 --vocab 64 --tokens 4"
@@ -32,7 +32,7 @@ def _device_name(dev) -> str:
     return str(name or "unknown Vulkan device")
 
 
-def bench_demo(opts: BenchOptions, rec: Recorder) -> None:
+def bench_demo(opts: BenchOptions, rec: RunLog) -> None:
     from ..llm import demo, driver, model as ref
     from ..llm.compare import Reference
     from ..runtime import Device
@@ -99,7 +99,7 @@ def bench_demo(opts: BenchOptions, rec: Recorder) -> None:
         dev.close()
 
 
-def _roofline(dev, model, prompt, n_tokens: int, rec: Recorder) -> float:
+def _roofline(dev, model, prompt, n_tokens: int, rec: RunLog) -> float:
     """Seconds a token takes at the device's measured read bandwidth; recorded in the JSON."""
     from . import roofline
 
@@ -124,7 +124,7 @@ def _roofline(dev, model, prompt, n_tokens: int, rec: Recorder) -> float:
     return bound
 
 
-def bench_runtime(opts: BenchOptions, rec: Recorder) -> None:
+def bench_runtime(opts: BenchOptions, rec: RunLog) -> None:
     from ..runtime import Device
     from . import peer
     from . import runtime_micro as micro
@@ -155,7 +155,7 @@ def bench_runtime(opts: BenchOptions, rec: Recorder) -> None:
                      "arms paired, order alternating.")
 
 
-def record_barriers(rec: Recorder, res: dict) -> None:
+def record_barriers(rec: RunLog, res: dict) -> None:
     """Rows from ``run_barrier_bench``'s dict: every sample."""
     for name, r in res["workloads"].items():
         for policy, samples in r["gpu_ms_samples"].items():
@@ -167,7 +167,7 @@ def record_barriers(rec: Recorder, res: dict) -> None:
         rec.ratio(f"{name} gpu time", "none / smart", "none", "smart")
 
 
-def record_submission(rec: Recorder, res: dict) -> None:
+def record_submission(rec: RunLog, res: dict) -> None:
     """Rows from ``run_submission_bench``'s dict: every sample."""
     for i, v in enumerate(res["host_us_per_dispatch_samples"]):
         rec.add("host per dispatch", "record+submit", v * 1e-6, repeat=i)
@@ -182,7 +182,7 @@ def record_submission(rec: Recorder, res: dict) -> None:
     rec.add("upload step", "submits per step", res["submits_per_step_both_arms"], "submits")
 
 
-def record_host(rec: Recorder, res: dict) -> None:
+def record_host(rec: RunLog, res: dict) -> None:
     """Rows from ``run_host_bench``'s dict: CPU and wall time per dispatch, every sample."""
     for name, r in res["workloads"].items():
         for arm, key in (("cpu", "cpu_us"), ("wall", "wall_us")):
@@ -190,7 +190,7 @@ def record_host(rec: Recorder, res: dict) -> None:
                 rec.add(f"host per dispatch, {name}", arm, v * 1e-6, repeat=i, workload=name)
 
 
-def bench_push(opts: BenchOptions, rec: Recorder) -> None:
+def bench_push(opts: BenchOptions, rec: RunLog) -> None:
     """Named push constants against bytes packed by the caller: host CPU per dispatch and per
     packing (``runtime_micro.run_push_bench``), on the device GENSPIRV_DEVICE selects."""
     from ..runtime import Device
@@ -202,7 +202,7 @@ def bench_push(opts: BenchOptions, rec: Recorder) -> None:
     record_push(rec, res)
 
 
-def record_push(rec: Recorder, res: dict) -> None:
+def record_push(rec: RunLog, res: dict) -> None:
     """Rows from ``run_push_bench``'s dict: CPU time per dispatch and per packing, every sample."""
     for case, key in (("push per dispatch", "dispatch_cpu_us"), ("push packing", "pack_cpu_us")):
         for arm, values in res[key].items():
@@ -226,7 +226,7 @@ PEER_CASES = {"record": "peer: host cpu per recorded dispatch",
               "replay_amortised_cpu": "peer: replayed step x10 back to back then one wait, cpu per dispatch"}
 
 
-def record_peer(rec: Recorder, res: dict) -> None:
+def record_peer(rec: RunLog, res: dict) -> None:
     """Rows from ``peer.run_peer_bench``: every sample, and wgpu-py / genspirv ratios."""
     for key, case in PEER_CASES.items():
         for arm, samples in res["samples_us_per_dispatch"][key].items():
