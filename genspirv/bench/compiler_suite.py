@@ -45,24 +45,26 @@ FRESH_SAMPLES = 3           # fresh-process runs per repeat (each starts a Pytho
 
 
 @dataclass(frozen=True)
-class Variant:
+class CorpusVariant:
+    """One entry of the feature corpus: just what both compilers need, not a project's ``Variant``."""
+
     name: str
     source: str
     defines: tuple[tuple[str, str], ...]
     target_env: str
 
 
-def _matrix(prefix: str, source: str, target_env: str, **axes: dict) -> list[Variant]:
+def _matrix(prefix: str, source: str, target_env: str, **axes: dict) -> list[CorpusVariant]:
     """The cartesian product of ``axes`` (define -> {name part: value}), named prefix_part_part."""
     out = []
     for combo in itertools.product(*(list(v.items()) for v in axes.values())):
         name = "_".join([prefix] + [part for part, _ in combo if part])
         defines = tuple(sorted((key, value) for key, (_, value) in zip(axes, combo) if value is not None))
-        out.append(Variant(name, source, defines, target_env))
+        out.append(CorpusVariant(name, source, defines, target_env))
     return out
 
 
-def corpus() -> list[Variant]:
+def corpus() -> list[CorpusVariant]:
     """llama.cpp-shaped feature-gated variants: quant type x accumulator x alignment, and the like."""
     return (
         _matrix("matmul_cm2_f16", "glsl/matmul_cm2.comp", "vulkan1.3", A_F16={"": "1"},
@@ -81,7 +83,7 @@ def corpus() -> list[Variant]:
     )
 
 
-def _default(compiler: toolchain.Compiler, root: Path, work: Path, v: Variant) -> str:
+def _default(compiler: toolchain.Compiler, root: Path, work: Path, v: CorpusVariant) -> str:
     try:
         toolchain.compile_glsl(compiler, source=v.source, output=work / f"{v.name}.spv", depfile=work / f"{v.name}.d",
                                cwd=root, target_env=v.target_env, defines=dict(v.defines), include_dirs=INCLUDE,
@@ -93,7 +95,7 @@ def _default(compiler: toolchain.Compiler, root: Path, work: Path, v: Variant) -
     return "built"
 
 
-def _slang(slang: SlangGlslang, root: Path, v: Variant) -> str:
+def _slang(slang: SlangGlslang, root: Path, v: CorpusVariant) -> str:
     try:
         slang.compile(v.source, root=root, defines=dict(v.defines), include_dirs=INCLUDE,
                       target_env=v.target_env, what=v.name)
@@ -104,7 +106,7 @@ def _slang(slang: SlangGlslang, root: Path, v: Variant) -> str:
     return "built"
 
 
-def _job(slang: SlangGlslang, root: Path, v: Variant, compile: bool = True) -> WorkerJob:
+def _job(slang: SlangGlslang, root: Path, v: CorpusVariant, compile: bool = True) -> WorkerJob:
     """The job ``SlangGlslang.compile`` sends for ``v``."""
     include = toolchain.uses_include((root / v.source).read_bytes())
     return WorkerJob(spirv_version(v.target_env), v.source, root=str(root), include_dirs=INCLUDE,
