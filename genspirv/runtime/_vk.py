@@ -238,9 +238,10 @@ def cmd_timestamp(cb, query_pool, query: int, reset: bool = False) -> None:
     _cmd_write_timestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, query)
 
 
-def queue_submit(queue, command_buffers, fence, wait=(), signal=()) -> None:
-    """One VkSubmitInfo: wait on binary semaphores ``wait`` before any command,
-    run ``command_buffers``, signal ``signal`` and ``fence``."""
+def queue_submit_new_info(queue, command_buffers, fence, wait=(), signal=()) -> None:
+    """Submit one VkSubmitInfo made for this call (``queue_submit_info`` submits one made
+    before): wait on binary semaphores ``wait`` before any command, run
+    ``command_buffers``, signal ``signal`` and ``fence``."""
     # Every array stays in a local until vkQueueSubmit returns.
     cbs = ffi.new("VkCommandBuffer[]", list(command_buffers))
     fields = {"sType": _SUBMIT_INFO, "commandBufferCount": len(cbs), "pCommandBuffers": cbs}

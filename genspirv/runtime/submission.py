@@ -36,7 +36,7 @@ def queue_submit(queue, command_buffers: Sequence = (), fence=None, *,
                  wait: Sequence = (), signal: Sequence = ()) -> None:
     """Submit ``command_buffers`` to ``queue``: wait on the binary semaphores ``wait``
     (before any command), signal ``signal`` and ``fence`` when done."""
-    _vk.queue_submit(queue, command_buffers, fence, wait, signal)
+    _vk.queue_submit_new_info(queue, command_buffers, fence, wait, signal)
 
 
 class Submission:
