@@ -28,7 +28,7 @@ from ..remote.cache import remote_settings
 Say = Callable[[str], None]
 
 
-class Action(enum.Enum):
+class CacheAction(enum.Enum):
     STATS = "stats"
     CLEAR = "clear"
 
@@ -38,13 +38,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     root.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS,
                       help="the project to work on (as before the command)")
     sub = p.add_subparsers(dest="cache_action", metavar="ACTION", required=True)
-    stats = sub.add_parser(Action.STATS.value, parents=[root], help="hits, misses, stores, errors and size",
+    stats = sub.add_parser(CacheAction.STATS.value, parents=[root], help="hits, misses, stores, errors and size",
                            description="the counters builds keep, and each local cache's entries and size")
     stats.add_argument("--json", action="store_true", help="print them as JSON (schema genspirv-cache-stats/1)")
     stats.add_argument("-z", "--zero-stats", action="store_true",
                        help="then start the counters afresh (ccache -z); the cached blobs stay")
     stats.set_defaults(usage_of=stats)
-    clear = sub.add_parser(Action.CLEAR.value, parents=[root], help="delete every blob of the local caches",
+    clear = sub.add_parser(CacheAction.CLEAR.value, parents=[root], help="delete every blob of the local caches",
                            description="delete every blob of .genspirv/cache/ and GENSPIRV_CACHE_DIR "
                                        "(the counters stay)")
     clear.set_defaults(usage_of=clear)
@@ -79,7 +79,7 @@ def stats_document(config: Config) -> dict:
 
 def run(config: Config, args: argparse.Namespace, say: Say) -> int:
     folder = local_cache_dir(config)
-    if Action(args.cache_action) is Action.CLEAR:
+    if CacheAction(args.cache_action) is CacheAction.CLEAR:
         for where, n, size in BlobCache.for_config(config).clear():
             say(f"genspirv cache clear: removed {n} entries ({human_size(size)}) from {_shown(config, where)}")
         return 0
