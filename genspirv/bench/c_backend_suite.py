@@ -51,7 +51,7 @@ SAMPLES_PER_REPEAT = 5
 
 
 @dataclass(frozen=True)
-class Command:
+class TraceCommand:
     kind: str                               # "upload" or "dispatch"
     kernel: Optional[str]
     groups: tuple[int, int, int]
@@ -64,7 +64,7 @@ class Command:
 class Trace:
     kernels: dict                           # name -> {spec constant: value}
     buffers: dict                           # name -> bytes
-    commands: tuple[Command, ...]
+    commands: tuple[TraceCommand, ...]
 
 
 _DISPATCH = re.compile(r"dispatch (\S+) (\d+) (\d+) (\d+) push=([0-9a-f]*) views=(\S+) barrier=([01])$")
@@ -83,12 +83,12 @@ def parse_trace(text: str) -> Trace:
         elif words[0] == "buffer":
             buffers[words[1]] = int(words[2])
         elif m := _UPLOAD.match(line):
-            commands.append(Command("upload", None, (1, 1, 1), b"", ((m[1], 0, int(m[2])),), m[3] == "1"))
+            commands.append(TraceCommand("upload", None, (1, 1, 1), b"", ((m[1], 0, int(m[2])),), m[3] == "1"))
         elif m := _DISPATCH.match(line):
             push = b"".join(struct.pack("<I", int(m[5][i:i + 8], 16)) for i in range(0, len(m[5]), 8))
             views = tuple((b, int(o), int(s)) for b, o, s in (v.split(":") for v in m[6].split(",")))
-            commands.append(Command("dispatch", m[1], (int(m[2]), int(m[3]), int(m[4])), push, views,
-                                    m[7] == "1"))
+            commands.append(TraceCommand("dispatch", m[1], (int(m[2]), int(m[3]), int(m[4])), push, views,
+                                         m[7] == "1"))
     if not commands:
         raise BenchError("c_backend --trace printed no commands")
     return Trace(kernels, buffers, tuple(commands))
