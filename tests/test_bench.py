@@ -106,7 +106,7 @@ class _Tty(io.StringIO):
 
 def test_progress_only_on_a_tty_and_not_when_quiet():
     for stream, quiet, shown in ((io.StringIO(), False, False), (_Tty(), True, False), (_Tty(), False, True)):
-        p = harness.Progress(2, quiet=quiet, stream=stream)
+        p = harness.BenchProgress(2, quiet=quiet, stream=stream)
         p.step("first")
         p.close()
         assert ("[1/2] first" in stream.getvalue()) is shown

@@ -24,7 +24,7 @@ from ..project import config
 from ..toolchain import tools as toolchain
 from . import synth
 from .build_outputs import expect_blobs, fresh_copy, output_digests
-from .harness import (BenchError, BenchOptions, Progress, RunLog, genspirv_command, genspirv_env,
+from .harness import (BenchError, BenchOptions, BenchProgress, RunLog, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed_cpu)
 
 BUILD_SIZES = (50, 200, 800, 1600)
@@ -94,7 +94,7 @@ def glslang_floor(tool: FloorTool, project, jobs: int, out_dir: Path) -> int:
 def bench_build(opts: BenchOptions, rec: RunLog) -> None:
     plan = build_plan(opts.sizes, opts.jobs, opts.repeat)
     steps_per_repeat = 5       # cold, floor, noop, edit, check
-    progress = Progress(sum(c.repeats * steps_per_repeat for c in plan), opts.quiet)
+    progress = BenchProgress(sum(c.repeats * steps_per_repeat for c in plan), opts.quiet)
     scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-"))
     rec.notes.append(
         "cold = `python -m genspirv build --jobs N` on a fresh copy (no state, no outputs); "
@@ -134,7 +134,7 @@ def bench_build(opts: BenchOptions, rec: RunLog) -> None:
 
 
 def _run_case(case: BuildCase, pristine, tool: FloorTool, scratch: Path, rec: RunLog,
-              progress: Progress, code: Path, keep) -> None:
+              progress: BenchProgress, code: Path, keep) -> None:
     jobs = str(case.jobs)
     info = {"variants": case.variants, "jobs": case.jobs}
 
@@ -227,7 +227,7 @@ def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
     # --quick: only what no-op figures need (cold build untimed against a floor, no edit, no check).
     steps = ("cold",) + ("noop", "fresh clone noop") * QUICK_NOOPS if opts.quick else \
         SERIES_ARMS if series else ("cold", "floor", "floor+opt", "noop", "fresh clone noop", "edit", "check")
-    progress = Progress(sum(repeats.values()) * len(steps) * len(job_counts), opts.quiet)
+    progress = BenchProgress(sum(repeats.values()) * len(steps) * len(job_counts), opts.quiet)
     scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-gen-"))
     rec.notes.append(
         "generator projects: the synthetic project's variants listed by a generator file, "

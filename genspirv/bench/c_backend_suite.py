@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .harness import BenchError, BenchOptions, Progress, RunLog, genspirv_env, paired_order, run_command
+from .harness import BenchError, BenchOptions, BenchProgress, RunLog, genspirv_env, paired_order, run_command
 
 EXAMPLE = Path(__file__).resolve().parent.parent.parent / "examples" / "c-backend"
 GRAPH = {"n": 256, "layers": 50}           # 300 dispatches a sample
@@ -207,7 +207,7 @@ def bench_c_backend(opts: BenchOptions, rec: RunLog) -> None:
     graph = QUICK_GRAPH if opts.quick else GRAPH
     reps = opts.repeat or (2 if opts.quick else 7)
     size = ["--n", str(graph["n"]), "--layers", str(graph["layers"])]
-    progress = Progress(2 + reps, opts.quiet)
+    progress = BenchProgress(2 + reps, opts.quiet)
     try:
         with tempfile.TemporaryDirectory(prefix="genspirv-c-backend-") as work:
             progress.step("c-backend: build the example")

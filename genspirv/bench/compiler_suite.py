@@ -36,7 +36,7 @@ from ..toolchain.slang.preprocess import preamble
 from ..toolchain.slang.slang_glslang import SlangGlslang, open_slang_glslang, spirv_version
 from ..toolchain.slang.workers import WorkerPool
 from ..errors import CompilerCrashError, GenspirvError, UnavailableError
-from .harness import BenchError, BenchOptions, Progress, RunLog, paired_order
+from .harness import BenchError, BenchOptions, BenchProgress, RunLog, paired_order
 
 CORPUS = Path("tests") / "slang_shaders"
 INCLUDE = ("glsl/include",)
@@ -144,7 +144,7 @@ def bench_compilers(opts: BenchOptions, rec: RunLog) -> None:
         texts = {v.name: slang.pool.compile(_job(slang, root, v, compile=False), v.name).preprocessed
                  for v in both}
         arms = ["default", "slang", "slang-preprocess", "slang-compile"]
-        progress = Progress(repeat * len(both), quiet=opts.quiet)
+        progress = BenchProgress(repeat * len(both), quiet=opts.quiet)
         for r in range(repeat):
             for v in both:
                 text_job = WorkerJob(spirv_version(v.target_env), v.source, text=texts[v.name])

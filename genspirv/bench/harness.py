@@ -141,7 +141,7 @@ def resolve_derived(summary: Sequence[dict], derived: Sequence[dict]) -> list[di
 # -- display -------------------------------------------------------------------
 
 
-class Progress:
+class BenchProgress:
     """One self-overwriting status line on stderr; silent unless stderr is a TTY."""
 
     def __init__(self, total: int, quiet: bool = False, stream=None):

@@ -37,7 +37,7 @@ import struct
 
 from .. import settings
 from ..llm import kernel_groups
-from .harness import BenchError, BenchOptions, Progress, RunLog, paired_order
+from .harness import BenchError, BenchOptions, BenchProgress, RunLog, paired_order
 
 DEFAULT_SIZES = (4096, 11008, 32000)
 QUICK_SIZES = (64, 96, 160)
@@ -227,7 +227,7 @@ def _baseline_arm(dev, pool: _Pool, wt: str, rows: int, cols: int):
     return lambda: _chain_gbps(dev, k, views, x, y, groups, push, wbytes + cols * 4 + rows * 4)
 
 
-def _measure(rec: RunLog, case: str, arms: dict, reps: int, progress: Progress, unit: str = "GB/s",
+def _measure(rec: RunLog, case: str, arms: dict, reps: int, progress: BenchProgress, unit: str = "GB/s",
              **info) -> dict:
     """Run every arm ``reps`` times (order alternating); record its figure; give the medians."""
     import statistics
@@ -257,7 +257,7 @@ def bench_kernel(opts: BenchOptions, rec: RunLog) -> None:
     baseline_manifest = settings.get("GENSPIRV_BENCH_BASELINE")
     cases = [(wt, name, rows, cols) for wt in ("f32", "f16") for name, rows, cols in shapes(*sizes)]
     norm_cases = [c for c in cases if c[3] == sizes[0]]     # the products that read a norm
-    progress = Progress(reps * (2 + len(cases) + len(norm_cases)), opts.quiet)
+    progress = BenchProgress(reps * (2 + len(cases) + len(norm_cases)), opts.quiet)
     rec.extra["kernel"] = {"sizes": list(sizes), "pool_bytes": pool_bytes, "max_chain": MAX_CHAIN,
                            "sweep": [list(s) for s in sweep], "norm_sweep": [list(s) for s in norm_sweep],
                            "baseline_manifest": baseline_manifest}

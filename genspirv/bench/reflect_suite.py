@@ -25,7 +25,7 @@ from typing import Sequence
 from ..project import config
 from ..toolchain import tools as toolchain
 from ..reflect import reflect
-from .harness import (BenchError, BenchOptions, Progress, RunLog, genspirv_command, genspirv_env,
+from .harness import (BenchError, BenchOptions, BenchProgress, RunLog, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed)
 
 FUNCTION_COUNTS = (1, 8, 64, 512, 2048)
@@ -166,8 +166,8 @@ def bench_reflect_suite(opts: BenchOptions, rec: RunLog) -> None:
     committed = sorted((opts.root / "spirv").glob("*.spv"))
     if not committed:
         raise BenchError(f"bench reflect: no committed blobs under {opts.root / 'spirv'} for the count series")
-    progress = Progress(len(functions_series) * repeats * 3 + len(counts) * repeats * 2 + len(chains),
-                        opts.quiet)
+    progress = BenchProgress(len(functions_series) * repeats * 3 + len(counts) * repeats * 2 + len(chains),
+                             opts.quiet)
     scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-reflect-"))
     rec.notes.append("reflect = genspirv.reflect.reflect() in this process, per call; spirv-cross = "
                      "`spirv-cross BLOB --reflect`, a process per blob; cli = `python -m genspirv "

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import synth
 from .build_outputs import expect_blobs, fresh_copy, output_digests
-from .harness import (BenchError, BenchOptions, Progress, RunLog, genspirv_command, genspirv_env,
+from .harness import (BenchError, BenchOptions, BenchProgress, RunLog, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed_cpu)
 from .webdav import WebdavStore
 
@@ -37,7 +37,7 @@ def bench_remote(opts: BenchOptions, rec: RunLog) -> None:
     jobs = (opts.jobs or (2,))[0]
     sizes = opts.sizes or (QUICK_SIZES if opts.quick else REMOTE_SIZES)
     repeats = opts.repeat or 1
-    progress = Progress(len(sizes) * repeats * 3, opts.quiet)
+    progress = BenchProgress(len(sizes) * repeats * 3, opts.quiet)
     scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-remote-"))
     rec.notes.append(
         "remote cache: three cold builds per run, each on a fresh copy (no .genspirv/, no outputs, "
@@ -80,7 +80,7 @@ def _env(code: Path, **remote: str) -> dict:
 
 
 def _run_remote_case(case, size, jobs, r, pristine, store: WebdavStore, scratch: Path, rec: RunLog,
-                     progress: Progress, code: Path) -> None:
+                     progress: BenchProgress, code: Path) -> None:
     info = {"variants": size, "jobs": jobs}
     label = f"{case} (run {r + 1})"
     shutil.rmtree(store.root, ignore_errors=True)       # every first machine meets an empty store

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import shlex
 
-from .harness import BenchError, BenchOptions, Progress, RunLog
+from .harness import BenchError, BenchOptions, BenchProgress, RunLog
 
 DEMO_REPEATS = 5
 QUICK_DEMO_ARGS = "--layers 1 --dim 64 --heads 2 --kv-heads 2 --ffn 128 --vocab 64 --tokens 4"
@@ -46,7 +46,7 @@ def bench_demo(opts: BenchOptions, rec: RunLog) -> None:
     weights = ref.make_weights(config, args.seed)
     reference = Reference(weights, args.prompt, args.tokens)
     repeats = opts.repeat or (2 if opts.quick else DEMO_REPEATS)
-    progress = Progress(repeats * len(demo.CONFIGS), opts.quiet)
+    progress = BenchProgress(repeats * len(demo.CONFIGS), opts.quiet)
     n = args.tokens
     rec.extra["model"] = {"layers": config.n_layers, "dim": config.dim, "heads": config.n_heads,
                           "kv_heads": config.n_kv_heads, "ffn": config.ffn_dim, "vocab": config.vocab,
@@ -131,7 +131,7 @@ def bench_runtime(opts: BenchOptions, rec: RunLog) -> None:
 
     reps = opts.repeat or (2 if opts.quick else None)
     kwargs = {"reps": reps} if reps else {}
-    progress = Progress(4, opts.quiet)
+    progress = BenchProgress(4, opts.quiet)
     try:
         with Device() as dev:
             rec.device = _device_name(dev)
