@@ -113,7 +113,7 @@ def run_generator(root: Path, rel: str) -> tuple[list[Any], list[Any]]:
     seconds: a generator that never returns costs one line, not a hung build."""
     timeout = settings.get("GENSPIRV_GENERATOR_TIMEOUT")
     try:
-        ok, value = isolated.call(_isolated, (root, rel), timeout)
+        ok, value = isolated.call_in_child(_isolated, (root, rel), timeout)
     except isolated.Overran as exc:
         raise ConfigError(f"{rel}: the generator did not finish {exc.stage or 'while loading'} within "
                           f"{timeout:g} s and was stopped: make it quicker (it runs on every build and "

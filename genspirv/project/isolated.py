@@ -2,13 +2,13 @@
 
 Takes a module-level function, its arguments and a time limit; the child calls
 ``fn(stage, *args)``, ``stage`` a callback the function calls with the name of
-each step it starts. Gives what the function returned, pickled back through a
-pipe. Past the limit the child is killed and ``Overran`` names the last stage it
-reported; a child that ends without an answer (``os._exit``, a crash in an
-extension) is ``Died`` with its exit status. Used for a project's own Python (a
-generator file), which may never return: a thread cannot be stopped, a process
-can. The child also arms its own alarm, so it dies at the deadline even if this
-process is killed first.
+each step it starts. Gives (``call_in_child``) what the function returned,
+pickled back through a pipe. Past the limit the child is killed and ``Overran``
+names the last stage it reported; a child that ends without an answer
+(``os._exit``, a crash in an extension) is ``Died`` with its exit status. Used
+for a project's own Python (a generator file), which may never return: a thread
+cannot be stopped, a process can. The child also arms its own alarm, so it dies
+at the deadline even if this process is killed first.
 
 Two ways to start the child (``_forks``), with the same frames, answers and errors:
 
@@ -77,7 +77,7 @@ class Raised(Exception):
     """The function raised in the child, or its result could not be sent back; the text says what."""
 
 
-def call(fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
+def call_in_child(fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
     """``fn(stage, *args)`` in a child process; its result, or Overran, Died or Raised."""
     deadline = time.monotonic() + timeout
     frames: queue.Queue = queue.Queue()
