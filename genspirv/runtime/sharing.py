@@ -44,7 +44,7 @@ def serialised_context(generator):
     return locked
 
 
-def describe(device) -> str:
+def describe_device(device) -> str:
     """``Device#2 (llvmpipe ...)``; ``the closed Device#2 (...)`` once it is closed."""
     if device is None:
         return "no Device"
@@ -68,5 +68,5 @@ def check_owner(obj, device, what: str) -> None:
     made = "was loaded by" if kind == "kernel" else "belongs to"
     redo = ("load it with this device's dev.kernel()" if kind == "kernel"
             else "make it with this device's dev.buffer()")
-    raise ForeignObjectError(f"{what}: {kind} {name} {made} {describe(owner)}, not {describe(device)}; "
+    raise ForeignObjectError(f"{what}: {kind} {name} {made} {describe_device(owner)}, not {describe_device(device)}; "
                              f"objects cannot move between devices ({redo})")
