@@ -250,7 +250,7 @@ EntryTexts = Mapping[str, tuple[ManifestEntry, str]]
 _NO_SHADERS = '\n  "shaders": []'     # a newline is never inside a JSON string: the hole is unique
 
 
-def entry_text(entry: ManifestEntry) -> str:
+def render_entry(entry: ManifestEntry) -> str:
     """One shader entry exactly as ``dumps`` writes it inside the manifest (indented at depth 2)."""
     return json.dumps(entry_to_dict(entry), indent=2, sort_keys=True, ensure_ascii=False).replace("\n", "\n    ")
 
@@ -264,7 +264,7 @@ def dumps(manifest: Manifest, texts: Optional[EntryTexts] = None) -> bytes:
     text = json.dumps(manifest_to_dict(manifest, shaders=False), indent=2, sort_keys=True, ensure_ascii=False)
     if manifest.shaders:
         at, known = text.index(_NO_SHADERS), texts or {}
-        body = ",\n    ".join(known[e.name][1] if e.name in known and known[e.name][0] == e else entry_text(e)
+        body = ",\n    ".join(known[e.name][1] if e.name in known and known[e.name][0] == e else render_entry(e)
                                for e in sorted(manifest.shaders, key=lambda e: e.name))
         text = text[:at] + '\n  "shaders": [\n    ' + body + "\n  ]" + text[at + len(_NO_SHADERS):]
     return (text + "\n").encode("utf-8")

@@ -33,7 +33,7 @@ def test_entries_rendered_apart_splice_into_the_same_bytes(built_manifest):
                                                                           ("glsl/z.comp",)),))
     plain = (json.dumps(manifest_mod.manifest_to_dict(man), indent=2, sort_keys=True, ensure_ascii=False)
              + "\n").encode()
-    texts = {e.name: (e, manifest_mod.entry_text(e)) for e in man.shaders}
+    texts = {e.name: (e, manifest_mod.render_entry(e)) for e in man.shaders}
     assert manifest_mod.dumps(man) == plain and manifest_mod.dumps(man, texts) == plain
     assert manifest_mod.dumps(dataclasses.replace(man, shaders=())) == (json.dumps(
         manifest_mod.manifest_to_dict(dataclasses.replace(man, shaders=())), indent=2, sort_keys=True) + "\n").encode()

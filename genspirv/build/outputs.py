@@ -57,7 +57,7 @@ def entry_text(config: Config, compiled: Compiled, key: Optional[str]) -> tuple[
     """A compiled variant's manifest entry and its text, made as its compile finishes (the
     manifest's rendering then only joins them: ``render_outputs``' ``texts``)."""
     entry = manifest_entry(config, compiled, key)
-    return entry, manifest_mod.entry_text(entry)
+    return entry, manifest_mod.render_entry(entry)
 
 
 def _toolchain(config: Config, optimizer: Optional[str], compiled: Sequence[Compiled],
