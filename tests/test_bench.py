@@ -218,7 +218,7 @@ def test_synthetic_reflect_shader_reflects_what_it_declares(tmp_path):
     from genspirv.reflect import reflect
 
     repo = Path(__file__).resolve().parent.parent
-    blob = reflect_suite.compile_synthetic(reflect_suite.find_compiler(repo), 9, tmp_path)
+    blob = reflect_suite.compile_synthetic(reflect_suite.find_pinned_glslang(repo), 9, tmp_path)
     info = reflect(blob)
     n = reflect_suite.bindings_for(9)
     assert len(info.bindings) == n + 2

@@ -70,7 +70,7 @@ def bindings_for(functions: int) -> int:
     return max(2, min(functions, 64))
 
 
-def find_compiler(root: Path):
+def find_pinned_glslang(root: Path):
     """The pinned glslang of the project at ``root``: the one its build uses."""
     return toolchain.find_glslang(config.load_config(root).glslang)
 
@@ -173,7 +173,7 @@ def bench_reflect_suite(opts: BenchOptions, rec: RunLog) -> None:
                      "`spirv-cross BLOB --reflect`, a process per blob; cli = `python -m genspirv "
                      "reflect BLOB --json`, a process per blob (Python start-up included).")
     try:
-        compiler = find_compiler(opts.root)
+        compiler = find_pinned_glslang(opts.root)
         code = snapshot_package(scratch)
         # Size series: one blob per function count.
         for functions in functions_series:
