@@ -129,7 +129,7 @@ def c_table(config: Config) -> tuple[Path, Path]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from ..project.config import load_config
-    parser = argparse.ArgumentParser(prog="python -m genspirv.cmake_support")
+    parser = argparse.ArgumentParser(prog="python -m genspirv.emit.cmake")
     parser.add_argument("query", choices=["table"])
     parser.add_argument("--root", required=True)
     args = parser.parse_args(argv)
