@@ -40,6 +40,7 @@ from .. import settings
 from ..errors import ConfigError
 from ..fsutil import find_project_root
 from .generated import GENERATED_DIR, GeneratedFile
+from .reads import Reads
 from .remote_url import URL_FORM, parse_url
 # Settings and Variant are re-exported: the build's stages take them from here with the Config.
 from .variants import (DEFAULT_TARGET_ENV, OTHER_STAGES, Settings, Variant, check_compute, check_keys, expect,
@@ -88,6 +89,7 @@ class Config:
     generated: tuple[GeneratedFile, ...] = ()    # the generator's files, sorted by path (under GENERATED_DIR)
     remote_cache: Optional[str] = None       # a remote compile cache's URL (GENSPIRV_REMOTE_CACHE overrides)
     defaults: bool = False                   # no [tool.genspirv] table: every setting is its default
+    generator_reads: Optional[Reads] = None  # what the generator read as it ran (genspirv.project.reads)
 
     def path(self, relative: str) -> Path:
         """An absolute path for a posix path relative to the root."""
@@ -265,11 +267,12 @@ def load_config(root: Path | str) -> Config:
     generator = None
     generated: list[Variant] = []
     files: tuple[GeneratedFile, ...] = ()
+    reads = None
     if "generator" in table:
         from .generator import generator_items
         generator = relative_path(table["generator"], "tool.genspirv.generator")
         output = generator_items(root, generator, glsl_dir)
-        files = output.files
+        files, reads = output.files, output.reads
         _check_shadowing(root, files, f"{glsl_dir}/{INCLUDE_DIR}", generator)
         # Many variants share a source: its checks and its table's settings and meta are made
         # once, in the order they were made per variant (the first variant that fails one is
@@ -321,7 +324,7 @@ def load_config(root: Path | str) -> Config:
                     target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
                     variants=tuple(sorted(variants.values(), key=lambda v: v.name)),
                     include_directive=include_directive, generator=generator, generated=files,
-                    remote_cache=remote_cache, defaults=found is None,
+                    remote_cache=remote_cache, defaults=found is None, generator_reads=reads,
                     other_stages=tuple(f"{glsl_dir}/{rel}" for rel in
                                        discover_sources(root, glsl_dir, tuple(exclude), tuple(OTHER_STAGES))))
     _check_collisions(config)
