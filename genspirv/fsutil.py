@@ -27,8 +27,6 @@ import errno
 import json
 import os
 import signal
-import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -65,6 +63,7 @@ class StagedFiles:
         tmp = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile     # here: a replayed no-op imports this module and writes nothing
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -206,6 +205,7 @@ def exclusive_lock(path: Path) -> Iterator[None]:
 
 def git_commit(folder: Path) -> Optional[str]:
     """HEAD of the checkout holding ``folder``, ``-dirty`` if tracked files differ; else None."""
+    import subprocess
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True,
                               text=True, timeout=10)
