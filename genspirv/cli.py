@@ -158,10 +158,16 @@ def cmd_build(args: argparse.Namespace) -> int:
     progress = Progress(out)
     explain = args.explain or args.debug == "explain"
     report, error = None, None
+    logged = []         # lines the build printed besides progress: a no-op that said more is not replayed
+
+    def log(line: str) -> None:
+        if not VARIANT_LINE.match(line):
+            logged.append(line)
+        progress(line)
     try:
         with _sigterm_interrupts():
             report = build(config, jobs=args.jobs, force=args.force,
-                           log=_without_progress(progress) if args.quiet else progress,
+                           log=_without_progress(log) if args.quiet else log,
                            on_command=progress.command if args.verbose else None,
                            explain=progress if explain else None, verbose=args.verbose,
                            only=args.targets or None)
@@ -180,14 +186,18 @@ def cmd_build(args: argparse.Namespace) -> int:
                       "genspirv build")
         raise error
     write_depfile_from_args(config, args)
-    for line in report.unavailable_lines(verbose=args.verbose):
-        _say(f"genspirv build: {line}", out)
-    if config.other_stages:
-        _say(f"genspirv build: {config.other_stages_note()}", out)
-    if config.defaults:
-        _say(f"genspirv build: {config.defaults_note()}", out)
-    _say(f"genspirv build: {report.summary()}", out)
+    lines = [f"genspirv build: {line}" for line in [
+        *report.unavailable_lines(verbose=args.verbose), *([config.other_stages_note()] if config.other_stages else []),
+        *([config.defaults_note()] if config.defaults else []), report.summary()]]
+    for line in lines:
+        _say(line, out)
     _emit_results(args, build_result(config, report, 0), [], "genspirv build")
+    # The next plain build (--root, --jobs, --quiet at most) may be answered from the stamp with
+    # these lines, before anything is loaded (genspirv.build.noopreplay).
+    if report.did_nothing and not (logged or args.targets or args.force or explain or args.verbose
+                                   or args.json or args.annotations or args.depfile):
+        from .build.noopstamp import seal
+        seal(config, lines)
     return 0
 
 

@@ -7,6 +7,8 @@ to date, from the cache, compile or unavailable, and why), ``selection``
 ``remote_fetches`` (the remote cache's fetches inside the plan), ``compile``
 (compiling, validating and reflecting each variant), ``outputs`` (blobs,
 manifest and generated code from the results), ``commit`` (all of them in place
-or none), ``noopstamp`` (a no-op decided from stat() alone), ``report`` (what
+or none), ``noopstamp`` (a no-op decided from stat() alone), ``noopreplay`` (a
+plain ``genspirv build`` that repeats one, answered before the config is
+loaded), ``report`` (what
 a build did); ``builder`` runs a build and ``check`` a check.
 """

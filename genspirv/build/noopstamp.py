@@ -18,6 +18,12 @@ file gone, a journal left by an interrupted build, ``--force``, named
 variants) falls back to the full plan, which decides exactly; a stamp is only
 ever a shortcut to the answer that plan gave, with the stat log's own trust
 in an unchanged stat().
+
+A no-op's stamp is then sealed (``seal``, by the CLI, with what it printed) for
+``genspirv.build.noopreplay``, which answers the next plain ``genspirv build``
+before the config is even loaded: the seal adds every other input of the
+build's outcome (the config's files, what the generator read, the settings,
+the tools and where they are looked up, the interpreter) and the lines to print.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ import hashlib
 import json
 import os
 import pickle
+import sys
+import time
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -34,7 +42,8 @@ from ..toolchain.compiler import Versions
 from ..project.config import Config
 from ..fsutil import atomic_write
 from .plan import Action, Plan, Reason, Step
-from .statlog import StatLog
+from . import noopreplay
+from .statlog import StatLog, racy
 
 STAMP_FILE = "noop.json"
 STAMP_SCHEMA = "genspirv-noop/1"
@@ -129,3 +138,81 @@ def save(config: Config, versions: Versions, stats: StatLog) -> None:
         atomic_write(path, data, durable=False)
     except OSError:
         pass        # the stamp is a shortcut only: without it the next build plans in full
+
+
+# -- the seal: the inputs of the config and the tools, for a no-op replayed before either ----
+
+
+def _walked_folders(config: Config) -> list[str]:
+    """glsl_dir and every folder under it that discovering sources enters (symlinked ones are not)."""
+    base = str(config.path(config.glsl_dir))
+    found = [base]
+    for folder, dirs, _ in os.walk(base):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+        found.extend(os.path.join(folder, d) for d in dirs)
+    return found
+
+
+def _tool_paths(config: Config) -> list[str]:
+    """The tools the version cache knows (each binary and its folder, where the others lie too)
+    and every folder tools are looked up in (genspirv.toolchain.tools.find_tool's order)."""
+    from ..toolchain.tools import checkout_venv_sites
+    from .state import STATE_DIR
+    cache = config.root / STATE_DIR / "tools.json"
+    paths = [str(cache)]
+    try:
+        known = json.loads(cache.read_bytes())
+    except (OSError, ValueError):
+        known = {}
+    for entry in known.values() if isinstance(known, dict) else ():
+        if isinstance(entry, list) and entry and isinstance(entry[0], str):
+            paths += [entry[0], os.path.dirname(entry[0])]
+    lookup = [*sys.path, *checkout_venv_sites(), *os.environ.get("PATH", "").split(os.pathsep)]
+    return paths + [os.path.abspath(p) for p in lookup if p and os.path.isdir(p)]
+
+
+def seal(config: Config, lines: list[str]) -> None:
+    """Add the replay section to the stamp a no-op just left (or left in place), so the next plain
+    build is answered by ``noopreplay``; no stamp, a racily new input, or a stamp already sealed
+    the same: nothing written. A seal lost costs one full no-op."""
+    path = stamp_path(config)
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return
+    if not isinstance(doc, dict) or doc.get("schema") != STAMP_SCHEMA or not isinstance(doc.get("files"), dict):
+        return
+    root = str(config.root) + os.sep
+    reads = config.generator_reads
+    paths = [root + rel for rel in doc["files"]]
+    paths += [root + "pyproject.toml", str(state_path(config)), *_walked_folders(config), *_tool_paths(config)]
+    if config.generator is not None:
+        paths.append(root + config.generator)
+    if reads is not None:
+        paths += [*reads.files, *reads.folders]
+    files = {}
+    now = time.time_ns()
+    for p in dict.fromkeys(paths):
+        try:
+            st = os.stat(p)
+        except OSError:
+            files[p] = None
+            continue
+        if racy(st, now):
+            return          # it may change again within its timestamp's tick: not stamped
+        files[p] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    env = noopreplay.settings_env()
+    if reads is not None:
+        if noopreplay.WHOLE_ENVIRONMENT in reads.env:
+            env = {noopreplay.WHOLE_ENVIRONMENT: dict(os.environ)}
+        else:
+            env.update({name: os.environ.get(name) for name in reads.env})
+    section = {"python": noopreplay.python_identity(), "cwd": reads.cwd if reads is not None else None,
+               "env": env, "files": files, "lines": list(lines)}
+    if doc.get(noopreplay.REPLAY) == section:
+        return
+    doc[noopreplay.REPLAY] = section
+    try:
+        atomic_write(path, (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode(), durable=False)
+    except OSError:
+        pass

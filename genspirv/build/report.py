@@ -32,6 +32,11 @@ class BuildReport:
     remote: Optional[tuple[str, ...]] = None   # variant names taken from the remote cache; None: none set
     not_selected: tuple[str, ...] = ()   # a build of named variants: the others, not up to date, kept as committed
 
+    @property
+    def did_nothing(self) -> bool:
+        """Nothing compiled, taken from a cache, written or removed, and nothing failed: a no-op."""
+        return not (self.compiled or self.cached or self.written or self.removed or self.failed or self.remote)
+
     def summary(self) -> str:
         by = Counter(compiler for _, compiler in self.compiled_by)
         parts = [f"{len(self.compiled)} compiled"

@@ -36,7 +36,7 @@ def _signature(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def _racy(st: os.stat_result, now_ns: int) -> bool:
+def racy(st: os.stat_result, now_ns: int) -> bool:
     newest = max(st.st_mtime_ns, st.st_ctime_ns)
     coarse = st.st_mtime_ns % 1_000_000_000 == 0 and st.st_ctime_ns % 1_000_000_000 == 0
     return now_ns - newest <= (COARSE_RACY_S if coarse else RACY_S) * 1e9
@@ -100,7 +100,7 @@ class StatLog:
 
     def note(self, rel: str, st: os.stat_result, digest: str) -> None:
         """Log that the file whose stat() is ``st`` has ``digest`` (unless it is racily new)."""
-        if _racy(st, time.time_ns()):
+        if racy(st, time.time_ns()):
             if self._entries.pop(rel, None) is not None:
                 self.changed = True
             return
