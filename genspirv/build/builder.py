@@ -5,7 +5,7 @@ from the cache, compile or unavailable, and why), asks the remote cache, when
 one is set, for the variants the plan would compile (``genspirv.build.remote_fetches``:
 each compile waits on its own fetch, so compiles run while other fetches are
 in flight; verified entries become remote hits in the plan as they return;
-``--explain`` resolves every fetch first), runs it (``run_plan``,
+``--explain`` resolves every fetch first), runs it (``genspirv.build.run.run_plan``,
 shared with ``check``: compiles in parallel through the ``Compiler`` seam, each
 variant with the first compiler of its chain that can build it, reflects,
 renders the manifest and generated files), then writes what changed.
@@ -34,13 +34,11 @@ changes no committed file; a no-op build writes no file. ``build()`` returns a
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Optional, Sequence
 
@@ -51,26 +49,24 @@ from . import noopstamp
 from .blob_cache import BlobCache, local_cache_dir
 from .report import BuildReport
 from ..cachestats import Stat, Tally
-from .state import (STATE_DIR, CommittedManifest, FileHashes, Journal, OutputsRecord, Record, RecordedInputs,
-                    committed_manifest, include_dirs, journal_path, key_inputs, load_state, sha256_hex,
-                    stat_log)
-from .commit import commit, folders_removed_on_failure, output_error, save_state, stage_blob
-from .compile import (Compiled, Fetch, Fetched, Log, compile_all, longest_first, make_jobs, raise_failures,
-                      reflect_blob, unavailable_deps)
+from .state import (STATE_DIR, CommittedManifest, FileHashes, Journal, OutputsRecord, Record, committed_manifest,
+                    journal_path, load_state, sha256_hex, stat_log)
+from .commit import commit, folders_removed_on_failure, save_state, stage_blob
+from .compile import Compiled, Log, raise_failures, reflect_blob
+from .run import Ran, lookups, run_plan, unavailable_entries
 from ..toolchain.compiler import CommandLog, Compiler, Versions
 from ..toolchain.chain import Compilers, compilers_for
-from ..project.config import Config, Variant
-from ..errors import GenspirvError, LockError, OutputError, UnavailableError
+from ..project.config import Config
+from ..errors import GenspirvError, LockError, OutputError
 from ..fsutil import StagedFiles, try_lock, unlock
-from ..project.generated import GENERATED_DIR, origin_note, provenance, write_generated
-from ..manifest import Unavailable
+from ..project.generated import origin_note
 from .outputs import (committed_manifest_current, entry_text, expected_outputs, orphan_blobs, outputs_current,
                       outputs_key, remove_stale_temp_files, unavailable_names)
-from .plan import Reason, Lookups, Plan, make_plan, replaced
+from .plan import Reason, Plan, make_plan, replaced
 from ..reflect import ShaderInfo
 from .selection import choose, left_out, only as only_chosen
 from .statlog import StatLog
-from ..project.variants import CompilerName, compiler_named
+from ..project.variants import CompilerName
 from ..remote.cache import RemoteCache
 from .remote_fetches import ask_remote, remote_fetch
 
@@ -78,11 +74,6 @@ LOCK_FILE = "lock"
 TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
 PROBES_FILE = "slang-glslang.json"    # what slang-glslang predefines, asked of it once per version
 WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
-
-# Told of each compile as it finishes: its record, and what it compiled (None: unavailable);
-# of a remote hit as it returns, with True after them (only a build with a remote cache's fetch).
-Keep = Optional[Callable[..., None]]
-
 
 # -- the lock -----------------------------------------------------------------
 
@@ -130,107 +121,6 @@ def _make_state_dir(folder: Path) -> None:
     if not ignore.exists():
         with contextlib.suppress(OSError):
             ignore.write_text("# genspirv's build state, cache and generated sources\n*\n")
-
-
-# -- planning and running -----------------------------------------------------
-
-
-def lookups(config: Config, versions: Versions, hashes: FileHashes, cache: Optional[BlobCache],
-            recorded: Optional[RecordedInputs] = None) -> Lookups:
-    """The planner's view of the project: its files, its committed blobs, its blob cache, and
-    the inputs the last build recorded."""
-    dirs = include_dirs(config)
-
-    def committed_sha(v: Variant) -> Optional[str]:
-        return hashes.on_disk(config.blob_relpath(v))
-
-    return Lookups(inputs=lambda v, deps: key_inputs(config, versions, v, deps, hashes, dirs),
-                   committed_sha=committed_sha,
-                   cached=(lambda key, sha: cache.get(key, sha)) if cache is not None else (lambda key, sha: None),
-                   blob_path=config.blob_relpath,
-                   recorded=recorded.get if recorded is not None else (lambda name, key: None))
-
-
-@dataclass(frozen=True)
-class Ran:
-    """What running a plan's compile and cache steps gave."""
-
-    compiled: Mapping[str, Compiled]            # compiled now or taken from the cache
-    records: Mapping[str, Record]               # for those, and for every unavailable variant
-    failures: Mapping[str, GenspirvError]
-    compiled_now: tuple[str, ...]
-    fetched: Mapping = field(default_factory=dict)      # name -> the plan step a remote fetch resolved it to
-
-
-def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, hashes: FileHashes, *,
-             jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None,
-             generated_dir: Optional[Path] = None, seconds: Mapping[str, Optional[float]] = {},
-             fetch: Fetch = None) -> Ran:
-    """Compile the plan's stale variants into ``workdir`` and reflect its cached ones.
-
-    The compiles start longest first (``seconds``: each variant's last compile time).
-    ``fetch``: each compile waits on its own remote fetch (``remote_fetch``), a hit resolving
-    it (``Ran.fetched``: the plan steps the hits became).
-    ``keep(name, record, compiled)`` hears of each compile and hit as it finishes (None: unavailable).
-    The generator's files are written first, into ``.genspirv/generated/`` or, for check,
-    ``generated_dir``."""
-    versions = compilers.versions()
-    dirs = include_dirs(config)
-    records: dict[str, Record] = {}
-    absent = compilers.missing_required([s.variant for s in plan.to_compile])
-    if absent is not None:
-        raise absent
-    folder = generated_dir or config.path(GENERATED_DIR)
-    if plan.to_compile and (config.generated or folder.is_dir()):
-        try:
-            write_generated(config.generated, folder)
-        except OSError as exc:
-            raise output_error(exc) from None
-
-    def done(v: Variant, result: Compiled | UnavailableError | Fetched) -> None:
-        if isinstance(result, Fetched):
-            step = result.found
-            result = Compiled(step.variant, step.blob, step.record.deps,
-                              step.info or reflect_blob(step.name, "cache", step.blob), step.record.compiler)
-            got[v.name] = result
-            record = step.record
-        elif isinstance(result, Compiled):
-            inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
-            record = Record.of(inputs, result.deps, sha256_hex(result.blob), compiler=result.compiler,
-                               seconds=result.seconds)
-        else:
-            deps = tuple(unavailable_deps(config.root, result, v.preamble, config.generated_files))
-            inputs = key_inputs(config, versions, v, deps, hashes, dirs)
-            record = Record.of(inputs, deps, missing=result.missing,
-                               compiler=compiler_named(result.compiler or None) or CompilerName.GLSLANG)
-        records[v.name] = record
-        if keep is not None:
-            if v.name in got:
-                keep(v.name, record, result, True)      # a remote hit: the build publishes it nowhere
-            else:
-                keep(v.name, record, result if isinstance(result, Compiled) else None)
-
-    got: dict[str, Compiled] = {}
-    order = longest_first([s.variant for s in plan.to_compile], seconds)
-    outcome = compile_all(compilers, make_jobs(config, order, workdir, on_command, generated_dir), jobs, log, done,
-                          fetch)
-    compiled = {**outcome.compiled, **got}
-    for step in plan.from_cache + plan.from_remote:
-        compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
-                                       step.info or reflect_blob(step.name, "cache", step.blob), step.record.compiler)
-        records[step.name] = step.record
-    for step in plan.unavailable:
-        records[step.name] = step.record
-    return Ran(compiled, records, outcome.failures,
-               tuple(s.name for s in plan.to_compile if s.name in outcome.compiled), outcome.fetched)
-
-
-def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
-    """The manifest's ``unavailable`` list, in variant order."""
-    files = config.generated_files
-    return [Unavailable(v.name, v.source, r.missing, r.key or "", provenance(r.deps, files, config.generator),
-                        None if r.compiler is CompilerName.GLSLANG else r.compiler.value, v.meta_json)
-            for v in config.variants if (r := records.get(v.name)) is not None and r.unavailable]
 
 
 # -- build --------------------------------------------------------------------

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .builder import lookups, run_plan, unavailable_entries
+from .run import lookups, run_plan, unavailable_entries
 from .state import FileHashes
 from .compile import Log, raise_failures
 from ..toolchain.compiler import Compiler
