@@ -53,7 +53,7 @@ from .state import (STATE_DIR, CommittedManifest, FileHashes, Journal, OutputsRe
                     journal_path, load_state, sha256_hex, stat_log)
 from .commit import commit, folders_removed_on_failure, save_state, stage_blob
 from .compile import Compiled, Log, raise_failures, reflect_blob
-from .run import Ran, lookups, run_plan, unavailable_entries
+from .run import ProjectLookups, Ran, run_plan, unavailable_entries
 from ..toolchain.compiler import CommandLog, Compiler, Versions
 from ..toolchain.chain import Compilers, compilers_for
 from ..project.config import Config
@@ -190,7 +190,7 @@ def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Opti
             else {**committed().records, **state.records}
         hashes = FileHashes.for_config(config, stat_log(config))
         cache = BlobCache.for_config(config, tally)
-        project = lookups(config, versions, hashes, cache, state.inputs)
+        project = ProjectLookups(config, versions, hashes, cache, state.inputs)
         # The same no-op as last time, by stat() alone (genspirv.build.noopstamp): no key computed.
         unchanged = noopstamp.unchanged_plan(config, records) \
             if not force and chosen is None and noopstamp.holds(config, versions, state) else None

@@ -3,9 +3,9 @@
 Takes a ``Config``, the build's ``Compilers``, a ``Plan`` (``genspirv.build.plan``)
 and the ``FileHashes`` of this run; gives
 
-- ``lookups``: the planner's ``Lookups`` on the project (its files through
-  the hashes, its committed blobs, its blob cache, the inputs the last build
-  recorded), which ``make_plan`` decides with;
+- ``ProjectLookups``: the planner's ``Lookups`` on the project (its files
+  through the hashes, its committed blobs, its blob cache, the inputs the last
+  build recorded), which ``make_plan`` decides with;
 - ``run_plan``: the plan's stale variants compiled into a work folder through the
   ``Compiler`` seam (``genspirv.build.compile``), its cached and remote ones
   reflected, the generator's files written first; a ``Ran``: what compiled,
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Optional
+from typing import Callable, Mapping, Optional, Sequence
 
 from .blob_cache import BlobCache
-from .state import FileHashes, Record, RecordedInputs, include_dirs, key_inputs, sha256_hex
+from .state import FileHashes, KeyInputs, Record, RecordedInputs, include_dirs, key_inputs, sha256_hex
 from .commit import output_error
 from .compile import (Compiled, Fetch, Fetched, Log, compile_all, longest_first, make_jobs, reflect_blob,
                       unavailable_deps)
@@ -35,7 +35,7 @@ from ..project.config import Config, Variant
 from ..errors import GenspirvError, UnavailableError
 from ..project.generated import GENERATED_DIR, provenance, write_generated
 from ..manifest import Unavailable
-from .plan import Lookups, Plan
+from .plan import Plan
 from ..project.variants import CompilerName, compiler_named
 
 # Told of each compile as it finishes: its record, and what it compiled (None: unavailable);
@@ -43,20 +43,34 @@ from ..project.variants import CompilerName, compiler_named
 Keep = Optional[Callable[..., None]]
 
 
-def lookups(config: Config, versions: Versions, hashes: FileHashes, cache: Optional[BlobCache],
-            recorded: Optional[RecordedInputs] = None) -> Lookups:
-    """The planner's view of the project: its files, its committed blobs, its blob cache, and
-    the inputs the last build recorded."""
-    dirs = include_dirs(config)
+class ProjectLookups:
+    """The planner's ``Lookups`` on the project: its files (through ``hashes``: each read once,
+    or not at all when its stat() is as the stat log has it), its committed blobs, its blob
+    cache (None: check's, which asks none) and the inputs the last build recorded."""
 
-    def committed_sha(v: Variant) -> Optional[str]:
-        return hashes.on_disk(config.blob_relpath(v))
+    def __init__(self, config: Config, versions: Versions, hashes: FileHashes, cache: Optional[BlobCache] = None,
+                 recorded_inputs: Optional[RecordedInputs] = None):
+        self.config = config
+        self.versions = versions
+        self.hashes = hashes
+        self.cache = cache
+        self.recorded_inputs = recorded_inputs
+        self.include_dirs = include_dirs(config)    # looked up on disk once, not per variant
 
-    return Lookups(inputs=lambda v, deps: key_inputs(config, versions, v, deps, hashes, dirs),
-                   committed_sha=committed_sha,
-                   cached=(lambda key, sha: cache.get(key, sha)) if cache is not None else (lambda key, sha: None),
-                   blob_path=config.blob_relpath,
-                   recorded=recorded.get if recorded is not None else (lambda name, key: None))
+    def inputs(self, v: Variant, deps: Sequence[str]) -> KeyInputs:
+        return key_inputs(self.config, self.versions, v, deps, self.hashes, self.include_dirs)
+
+    def committed_sha(self, v: Variant) -> Optional[str]:
+        return self.hashes.on_disk(self.config.blob_relpath(v))
+
+    def cached(self, key: str, sha256: Optional[str]) -> Optional[bytes]:
+        return self.cache.get(key, sha256) if self.cache is not None else None
+
+    def blob_path(self, v: Variant) -> str:
+        return self.config.blob_relpath(v)
+
+    def recorded(self, name: str, key: Optional[str]) -> Optional[KeyInputs]:
+        return self.recorded_inputs.get(name, key) if self.recorded_inputs is not None else None
 
 
 @dataclass(frozen=True)
