@@ -15,6 +15,7 @@ import json
 import shutil
 import textwrap
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -24,7 +25,7 @@ from genspirv.build.state import KeyInputs, Record
 from genspirv.build.check import check
 from genspirv.project.config import Variant, load_config
 from genspirv.errors import CompileError, ValidationError
-from genspirv.build.plan import Action, Found, Lookups, Reason, decide, found_elsewhere, make_plan
+from genspirv.build.plan import Action, Found, Reason, decide, found_elsewhere, make_plan
 
 ADD = """\
 #version 450
@@ -307,31 +308,54 @@ def test_an_interrupted_build_keeps_each_finished_compile(tmp_path):
 # -- the plan's pure core, and check ------------------------------------------------
 
 
+class DictLookups:
+    """The planner's ``Lookups`` on dictionaries, no file: each file's text by path, the
+    committed blobs' sha256 by variant name, the cache's blobs by key, and the inputs the last
+    build recorded by key. It holds the dictionaries it is given: a test edits them in place."""
+
+    def __init__(self, files: dict, committed: dict, cache: Optional[dict] = None, recorded: Optional[dict] = None):
+        self.files, self.committed = files, committed
+        self.cache = {} if cache is None else cache
+        self.recorded_inputs = {} if recorded is None else recorded
+
+    def inputs(self, variant, deps):
+        return KeyInputs(variant.source, variant.defines, "c1", variant.flags, variant.target_env, (), True,
+                         variant.validate,
+                         tuple((d, self.files.get(d)) for d in sorted(set(deps) | {variant.source})))
+
+    def committed_sha(self, variant):
+        return self.committed.get(variant.name)
+
+    def cached(self, key, sha256):
+        return self.cache.get(key)
+
+    def blob_path(self, variant):
+        return f"spirv/{variant.name}.spv"
+
+    def recorded(self, name, key):
+        return self.recorded_inputs.get(key)
+
+
 def test_the_planner_reads_nothing_but_its_lookups():
     """A virtual project: files, committed blobs and cache are dictionaries."""
     files = {"a.comp": "1", "inc.glsl": "1"}
     v = Variant("a", "a.comp", (("T", "float"),))
-
-    def inputs(variant, deps):
-        return KeyInputs(variant.source, variant.defines, "c1", variant.flags, variant.target_env, (), True,
-                         variant.validate, tuple((d, files.get(d)) for d in sorted(set(deps) | {variant.source})))
+    committed, cache = {"a": "sha-a"}, {}
+    look = DictLookups(files, committed, cache)
+    inputs = look.inputs
 
     then = inputs(v, ["inc.glsl"])
     record = Record.of(then, ("a.comp", "inc.glsl"), "sha-a")
-    world = dict(committed={"a": "sha-a"}, cache={})
-    look = Lookups(inputs=inputs, committed_sha=lambda var: world["committed"].get(var.name),
-                   cached=lambda key, sha: world["cache"].get(key), blob_path=lambda var: f"spirv/{var.name}.spv")
     assert decide(v, record, look).action is Action.UP_TO_DATE
     assert decide(v, None, look).reason is Reason.NEW_VARIANT
     files["inc.glsl"] = "2"
     step = decide(v, record, look)
     assert (step.action, step.reason, step.detail) == (Action.COMPILE, Reason.INCLUDE_CHANGED, "inc.glsl changed")
-    world["cache"][inputs(v, ["inc.glsl"]).key] = b"blob"
+    cache[inputs(v, ["inc.glsl"]).key] = b"blob"
     assert decide(v, record, look).action is Action.FROM_CACHE
     # A record read back from the state file: its inputs come from the recorded-inputs lookup.
     bare = Record(then.key, record.deps, "sha-a")
-    remembered = Lookups(look.inputs, look.committed_sha, lambda key, sha: None, look.blob_path,
-                         recorded=lambda name, key: then if key == then.key else None)
+    remembered = DictLookups(files, committed, cache={}, recorded={then.key: then})
     assert decide(v, bare, remembered).detail == "inc.glsl changed"
     # A record from the committed manifest has only the key to compare with.
     assert decide(v, bare, look).reason is Reason.INPUTS_CHANGED
@@ -344,14 +368,9 @@ def test_found_elsewhere_turns_only_compile_steps_into_hits():
     (its reason kept, explained as such), one whose blob the index found in the local cache is
     from the cache, and a step that was not going to compile is left as it was."""
     files = {"a.comp": "1", "b.comp": "1", "c.comp": "1", "inc.glsl": "1"}
-
-    def inputs(variant, deps):
-        return KeyInputs(variant.source, variant.defines, "c1", variant.flags, variant.target_env, (), True,
-                         variant.validate, tuple((d, files.get(d)) for d in sorted(set(deps) | {variant.source})))
-
     a, b, c = (Variant(n, f"{n}.comp", ()) for n in "abc")
-    look = Lookups(inputs=inputs, committed_sha=lambda var: "sha-c", cached=lambda key, sha: None,
-                   blob_path=lambda var: f"spirv/{var.name}.spv")
+    look = DictLookups(files, committed={n: "sha-c" for n in "abc"})
+    inputs = look.inputs
     up_to_date = Record.of(inputs(c, ()), ("c.comp",), "sha-c")
     plan = make_plan([a, b, c], {"c": up_to_date}, look)
     assert [s.action for s in plan.steps] == [Action.COMPILE, Action.COMPILE, Action.UP_TO_DATE]

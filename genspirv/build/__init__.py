@@ -9,6 +9,7 @@ to date, from the cache, compile or unavailable, and why), ``selection``
 manifest and generated code from the results), ``commit`` (all of them in place
 or none), ``noopstamp`` (a no-op decided from stat() alone), ``noopreplay`` (a
 plain ``genspirv build`` that repeats one, answered before the config is
-loaded), ``report`` (what
-a build did); ``builder`` runs a build and ``check`` a check.
+loaded), ``report`` (what a build did); ``run`` (the plan run build and check
+share: the planner's lookups on the project, the compiles); ``builder`` runs a
+build (``Builder``) and ``check`` a check.
 """

@@ -5,10 +5,10 @@ from the cache, compile or unavailable, and why), asks the remote cache, when
 one is set, for the variants the plan would compile (``genspirv.build.remote_fetches``:
 each compile waits on its own fetch, so compiles run while other fetches are
 in flight; verified entries become remote hits in the plan as they return;
-``--explain`` resolves every fetch first), runs it (``run_plan``,
+``--explain`` resolves every fetch first), runs it (``genspirv.build.run``,
 shared with ``check``: compiles in parallel through the ``Compiler`` seam, each
-variant with the first compiler of its chain that can build it, reflects,
-renders the manifest and generated files), then writes what changed.
+variant with the first compiler of its chain that can build it, and reflects),
+renders the manifest and generated files, then writes what changed.
 In read-write mode each blob compiled is handed to the remote cache's
 background stores as it finishes; the build waits for them before it returns.
 ``--force`` asks no cache and stores every blob afresh, over what the local
@@ -29,20 +29,23 @@ when all are ready are they renamed into place, blobs first and the manifest
 last, with signals held back for those renames. A failure before that
 changes no committed file; a no-op build writes no file. ``build()`` returns a
 ``BuildReport``; tests assert on it, not on timing.
+
+``build()`` opens the compilers and hands them to a ``Builder``, which holds
+what one build works with (config, compilers, caches, state, the caller's
+options) and runs it phase by phase: load under the lock, a no-op by the stamp
+or by the plan, the run (each finished compile kept by ``Writers``), finish.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Optional, Sequence
+from typing import Callable, Iterator, Mapping, NoReturn, Optional, Sequence
 
 from .. import manifest as manifest_mod
 from .. import settings
@@ -51,26 +54,24 @@ from . import noopstamp
 from .blob_cache import BlobCache, local_cache_dir
 from .report import BuildReport
 from ..cachestats import Stat, Tally
-from .state import (STATE_DIR, CommittedManifest, FileHashes, Journal, OutputsRecord, Record, RecordedInputs,
-                    committed_manifest, include_dirs, journal_path, key_inputs, load_state, sha256_hex,
-                    stat_log)
-from .commit import commit, folders_removed_on_failure, output_error, save_state, stage_blob
-from .compile import (Compiled, Fetch, Fetched, Log, compile_all, longest_first, make_jobs, raise_failures,
-                      reflect_blob, unavailable_deps)
-from ..toolchain.compiler import CommandLog, Compiler, Versions
+from .state import (STATE_DIR, CommittedManifest, FileHashes, Journal, OutputsRecord, Record, State,
+                    committed_manifest, journal_path, load_state, sha256_hex, stat_log)
+from .commit import commit, folders_removed_on_failure, save_state, stage_blob
+from .compile import Compiled, Fetch, Log, raise_failures, reflect_blob
+from .run import ProjectLookups, Ran, run_plan, unavailable_entries
+from ..toolchain.compiler import CommandLog, Compiler
 from ..toolchain.chain import Compilers, compilers_for
-from ..project.config import Config, Variant
-from ..errors import GenspirvError, LockError, OutputError, UnavailableError
+from ..project.config import Config
+from ..errors import GenspirvError, LockError, OutputError
 from ..fsutil import StagedFiles, try_lock, unlock
-from ..project.generated import GENERATED_DIR, origin_note, provenance, write_generated
-from ..manifest import Unavailable
+from ..project.generated import origin_note
 from .outputs import (committed_manifest_current, entry_text, expected_outputs, orphan_blobs, outputs_current,
                       outputs_key, remove_stale_temp_files, unavailable_names)
-from .plan import Reason, Lookups, Plan, make_plan, replaced
+from .plan import Reason, Plan, Step, make_plan, replaced
+from ..manifest import Unavailable
 from ..reflect import ShaderInfo
 from .selection import choose, left_out, only as only_chosen
-from .statlog import StatLog
-from ..project.variants import CompilerName, compiler_named
+from ..project.variants import CompilerName
 from ..remote.cache import RemoteCache
 from .remote_fetches import ask_remote, remote_fetch
 
@@ -78,11 +79,6 @@ LOCK_FILE = "lock"
 TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
 PROBES_FILE = "slang-glslang.json"    # what slang-glslang predefines, asked of it once per version
 WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
-
-# Told of each compile as it finishes: its record, and what it compiled (None: unavailable);
-# of a remote hit as it returns, with True after them (only a build with a remote cache's fetch).
-Keep = Optional[Callable[..., None]]
-
 
 # -- the lock -----------------------------------------------------------------
 
@@ -132,107 +128,6 @@ def _make_state_dir(folder: Path) -> None:
             ignore.write_text("# genspirv's build state, cache and generated sources\n*\n")
 
 
-# -- planning and running -----------------------------------------------------
-
-
-def lookups(config: Config, versions: Versions, hashes: FileHashes, cache: Optional[BlobCache],
-            recorded: Optional[RecordedInputs] = None) -> Lookups:
-    """The planner's view of the project: its files, its committed blobs, its blob cache, and
-    the inputs the last build recorded."""
-    dirs = include_dirs(config)
-
-    def committed_sha(v: Variant) -> Optional[str]:
-        return hashes.on_disk(config.blob_relpath(v))
-
-    return Lookups(inputs=lambda v, deps: key_inputs(config, versions, v, deps, hashes, dirs),
-                   committed_sha=committed_sha,
-                   cached=(lambda key, sha: cache.get(key, sha)) if cache is not None else (lambda key, sha: None),
-                   blob_path=config.blob_relpath,
-                   recorded=recorded.get if recorded is not None else (lambda name, key: None))
-
-
-@dataclass(frozen=True)
-class Ran:
-    """What running a plan's compile and cache steps gave."""
-
-    compiled: Mapping[str, Compiled]            # compiled now or taken from the cache
-    records: Mapping[str, Record]               # for those, and for every unavailable variant
-    failures: Mapping[str, GenspirvError]
-    compiled_now: tuple[str, ...]
-    fetched: Mapping = field(default_factory=dict)      # name -> the plan step a remote fetch resolved it to
-
-
-def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, hashes: FileHashes, *,
-             jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None,
-             generated_dir: Optional[Path] = None, seconds: Mapping[str, Optional[float]] = {},
-             fetch: Fetch = None) -> Ran:
-    """Compile the plan's stale variants into ``workdir`` and reflect its cached ones.
-
-    The compiles start longest first (``seconds``: each variant's last compile time).
-    ``fetch``: each compile waits on its own remote fetch (``remote_fetch``), a hit resolving
-    it (``Ran.fetched``: the plan steps the hits became).
-    ``keep(name, record, compiled)`` hears of each compile and hit as it finishes (None: unavailable).
-    The generator's files are written first, into ``.genspirv/generated/`` or, for check,
-    ``generated_dir``."""
-    versions = compilers.versions()
-    dirs = include_dirs(config)
-    records: dict[str, Record] = {}
-    absent = compilers.missing_required([s.variant for s in plan.to_compile])
-    if absent is not None:
-        raise absent
-    folder = generated_dir or config.path(GENERATED_DIR)
-    if plan.to_compile and (config.generated or folder.is_dir()):
-        try:
-            write_generated(config.generated, folder)
-        except OSError as exc:
-            raise output_error(exc) from None
-
-    def done(v: Variant, result: Compiled | UnavailableError | Fetched) -> None:
-        if isinstance(result, Fetched):
-            step = result.found
-            result = Compiled(step.variant, step.blob, step.record.deps,
-                              step.info or reflect_blob(step.name, "cache", step.blob), step.record.compiler)
-            got[v.name] = result
-            record = step.record
-        elif isinstance(result, Compiled):
-            inputs = key_inputs(config, versions, v, result.deps, hashes, dirs)
-            record = Record.of(inputs, result.deps, sha256_hex(result.blob), compiler=result.compiler,
-                               seconds=result.seconds)
-        else:
-            deps = tuple(unavailable_deps(config.root, result, v.preamble, config.generated_files))
-            inputs = key_inputs(config, versions, v, deps, hashes, dirs)
-            record = Record.of(inputs, deps, missing=result.missing,
-                               compiler=compiler_named(result.compiler or None) or CompilerName.GLSLANG)
-        records[v.name] = record
-        if keep is not None:
-            if v.name in got:
-                keep(v.name, record, result, True)      # a remote hit: the build publishes it nowhere
-            else:
-                keep(v.name, record, result if isinstance(result, Compiled) else None)
-
-    got: dict[str, Compiled] = {}
-    order = longest_first([s.variant for s in plan.to_compile], seconds)
-    outcome = compile_all(compilers, make_jobs(config, order, workdir, on_command, generated_dir), jobs, log, done,
-                          fetch)
-    compiled = {**outcome.compiled, **got}
-    for step in plan.from_cache + plan.from_remote:
-        compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
-                                       step.info or reflect_blob(step.name, "cache", step.blob), step.record.compiler)
-        records[step.name] = step.record
-    for step in plan.unavailable:
-        records[step.name] = step.record
-    return Ran(compiled, records, outcome.failures,
-               tuple(s.name for s in plan.to_compile if s.name in outcome.compiled), outcome.fetched)
-
-
-def unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
-    """The manifest's ``unavailable`` list, in variant order."""
-    files = config.generated_files
-    return [Unavailable(v.name, v.source, r.missing, r.key or "", provenance(r.deps, files, config.generator),
-                        None if r.compiler is CompilerName.GLSLANG else r.compiler.value, v.meta_json)
-            for v in config.variants if (r := records.get(v.name)) is not None and r.unavailable]
-
-
 # -- build --------------------------------------------------------------------
 
 
@@ -266,7 +161,8 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     with compilers_for(config, compiler, jobs=jobs, version_cache=state_dir / TOOLS_FILE,
                        probe_cache=state_dir / PROBES_FILE) as compilers:
         try:
-            report = _build(config, compilers, remote, jobs, force, log, on_command, explain, verbose, chosen, tally)
+            report = Builder(config, compilers, remote, tally, jobs=jobs, force=force, log=log,
+                             on_command=on_command, explain=explain, verbose=verbose, chosen=chosen).build()
         except GenspirvError as exc:
             _count(config, tally, getattr(exc, "report", None), force)
             raise
@@ -284,179 +180,274 @@ def _count(config: Config, tally: Tally, report: Optional[BuildReport], force: b
     cachestats.record(local_cache_dir(config), tally.counts())
 
 
-def _build(config: Config, compilers: Compilers, remote: RemoteCache, jobs: Optional[int], force: bool, log: Log,
-           on_command: CommandLog, explain: Log, verbose: bool, chosen: Optional[frozenset[str]] = None,
-           tally: Optional[Tally] = None) -> BuildReport:
-    versions = compilers.versions()
-    optimizer = versions.optimizer
-    # The remote cache's stores finish after the lock is released (they touch no project file).
-    with remote, project_lock(config.root, log=log):
-        remove_stale_temp_files(config, log)
-        state = load_state(config)
+class Builder:
+    """One build: what it works with held as fields, one method per phase (``build`` runs them):
+    ``_load`` under the lock, a no-op by the stamp or the plan (``_plan``, ``_noop``), else
+    ``_run`` (each finished compile kept by ``Writers``) and ``_finish`` (a failure's state
+    kept, or the outputs rendered and committed)."""
+
+    # Read under the lock by _load: what the last build kept, and the project's files now.
+    state: State
+    committed: Callable[[], CommittedManifest]      # the committed manifest, parsed at the first call
+    records: dict[str, Record]                      # the last build's, or the committed manifest's
+    hashes: FileHashes
+    cache: BlobCache
+    lookups: ProjectLookups
+
+    def __init__(self, config: Config, compilers: Compilers, remote: RemoteCache, tally: Tally, *,
+                 jobs: Optional[int] = None, force: bool = False, log: Log = None, on_command: CommandLog = None,
+                 explain: Log = None, verbose: bool = False, chosen: Optional[frozenset[str]] = None):
+        self.config = config
+        self.compilers = compilers
+        self.versions = compilers.versions()
+        self.remote = remote
+        self.tally = tally
+        self.jobs = jobs
+        self.force = force
+        self.log = log
+        self.on_command = on_command
+        self.explain = explain
+        self.verbose = verbose
+        self.chosen = chosen            # a build of named variants (None: all of them)
+
+    def build(self) -> BuildReport:
+        """Under the lock: a no-op's report, or the plan run and its outputs committed."""
+        # The remote cache's stores finish after the lock is released (they touch no project file).
+        with self.remote, project_lock(self.config.root, log=self.log):
+            remove_stale_temp_files(self.config, self.log)
+            self._load()
+            report = self._noop_by_stamp()
+            if report is not None:
+                return report
+            plan, fetch = self._plan()
+            report = self._noop(plan)
+            if report is not None:
+                return report
+            return self._run(plan, fetch)
+
+    def _load(self) -> None:
+        """Read what the last build kept and set up the planner's view of the project's files."""
+        config = self.config
+        self.state = load_state(config)
         # A fresh clone has no state: the committed manifest's provenance stands in for it. It is
         # parsed only when some variant has no record of its own (a no-op never reads it).
-        committed = functools.cache(lambda: committed_manifest(config))
-        records = dict(state.records) if all(v.name in state.records for v in config.variants) \
-            else {**committed().records, **state.records}
-        hashes = FileHashes.for_config(config, stat_log(config))
-        cache = BlobCache.for_config(config, tally)
-        project = lookups(config, versions, hashes, cache, state.inputs)
-        # The same no-op as last time, by stat() alone (genspirv.build.noopstamp): no key computed.
-        unchanged = noopstamp.unchanged_plan(config, records) \
-            if not force and chosen is None and noopstamp.holds(config, versions, state) else None
-        if unchanged is not None and not orphan_blobs(config, unavailable_names(
-                {s.name: s.record for s in unchanged.unavailable})):
-            if explain is not None:
-                for line in unchanged.explanations():
-                    explain(f"explain: {line}")
-            return _report(config, compilers, unchanged, {s.name: s.record for s in unchanged.steps},
-                           remote=() if remote.enabled else None)
-        plan = only_chosen(make_plan(config.variants, records, project, force), chosen, records,
-                           lambda v: config.path(config.blob_relpath(v)).is_file())
+        self.committed = functools.cache(lambda: committed_manifest(config))
+        self.records = dict(self.state.records) if all(v.name in self.state.records for v in config.variants) \
+            else {**self.committed().records, **self.state.records}
+        self.hashes = FileHashes.for_config(config, stat_log(config))
+        self.cache = BlobCache.for_config(config, self.tally)
+        self.lookups = ProjectLookups(config, self.versions, self.hashes, self.cache, self.state.inputs)
+
+    def _noop_by_stamp(self) -> Optional[BuildReport]:
+        """The same no-op as last time, by stat() alone (genspirv.build.noopstamp): no key computed.
+        None: plan in full."""
+        if self.force or self.chosen is not None or not noopstamp.holds(self.config, self.versions, self.state):
+            return None
+        unchanged = noopstamp.unchanged_plan(self.config, self.records)
+        if unchanged is None or orphan_blobs(self.config, unavailable_names(_records_of(unchanged.unavailable))):
+            return None
+        self._explain(unchanged)
+        return self._report(unchanged, _records_of(unchanged.steps))
+
+    def _plan(self) -> tuple[Plan, Fetch]:
+        """The plan of the chosen variants, and each compile's remote fetch (None: none to ask)."""
+        config = self.config
+        plan = only_chosen(make_plan(config.variants, self.records, self.lookups, self.force), self.chosen,
+                           self.records, lambda v: config.path(config.blob_relpath(v)).is_file())
         # --explain, a dry run, resolves every fetch first to print the exact plan; a build gates
         # each compile on its own fetch, so compiles run while other fetches are in flight.
-        if explain is not None:
-            plan, fetch = ask_remote(plan, remote, records, project, cache), None
+        if self.explain is not None:
+            plan, fetch = ask_remote(plan, self.remote, self.records, self.lookups, self.cache), None
         else:
-            fetch = remote_fetch(plan, remote, records, project, cache)
-        reported = tuple(s.name for s in plan.from_remote) if remote.enabled else None
-        if explain is not None:
+            fetch = remote_fetch(plan, self.remote, self.records, self.lookups, self.cache)
+        self._explain(plan)
+        return plan, fetch
+
+    def _explain(self, plan: Plan) -> None:
+        """``--explain``: a line per variant the plan compiles or takes from a cache, saying why."""
+        if self.explain is not None:
             for line in plan.explanations():
-                explain(f"explain: {line}")
-        known = {s.name: s.record for s in plan.up_to_date + plan.unavailable}
+                self.explain(f"explain: {line}")
+
+    def _noop(self, plan: Plan) -> Optional[BuildReport]:
+        """Nothing changed (ninja-style): no compile, no reflection, no rendering, no write; the
+        state saved only when the journal or the stat log has news. None: run the plan."""
+        config, state, stats = self.config, self.state, self.hashes.stats
+        known = _records_of(plan.up_to_date + plan.unavailable)
         keys = {name: r.key for name, r in known.items()}
-        # Nothing changed (ninja-style): no compile, no reflection, no rendering, no write.
-        if not plan.to_compile and not plan.from_cache and not plan.from_remote \
-                and state.outputs is not None and not orphan_blobs(config, unavailable_names(known)) \
-                and outputs_current(config, state.outputs, outputs_key(config, versions, keys), hashes.on_disk):
-            if journal_path(config).exists() or hashes.stats.changed:
-                save_state(config, _kept_records(config, records, known), state.outputs, state.inputs, hashes.stats)
-            if not force and chosen is None:
-                noopstamp.save(config, versions, hashes.stats)
-            return _report(config, compilers, plan, known, remote=reported)
+        if plan.to_compile or plan.from_cache or plan.from_remote or state.outputs is None \
+                or orphan_blobs(config, unavailable_names(known)) \
+                or not outputs_current(config, state.outputs, outputs_key(config, self.versions, keys),
+                                       self.hashes.on_disk):
+            return None
+        if journal_path(config).exists() or stats.changed:
+            save_state(config, _kept_records(config, self.records, known), state.outputs, state.inputs, stats)
+        if not self.force and self.chosen is None:
+            noopstamp.save(config, self.versions, stats)
+        return self._report(plan, known)
+
+    def _run(self, plan: Plan, fetch: Fetch) -> BuildReport:
+        """Run the plan into a work folder, each finished compile kept by ``Writers`` while the
+        others run; then ``_finish``."""
+        config = self.config
         journal = Journal(config)
         for step in plan.from_remote:       # kept as a compile is: the next build needs no network
-            cache.put(step.record.key, step.blob)
+            self.cache.put(step.record.key, step.blob)
             journal.append(step.name, step.record)
-        kept = hits = 0                     # compiles and remote hits kept: for BuildInterrupted
-        by_name = {v.name: v for v in config.variants}
-        # While the other compiles run, each finished one is kept in the cache, staged beside its
-        # committed blob (renamed into place only when all are ready) and its manifest entry
-        # rendered, on writer threads (an fsync each: the collecting thread never waits on the
-        # disk): the build's end then renames and joins, and waits on no per-variant work.
         staged = StagedFiles()
-        texts: dict = {}
-        staging: dict[str, Future] = {}     # blob path -> staged (True), the same (False), or None
-
-        def write(name: str, record: Record, result: Compiled) -> Optional[bool]:
-            if record.key is not None:
-                cache.put(record.key, result.blob, replace=force)
-            texts[name] = entry_text(config, result, record.key)
-            return stage_blob(config, staged, result)
-
-        def keep(name: str, record: Record, result: Optional[Compiled], fetched: bool = False) -> None:
-            nonlocal kept, hits
-            kept, hits = kept + (not fetched), hits + fetched
-            if result is not None and record.key is not None and remote.writable and not fetched:
-                # queued for the remote cache's pool: the progress loop goes on
-                remote.publish(record.key, record.deps, result.blob, project.inputs(by_name[name], ()).key,
-                               None if record.compiler is CompilerName.GLSLANG else record.compiler.value)
-            if result is not None:
-                staging[config.blob_relpath(result.variant)] = writers.submit(write, name, record, result)
-            journal.append(name, record)
-
         # A failure or an interrupt before the commit discards every staged file (and any
         # folder staging made).
         with folders_removed_on_failure(config.path(config.spirv_dir)), staged:
             # An interrupt still waits for the writers: each finished compile is in the cache.
-            with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="genspirv-write") as writers:
+            with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="genspirv-write") as pool:
+                writers = Writers(self, journal, staged, pool)
                 try:
                     with tempfile.TemporaryDirectory(prefix="compile-", dir=config.root / STATE_DIR) as tmp:
-                        ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log,
-                                       on_command=on_command, keep=keep,
-                                       seconds={n: r.seconds for n, r in records.items()}, fetch=fetch)
+                        ran = run_plan(config, self.compilers, plan, Path(tmp), self.hashes, jobs=self.jobs,
+                                       log=self.log, on_command=self.on_command, keep=writers.keep,
+                                       seconds={n: r.seconds for n, r in self.records.items()}, fetch=fetch)
                 except KeyboardInterrupt:
-                    raise BuildInterrupted(kept, len(plan.to_compile) - hits) from None
+                    raise BuildInterrupted(writers.kept, len(plan.to_compile) - writers.hits) from None
                 finally:
                     journal.close()
             if fetch is not None:
-                remote.finish_asking()
+                self.remote.finish_asking()
                 plan = replaced(plan, ran.fetched)
-                reported = tuple(s.name for s in plan.from_remote)
-            decided = {rel: done for rel, future in staging.items() if (done := future.result()) is not None}
-            return _finish(config, compilers, versions, plan, state, committed, records, known, ran, cache,
-                           staged, decided, texts, reported, log, verbose, hashes.stats)
+            return self._finish(plan, ran, writers)
 
+    def _finish(self, plan: Plan, ran: Ran, writers: Writers) -> BuildReport:
+        """After the compiles: keep the state of a failed build, else render and commit the outputs."""
+        config, state = self.config, self.state
+        decided = writers.decided()     # a writer's error is raised here, before any state is saved
+        records = _kept_records(config, self.records, {**_records_of(plan.up_to_date + plan.unavailable),
+                                                       **ran.records})
+        if ran.failures:
+            self._fail(plan, ran, records)
+        keys = {name: r.key for name, r in records.items()}
+        unavailable = unavailable_entries(config, records)
+        facts = self.compilers.manifest_facts()
+        if self._committed_current(plan, ran, records, unavailable, facts):
+            # Nothing to render or write: the state takes the committed manifest as this build's.
+            manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
+            outputs_record = OutputsRecord(outputs_key(config, self.versions, keys), {config.manifest: manifest_sha})
+            save_state(config, records, outputs_record, state.inputs, self.hashes.stats)
+            return self._report(plan, records)
+        compiled = {**ran.compiled, **self._up_to_date(plan)}
+        ordered = [compiled[v.name] for v in config.variants if v.name in compiled]
+        # Render everything before writing anything, so a codegen failure leaves no mix.
+        outputs = expected_outputs(config, ordered, unavailable, keys, self.versions.optimizer, facts, writers.texts)
+        blobs = {config.blob_relpath(c.variant) for c in ordered}
+        rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blobs}
+        written, removed = commit(config, outputs, records,
+                                  OutputsRecord(outputs_key(config, self.versions, keys), rendered), state.inputs,
+                                  self.log, writers.staged, decided, self.hashes.stats)
+        if self.cache.stored:
+            self.cache.trim()
+        return self._report(plan, records, ran.compiled_now, tuple(removed), tuple(written))
 
-def _finish(config: Config, compilers: Compilers, versions: Versions, plan: Plan, state,
-            committed: Callable[[], CommittedManifest],
-            records: Mapping[str, Record], known: Mapping[str, Record], ran: Ran, cache: BlobCache,
-            staged: StagedFiles, decided: Mapping[str, bool], texts, reported, log: Log, verbose: bool,
-            stats: StatLog) -> BuildReport:
-    """After the compiles: keep the state of a failed build, else render and commit the outputs."""
-    optimizer = versions.optimizer
-    records = _kept_records(config, records, {**known, **ran.records})
-    if ran.failures:
-        # Keep what compiled (state and cache): the next build compiles only what failed or changed.
-        save_state(config, records, state.outputs, state.inputs, stats)
-        report = _report(config, compilers, plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)),
-                         remote=reported)
+    def _committed_current(self, plan: Plan, ran: Ran, records: Mapping[str, Record],
+                           unavailable: Sequence[Unavailable], facts: Mapping[CompilerName, Mapping[str, str]]) -> bool:
+        """A fresh clone (no state) whose committed outputs match their inputs, nothing compiled."""
+        config = self.config
+        fresh = {s.name: records[s.name] for s in plan.up_to_date}
+        return not self.state.found and not ran.compiled and not config.generate \
+            and not orphan_blobs(config, unavailable_names(records)) \
+            and committed_manifest_current(config, self.committed(), fresh, self.versions.optimizer, unavailable,
+                                           facts)
+
+    def _fail(self, plan: Plan, ran: Ran, records: Mapping[str, Record]) -> NoReturn:
+        """Keep what compiled (state and cache): the next build compiles only what failed or
+        changed. Raises the failures' error, its ``report`` set."""
+        save_state(self.config, records, self.state.outputs, self.state.inputs, self.hashes.stats)
+        report = self._report(plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
         try:
             raise_failures(ran.failures, f"genspirv build: {report.summary()} "
                            "(nothing committed written; the compiled variants wait in the cache)",
-                           verbose, origin_note(config.generated_files, config.generator))
+                           self.verbose, origin_note(self.config.generated_files, self.config.generator))
         except GenspirvError as exc:
             exc.report = report
             raise
-    keys = {name: r.key for name, r in records.items()}
-    unavailable = unavailable_entries(config, records)
-    fresh = {s.name: records[s.name] for s in plan.up_to_date}
-    facts = compilers.manifest_facts()
-    if not state.found and not ran.compiled and not config.generate \
-            and not orphan_blobs(config, unavailable_names(records)) and committed_manifest_current(
-            config, committed(), fresh, optimizer, unavailable, facts):
-        # A fresh clone whose committed outputs match their inputs: nothing to render or write.
-        manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
-        save_state(config, records, OutputsRecord(outputs_key(config, versions, keys),
-                                                   {config.manifest: manifest_sha}), state.inputs, stats)
-        return _report(config, compilers, plan, records, remote=reported)
-    compiled = dict(ran.compiled)
-    trusted = _manifest_trusted(config, state)
-    for step in plan.up_to_date:
-        rel = config.blob_relpath(step.variant)
-        blob = config.path(rel).read_bytes()
-        info = (_manifest_info(committed(), step.name, step.record.sha256) if trusted else None) \
-            or reflect_blob(step.name, rel, blob)
-        compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info, step.record.compiler)
-    ordered = [compiled[v.name] for v in config.variants if v.name in compiled]
-    # Render everything before writing anything, so a codegen failure leaves no mix.
-    outputs = expected_outputs(config, ordered, unavailable, keys, optimizer, facts, texts)
-    blobs = {config.blob_relpath(c.variant) for c in ordered}
-    rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blobs}
-    written, removed = commit(config, outputs, records,
-                               OutputsRecord(outputs_key(config, versions, keys), rendered), state.inputs, log,
-                               staged, decided, stats)
-    if cache.stored:
-        cache.trim()
-    return _report(config, compilers, plan, records, ran.compiled_now, tuple(removed), tuple(written),
-               remote=reported)
+
+    def _up_to_date(self, plan: Plan) -> dict[str, Compiled]:
+        """The up-to-date variants as compiled: each committed blob, with the committed manifest's
+        reflection where this build's state wrote that manifest, else reflected again."""
+        config = self.config
+        trusted = _manifest_trusted(config, self.state)
+        compiled = {}
+        for step in plan.up_to_date:
+            rel = config.blob_relpath(step.variant)
+            blob = config.path(rel).read_bytes()
+            info = (_manifest_info(self.committed(), step.name, step.record.sha256) if trusted else None) \
+                or reflect_blob(step.name, rel, blob)
+            compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info, step.record.compiler)
+        return compiled
+
+    def _report(self, plan: Plan, records: Mapping[str, Record], compiled: tuple[str, ...] = (),
+                removed: tuple[str, ...] = (), written: tuple[str, ...] = (),
+                failed: tuple[str, ...] = ()) -> BuildReport:
+        """What this build did, from its plan and records; ``remote`` None where no remote cache is set."""
+        variants = {v.name: v for v in self.config.variants}
+        # A variant that failed is not also unavailable (its old record may say it was).
+        unavailable = [(n, r) for n, r in sorted(records.items()) if r.unavailable and n not in failed]
+        return BuildReport(compiled=compiled, removed=removed, not_selected=left_out(plan, self.config.variants),
+                           up_to_date=tuple(s.name for s in plan.up_to_date if s.reason is not Reason.NOT_SELECTED),
+                           written=written, cached=tuple(s.name for s in plan.from_cache),
+                           compiled_by=tuple((n, records[n].compiler.value) for n in compiled
+                                             if records[n].compiler is not CompilerName.GLSLANG),
+                           unavailable_because=tuple((n, self.compilers.lacks(variants[n], r.missing, r.compiler))
+                                                     for n, r in unavailable),
+                           unavailable=tuple((n, r.missing) for n, r in unavailable),
+                           failed=failed, plan=plan,
+                           remote=tuple(s.name for s in plan.from_remote) if self.remote.enabled else None)
 
 
-def _report(config: Config, compilers: Compilers, plan: Plan, records: Mapping[str, Record],
-            compiled: tuple[str, ...] = (), removed: tuple[str, ...] = (), written: tuple[str, ...] = (),
-            failed: tuple[str, ...] = (), remote: Optional[tuple[str, ...]] = None) -> BuildReport:
-    variants = {v.name: v for v in config.variants}
-    # A variant that failed is not also unavailable (its old record may say it was).
-    unavailable = [(n, r) for n, r in sorted(records.items()) if r.unavailable and n not in failed]
-    return BuildReport(compiled=compiled, removed=removed, not_selected=left_out(plan, config.variants),
-                       up_to_date=tuple(s.name for s in plan.up_to_date if s.reason is not Reason.NOT_SELECTED),
-                       written=written, cached=tuple(s.name for s in plan.from_cache),
-                       compiled_by=tuple((n, records[n].compiler.value) for n in compiled
-                                         if records[n].compiler is not CompilerName.GLSLANG),
-                       unavailable_because=tuple((n, compilers.lacks(variants[n], r.missing, r.compiler))
-                                                 for n, r in unavailable),
-                       unavailable=tuple((n, r.missing) for n, r in unavailable),
-                       failed=failed, plan=plan, remote=remote)
+class Writers:
+    """What a build keeps of each compile and remote hit as it finishes (``run_plan``'s ``keep``),
+    while the other compiles run: its record in the journal; a compiled blob queued for the
+    remote store (read-write mode); and on a writer thread (an fsync each: the collecting thread
+    never waits on the disk) each blob kept in the blob cache, staged beside its committed blob
+    (renamed into place only when all are ready) and its manifest entry rendered. The build's
+    end then renames and joins, and waits on no per-variant work."""
+
+    def __init__(self, builder: Builder, journal: Journal, staged: StagedFiles, pool: ThreadPoolExecutor):
+        self.config = builder.config
+        self.cache = builder.cache
+        self.replace = builder.force        # --force re-seeds the cache: over what it holds
+        self.remote = builder.remote
+        self.lookups = builder.lookups
+        self.journal, self.staged, self.pool = journal, staged, pool
+        self.by_name = {v.name: v for v in self.config.variants}
+        self.kept = self.hits = 0           # compiles and remote hits kept: for BuildInterrupted
+        self.texts: dict = {}               # name -> its manifest entry and text (outputs.entry_text)
+        self.staging: dict[str, Future] = {}     # blob path -> staged (True), the same (False), or None
+
+    def keep(self, name: str, record: Record, result: Optional[Compiled], fetched: bool = False) -> None:
+        """A compile finished (``result`` None: unavailable), or a remote hit (``fetched``) returned."""
+        self.kept, self.hits = self.kept + (not fetched), self.hits + fetched
+        if result is not None and record.key is not None and self.remote.writable and not fetched:
+            # queued for the remote cache's pool: the progress loop goes on
+            self.remote.publish(record.key, record.deps, result.blob, self.lookups.inputs(self.by_name[name], ()).key,
+                                None if record.compiler is CompilerName.GLSLANG else record.compiler.value)
+        if result is not None:
+            self.staging[self.config.blob_relpath(result.variant)] = self.pool.submit(self._write, name, record,
+                                                                                      result)
+        self.journal.append(name, record)
+
+    def _write(self, name: str, record: Record, result: Compiled) -> Optional[bool]:
+        if record.key is not None:
+            self.cache.put(record.key, result.blob, replace=self.replace)
+        self.texts[name] = entry_text(self.config, result, record.key)
+        return stage_blob(self.config, self.staged, result)
+
+    def decided(self) -> dict[str, bool]:
+        """Each blob path staged (True) or found the same (False), once every writer is done; one
+        that could not be staged then is left to ``commit``, which tries again and says why."""
+        return {rel: done for rel, future in self.staging.items() if (done := future.result()) is not None}
+
+
+def _records_of(steps: Sequence[Step]) -> dict[str, Record]:
+    """Each step's record, by variant name."""
+    return {s.name: s.record for s in steps}
 
 
 def _kept_records(config: Config, previous: Mapping[str, Record], updates: Mapping[str, Record]) -> dict[str, Record]:
@@ -470,7 +461,7 @@ def _kept_records(config: Config, previous: Mapping[str, Record], updates: Mappi
     return kept
 
 
-def _manifest_trusted(config: Config, state) -> bool:
+def _manifest_trusted(config: Config, state: State) -> bool:
     """This build's state wrote the committed manifest (its bytes are unchanged), or there is
     no state at all (a fresh clone): its reflection may stand in for re-reading the blobs."""
     if state.outputs is None:

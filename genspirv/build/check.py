@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .builder import lookups, run_plan, unavailable_entries
+from .run import ProjectLookups, run_plan, unavailable_entries
 from .state import FileHashes
 from .compile import Log, raise_failures
 from ..toolchain.compiler import Compiler
@@ -119,7 +119,7 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
     with compilers_for(config, compiler, jobs=jobs) as compilers:
         versions = compilers.versions()
         # The build's plan, forced and with no cache: every variant compiles.
-        plan = make_plan(config.variants, {}, lookups(config, versions, hashes, cache=None), force=True)
+        plan = make_plan(config.variants, {}, ProjectLookups(config, versions, hashes), force=True)
         same: dict[str, bool] = {}      # blob path -> the committed file holds the fresh bytes
         texts: dict = {}
 

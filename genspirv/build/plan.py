@@ -14,16 +14,17 @@ that would compile, and makes them remote hits (``found_step`` one at a time,
 as a build that overlaps fetches and compiles gets them; ``replaced`` puts them
 in the plan): the plan, not the run, says where every blob comes from.
 
-Pure apart from the lookups it is handed: the build hands it the project's
-files and caches, the tests dictionaries. ``genspirv.build.builder`` runs a plan into
-the project, ``genspirv.build.check`` a forced one into a temporary folder.
+Pure apart from the ``Lookups`` it is handed, a protocol: the build hands it the
+project's files and caches (``genspirv.build.run.ProjectLookups``), the tests
+dictionaries. ``genspirv.build.builder`` runs a plan into the project,
+``genspirv.build.check`` a forced one into a temporary folder.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Protocol, Sequence
 
 from .state import KeyInputs, Record, sha256_hex
 from ..project.config import Variant
@@ -114,16 +115,29 @@ class Plan:
                                                                   Action.FROM_REMOTE)]
 
 
-@dataclass(frozen=True)
-class Lookups:
-    """What the planner may ask of the world."""
+class Lookups(Protocol):
+    """What the planner may ask of the world: ``genspirv.build.run.ProjectLookups`` asks the
+    project's files and caches; a test may answer from dictionaries."""
 
-    inputs: Callable[[Variant, Sequence[str]], KeyInputs]     # the inputs now, given the files it read
-    committed_sha: Callable[[Variant], Optional[str]]        # sha256 of the committed blob; None: absent
-    cached: Callable[[str, Optional[str]], Optional[bytes]]   # the blob cache: (key, sha256 or None)
-    blob_path: Callable[[Variant], str]                      # for messages: spirv/<name>.spv
-    recorded: Callable[[str, Optional[str]], Optional[KeyInputs]] = lambda name, key: None
-    # ^ the inputs the last build recorded behind a variant's key, asked only to explain
+    def inputs(self, v: Variant, deps: Sequence[str]) -> KeyInputs:
+        """The inputs ``v`` has now, given the files it read (``deps``)."""
+        ...
+
+    def committed_sha(self, v: Variant) -> Optional[str]:
+        """sha256 of ``v``'s committed blob; None: absent."""
+        ...
+
+    def cached(self, key: str, sha256: Optional[str]) -> Optional[bytes]:
+        """The blob cache's blob for ``key`` (with that sha256, when one is given); None: none."""
+        ...
+
+    def blob_path(self, v: Variant) -> str:
+        """For messages: ``spirv/<name>.spv``."""
+        ...
+
+    def recorded(self, name: str, key: Optional[str]) -> Optional[KeyInputs]:
+        """The inputs the last build recorded behind a variant's key, asked only to explain."""
+        ...
 
 
 def make_plan(variants: Sequence[Variant], records: Mapping[str, Record], lookups: Lookups,
