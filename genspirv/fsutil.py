@@ -45,11 +45,15 @@ except ImportError:     # POSIX
 class StagedFiles:
     """Files written beside their targets first, then put in place together.
 
-    Used as a context manager, a block that raises discards every temp file.
+    Used as a context manager, a block that raises discards every temp file. Safe from
+    several threads; a file staged after the discard (a writer thread still running when an
+    interrupt discarded the rest) is removed at once, so none is left beside its target.
     """
 
     def __init__(self) -> None:
         self._staged: list[tuple[Path, str]] = []      # (target, temp path), in commit order
+        self._lock = threading.Lock()
+        self._discarded = False
 
     def __len__(self) -> int:
         return len(self._staged)
@@ -78,7 +82,11 @@ class StagedFiles:
         except BaseException:
             _unlink(tmp)
             raise
-        self._staged.append((path, tmp))
+        with self._lock:
+            if not self._discarded:
+                self._staged.append((path, tmp))
+                return
+        _unlink(tmp)
 
     def commit(self) -> None:
         """Replace every target with its staged file, in the order staged.
@@ -86,7 +94,8 @@ class StagedFiles:
         A rename that fails (rare: the temp is in the target's own folder)
         stops the commit: the targets before it are new, it and those after it
         old, their temps removed; the OSError names the target."""
-        staged, self._staged = self._staged, []
+        with self._lock:
+            staged, self._staged = self._staged, []
         for i, (path, tmp) in enumerate(staged):
             try:
                 os.replace(tmp, path)
@@ -96,7 +105,8 @@ class StagedFiles:
                 raise OSError(exc.errno, exc.strerror, str(path)) from None
 
     def discard(self) -> None:
-        staged, self._staged = self._staged, []
+        with self._lock:
+            staged, self._staged, self._discarded = self._staged, [], True
         for _, tmp in staged:
             _unlink(tmp)
 
