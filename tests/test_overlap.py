@@ -62,6 +62,18 @@ def test_the_longest_compile_starts_first(tmp_path):
     fake = FakeCompiler()
     build(load_config(root), compiler=fake, jobs=1, force=True)
     assert list(fake.compiles)[0] == "neg"
+    # check orders its compiles by the same records (and by nothing else of the state). The
+    # control: with no state, the plan's order.
+    state = json.loads((root / ".genspirv/state.json").read_bytes())
+    state["variants"]["add_i32"]["seconds"] = 99.0
+    (root / ".genspirv/state.json").write_text(json.dumps(state))
+    fake = FakeCompiler()
+    assert check(load_config(root), compiler=fake, jobs=1).ok
+    assert list(fake.compiles)[0] == "add_i32"
+    (root / ".genspirv/state.json").unlink()
+    fake = FakeCompiler()
+    assert check(load_config(root), compiler=fake, jobs=1).ok
+    assert list(fake.compiles) == list(ALL)
 
 
 def test_a_failed_build_leaves_no_staged_blob_and_check_compares_as_it_goes(tmp_path):

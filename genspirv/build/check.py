@@ -1,9 +1,10 @@
 """Check: are the committed blobs, manifest and generated files what the sources give?
 
 Takes a ``Config``; runs the build's own plan, forced, into a temporary
-directory with the build's compilers (no cache, no state file, nothing under
-the project written, not even the generator's files, which go to the temporary
-directory too; slang-glslang is asked what it predefines afresh): every
+directory with the build's compilers (no cache, nothing under the project
+written, not even the generator's files, which go to the temporary directory
+too; slang-glslang is asked what it predefines afresh; of the build's state
+only each variant's last compile time, so the longest compiles start first): every
 variant compiled, reflected, the manifest and any generated files rendered;
 comparing each blob with the committed one as its compile finishes (and
 rendering its manifest entry then), so what is left after the last compile
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Optional
 
 from .run import ProjectLookups, run_plan, unavailable_entries
-from .state import FileHashes
+from .state import FileHashes, load_state
 from .compile import Log, raise_failures
 from ..toolchain.compiler import Compiler
 from ..toolchain.chain import Compilers, compilers_for
@@ -112,6 +113,13 @@ def _committed_equals(config: Config, compiled) -> bool:
         return False
 
 
+def _last_seconds(config: Config) -> dict[str, Optional[float]]:
+    """Each variant's last compile time, as the last build recorded it: only the order the compiles
+    start in (longest first, so none starts last and leaves the other workers idle); nothing
+    check compares comes from the build's state. None recorded (a fresh clone): the plan's order."""
+    return {name: r.seconds for name, r in load_state(config).records.items()}
+
+
 def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None,
           compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> CheckReport:
     """Compare every committed output with a fresh build made in a temporary directory."""
@@ -131,7 +139,7 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
         with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
             # The generator's files go to the temporary folder too: check writes nothing in the project.
             ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command,
-                           generated_dir=Path(tmp) / "generated", keep=compare)
+                           generated_dir=Path(tmp) / "generated", keep=compare, seconds=_last_seconds(config))
         facts = compilers.manifest_facts()
     if ran.failures:
         raise_failures(ran.failures, verbose=verbose, note=origin_note(config.generated_files, config.generator))
