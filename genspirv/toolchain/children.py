@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 
 class Stopped(Exception):
@@ -80,6 +81,29 @@ def kill(proc: subprocess.Popen) -> None:
         group = proc in _groups
     _signal(proc, group)
     proc.wait()
+
+
+def end(proc: subprocess.Popen, wait_s: float) -> int:
+    """A group leader that stopped answering (its pipe closed): wait up to ``wait_s`` for it to
+    exit on its own, then kill what is left of its group (the tools it started) and it, and
+    reap it; its exit status, its own when it exited in time.
+
+    The wait does not reap it (WNOWAIT): while it is a zombie its pid, its group's id, names
+    no other process, so the group can still be killed after it died."""
+    deadline = time.monotonic() + wait_s
+    while hasattr(os, "waitid"):
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                break
+        except ChildProcessError:
+            break           # reaped already
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.005)
+    with _lock:
+        group = proc in _groups
+    _signal(proc, group)
+    return proc.wait()
 
 
 def finished(proc: subprocess.Popen) -> None:

@@ -28,7 +28,9 @@ tool they started, instead of waiting for a job. A worker whose build is gone
 from __future__ import annotations
 
 import importlib
+import math
 import os
+import pickle
 import select
 import signal
 import subprocess
@@ -77,9 +79,17 @@ class _Worker:
         os.close(from_child_w)
         self.send = Connection(to_child_w, readable=False)
         self.recv = Connection(from_child_r, writable=False)
+        # One poll object per worker: Connection.poll builds a selector each call, and a job
+        # with -v's notes waits several times (this is the build's own CPU, per message).
+        self._poller = select.poll()
+        self._poller.register(from_child_r, select.POLLIN)
         # Queued in the pipe: the worker reads it once its imports are done, while the caller
         # goes on (starting the other workers, sending this one its first job).
-        self.send.send(setup)
+        _send(self.send, setup)
+
+    def ready(self, timeout: Optional[float]) -> bool:
+        """Has the worker sent something (or gone) within ``timeout`` seconds (None: ever)?"""
+        return bool(self._poller.poll(None if timeout is None else math.ceil(timeout * 1000)))
 
     def kill(self) -> None:
         """Kill the worker and every tool it started (its process group), and reap it."""
@@ -90,7 +100,7 @@ class _Worker:
 
     def ask_to_exit(self) -> None:
         try:
-            self.send.send(None)
+            _send(self.send, None)
         except (OSError, ValueError):
             pass
 
@@ -185,15 +195,15 @@ class WorkerPool:
                   note: Optional[Callable[[Any], None]]) -> tuple[str, Any]:
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
         try:
-            worker.send.send(job)
+            _send(worker.send, job)
             while True:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not worker.recv.poll(left):
+                if not worker.ready(left):
                     raise CompilerCrashError(
                         f"{what}: {self.label} did not finish within {self.timeout_s:g} s; the worker was "
                         "stopped and only this variant is lost (raise GENSPIRV_COMPILER_TIMEOUT if the shader "
                         "is just slow)", source=name)
-                kind, payload = worker.recv.recv()
+                kind, payload = _receive(worker.recv)
                 if kind != NOTE:
                     return kind, payload
                 if note is not None:
@@ -202,11 +212,8 @@ class WorkerPool:
             raise self._died(worker, what, name) from None
 
     def _died(self, worker: _Worker, what: str, name: str) -> CompilerCrashError:
-        try:
-            code = worker.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            children.kill(worker.proc)
-            code = worker.proc.returncode
+        # Its group goes too: a tool it was running must not run on without it.
+        code = children.end(worker.proc, wait_s=5)
         tail = worker.stderr_tail()
         if code < 0:
             how = f"crashed (signal {-code}, {signal.Signals(-code).name})"
@@ -254,7 +261,7 @@ def serve() -> None:
     replies = Connection(int(write_fd), readable=False)
     _watch_parent(int(read_fd))
     try:
-        setup = requests.recv()
+        setup = _receive(requests)
     except EOFError:
         return
     module, _, function = factory.partition(":")
@@ -264,11 +271,11 @@ def serve() -> None:
         handle = _refusing(exc)
 
     def tell(payload: Any) -> None:
-        replies.send((NOTE, payload))
+        _send(replies, (NOTE, payload))
 
     while True:
         try:
-            job = requests.recv()
+            job = _receive(requests)
         except EOFError:        # the parent is gone
             return
         if job is None:
@@ -278,9 +285,19 @@ def serve() -> None:
         except Exception as exc:        # noqa: BLE001 - raised again in the parent
             reply = (RAISED, _portable(exc))
         try:
-            replies.send(reply)
+            _send(replies, reply)
         except OSError:         # the parent is gone
             return
+
+
+def _send(connection: Connection, message: Any) -> None:
+    # pickle itself: Connection.send's ForkingPickler costs more per message, for reducers
+    # (sockets, file descriptors) no message here holds.
+    connection.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+
+
+def _receive(connection: Connection) -> Any:
+    return pickle.loads(connection.recv_bytes())
 
 
 def _refusing(exc: Exception) -> Handler:
@@ -295,7 +312,6 @@ def _portable(exc: Exception) -> Exception:
     if not isinstance(exc, GenspirvError):
         exc.add_note("in a worker process:\n" + "".join(traceback.format_exception(exc)).rstrip())
     try:
-        import pickle
         pickle.dumps(exc)
         return exc
     except Exception:                   # noqa: BLE001 - an error that does not pickle
