@@ -25,49 +25,26 @@ import functools
 import os
 import queue
 import re
-import shutil
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Collection, Mapping, Optional, Sequence, Union
 
 from ..toolchain import children
-from .. import reflect as reflect_mod
 from .state import include_dirs
 from ..toolchain.compiler import CommandLog, Job, dep_path
 from ..toolchain.chain import Compilers
-from ..toolchain.preamble import refuse_byte_order_mark
 from ..project.config import Config, Variant
-from ..errors import CompileError, GenspirvError, ReflectError, SpirvError, ToolchainError, UnavailableError
-from ..reflect import ShaderInfo
-from ..project.variants import CompilerName, compiler_named
+from ..errors import CompileError, GenspirvError, ToolchainError, UnavailableError
+from ..project.variants import compiler_named
+# Compiled and reflect_blob: the rest of the build imports them from here, with compile_all.
+from .variant_compile import Compiled, compile_variant, reflect_blob  # noqa: F401
 
 Log = Optional[Callable[[str], None]]
 
 
-@dataclass(frozen=True)
-class Compiled:
-    variant: Variant
-    blob: bytes
-    deps: tuple[str, ...]        # every file the compile read, relative to the root where inside it
-    info: ShaderInfo
-    compiler: CompilerName = CompilerName.GLSLANG       # which compiler of its chain built it
-    seconds: Optional[float] = field(default=None, compare=False)   # how long its compile took
-
-
 Done = Optional[Callable[[Variant, Union[Compiled, UnavailableError, "Fetched"]], None]]
-
-
-def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
-    """reflect(), with the variant and file named in any refusal."""
-    try:
-        return reflect_mod.reflect(blob)
-    except SpirvError as exc:
-        raise SpirvError(f"{name} ({where}): {exc}") from None
-    except ReflectError as exc:
-        raise ReflectError(f"{name} ({where}): {exc}") from None
 
 
 def make_jobs(config: Config, variants: Sequence[Variant], workdir: Path,
@@ -90,25 +67,6 @@ def longest_first(variants: Sequence[Variant], seconds: Mapping[str, Optional[fl
         return list(variants)
     mean = sum(known) / len(known)
     return sorted(variants, key=lambda v: t if (t := seconds.get(v.name)) is not None else mean, reverse=True)
-
-
-def compile_variant(compilers: Compilers, job: Job) -> Compiled:
-    """Compile (with the first compiler of its chain that can), optimise, validate and reflect
-    one variant; files land in ``job.workdir`` only, and it is gone when this returns."""
-    v = job.variant
-    read_first = {v.source: job.file(v.source), **({v.preamble: job.root / v.preamble} if v.preamble else {})}
-    refuse_byte_order_mark(read_first, v.name, v.source)
-    start = time.monotonic()
-    job.workdir.mkdir(parents=True, exist_ok=True)
-    try:
-        built = compilers.compile(job)
-        blob = built.compiler.optimize(job, built.output.blob) if v.optimize else built.output.blob
-        if v.validate:
-            built.compiler.validate(job, blob)
-    finally:
-        shutil.rmtree(job.workdir, ignore_errors=True)
-    seconds = time.monotonic() - start
-    return Compiled(v, blob, built.output.deps, reflect_blob(v.name, v.source, blob), built.name, seconds)
 
 
 def unavailable_deps(root: Path, exc: UnavailableError, preamble: Optional[str] = None,
