@@ -6,7 +6,8 @@ to date, from the cache, compile or unavailable, and why), ``selection``
 (``build NAME...``), ``blob_cache`` (local blobs by content key),
 ``remote_fetches`` (the remote cache's fetches inside the plan),
 ``variant_compile`` (one variant compiled, optimised, validated and reflected),
-``compile`` (every variant's, in parallel), ``outputs`` (blobs,
+``compile_workers`` (the same in worker processes), ``compile`` (every
+variant's, in parallel, on threads or in those workers), ``outputs`` (blobs,
 manifest and generated code from the results), ``commit`` (all of them in place
 or none), ``noopstamp`` (a no-op decided from stat() alone), ``report`` (what
 a build did); ``builder`` runs a build and ``check`` a check.

@@ -12,7 +12,10 @@ remote cache gates each job on its own fetch (``fetch``): a miss queues the
 compile, a hit resolves the job, while other fetches are in flight. One failure does
 not stop the others (a broken toolchain does). An interrupt (SIGINT, SIGTERM)
 kills every compiler process (``genspirv.toolchain.children``) and drops the queued
-compiles. ``failure_message`` prints each distinct error once with every
+compiles. Each compile runs on a thread of the build, or, for a chain that ships
+to another process and a plan large enough, in a worker process
+(``genspirv.build.compile_workers``), which gives the same result or error.
+``failure_message`` prints each distinct error once with every
 variant it hit (a broken header shared by many sources is one block; the
 compiler's follow-on lines only with ``-v``). Shared by build and check;
 nothing here writes outside the work folder it is given.
@@ -40,6 +43,7 @@ from ..errors import CompileError, GenspirvError, ToolchainError, UnavailableErr
 from ..project.variants import compiler_named
 # Compiled and reflect_blob: the rest of the build imports them from here, with compile_all.
 from .variant_compile import Compiled, compile_variant, reflect_blob  # noqa: F401
+from .compile_workers import open_workers
 
 Log = Optional[Callable[[str], None]]
 
@@ -123,6 +127,15 @@ def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int
     stopped = threading.Event()         # an interrupt or a broken toolchain: queue no more compiles
     compiles: list[Future] = []        # appended on fetch threads: copied before iterating
     fetches: list[Future] = []
+    # Each compile thread runs its variant's pipeline itself, or (a chain that ships, a plan large
+    # enough) hands it to a worker process and waits, off the GIL (genspirv.build.compile_workers).
+    processes = open_workers(compilers, jobs, workers)
+
+    def run(job: Job) -> Compiled:
+        if processes is not None and processes.takes(job):
+            return processes.compile(job)
+        return compile_variant(compilers, job)
+
     try:
         with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
             def start(job: Job) -> None:
@@ -130,7 +143,7 @@ def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int
                 future = None
                 if not stopped.is_set():
                     with contextlib.suppress(RuntimeError):     # the pool shut down: interrupted
-                        future = pool.submit(compile_variant, compilers, job)
+                        future = pool.submit(run, job)
                 if future is None:
                     finished.put((job.variant, None))
                     return
@@ -175,14 +188,17 @@ def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int
                     if log:
                         log(f"[{n}/{len(jobs)}] {variant.name}{status}")
             except BaseException:
-                # Interrupted: drop the queued fetches and compiles and kill the running ones, so
-                # the pool's exit waits for nothing (what finished is already with on_done).
+                # Interrupted: drop the queued fetches and compiles and kill the running ones (a
+                # worker process with the tools it started), so the pool's exit waits for
+                # nothing (what finished is already with on_done).
                 stopped.set()
                 for other in fetches + compiles[:]:
                     other.cancel()
                 children.stop()
                 raise
     finally:
+        if processes is not None:
+            processes.close()       # the idle workers exit; after an interrupt, already killed
         children.resume()
     return outcome
 
