@@ -119,13 +119,20 @@ def test_a_worker_that_dies_costs_its_job_and_is_replaced(echo_pool):
     assert echo_pool.run(("setup", None), "w", "w.comp") == "set up" and echo_pool.started == 2
 
 
-def test_a_worker_that_cannot_set_up_answers_each_job_with_why(monkeypatch):
+@pytest.mark.parametrize("factory, said", [
+    ("worker_handlers:open_broken", "cannot set up: no library"),
+    ("worker_handlers:open_missing", "cannot set up worker_handlers:open_missing: ModuleNotFoundError: No module "
+                                     "named 'genspirv_no_such_module'")])
+def test_a_worker_that_cannot_set_up_answers_each_job_with_why(monkeypatch, factory, said):
+    """A ToolchainError either way (it stops a build): the factory's own, or one naming what failed."""
     monkeypatch.setenv("PYTHONPATH", str(TESTS))
-    pool = WorkerPool("worker_handlers:open_broken", "no library", 1, label="echo", timeout_s=60)
+    pool = WorkerPool(factory, "no library", 1, label="echo", timeout_s=60)
     try:
         for _ in range(2):
-            with pytest.raises(ToolchainError, match="cannot set up: no library"):
+            with pytest.raises(ToolchainError) as refusal:
                 pool.run(("setup", None), "v", "v.comp")
+            assert said in str(refusal.value)
+        assert pool.started == 1
     finally:
         pool.close()
 

@@ -4,7 +4,8 @@
 ``arg`` and returns how many; ``raise`` raises ``arg`` (an exception that came
 over the pipe); ``keyerror`` raises a plain KeyError; ``setup`` returns what the
 worker was set up with; ``die`` kills its own process. ``open_broken`` refuses
-to set up, as a library that does not load does.
+to set up, as a library that does not load does; ``open_missing`` fails to set
+up as a broken install does (an ImportError).
 """
 
 from __future__ import annotations
@@ -34,3 +35,7 @@ def open_echo(setup):
 
 def open_broken(setup):
     raise ToolchainError(f"cannot set up: {setup}")
+
+
+def open_missing(setup):
+    import genspirv_no_such_module  # noqa: F401

@@ -85,7 +85,10 @@ class _Worker:
         self._poller.register(from_child_r, select.POLLIN)
         # Queued in the pipe: the worker reads it once its imports are done, while the caller
         # goes on (starting the other workers, sending this one its first job).
-        _send(self.send, setup)
+        try:
+            _send(self.send, setup)
+        except OSError:
+            pass        # it died at once: its first job finds out, and says how
 
     def ready(self, timeout: Optional[float]) -> bool:
         """Has the worker sent something (or gone) within ``timeout`` seconds (None: ever)?"""
@@ -267,8 +270,11 @@ def serve() -> None:
     module, _, function = factory.partition(":")
     try:
         handle: Handler = getattr(importlib.import_module(module), function)(setup)
-    except Exception as exc:            # noqa: BLE001 - every job is told why
-        handle = _refusing(exc)
+    except GenspirvError as exc:
+        handle = _refusing(exc)         # every job is told why
+    except Exception as exc:            # noqa: BLE001 - a broken install: a broken toolchain
+        handle = _refusing(ToolchainError(f"a worker process cannot set up {factory}: "
+                                          f"{type(exc).__name__}: {exc}"))
 
     def tell(payload: Any) -> None:
         _send(replies, (NOTE, payload))
