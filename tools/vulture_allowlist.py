@@ -19,8 +19,10 @@ _.bench_demo
 _.bench_push
 _.bench_compilers
 
-# Started by name in a worker process (genspirv/toolchain/slang/workers.py: python -c "...import serve; serve()").
+# Started by name in a worker process (genspirv/toolchain/workers.py: python -c "...import serve; serve()"),
+# and the handler factory it is given by name ("module:open_handler": slang/workers.py, build/compile_workers.py).
 _.serve
+_.open_handler
 
 # Fields of frozen records: read by users of the record, or part of its identity.
 _.interface          # reflect.EntryPoint: the entry point's interface ids, as SPIR-V lists them

@@ -4,8 +4,10 @@ In data-flow order: ``state`` (what the last build recorded, the content keys'
 inputs), ``statlog`` (the stat() results it logged), ``plan`` (per variant: up
 to date, from the cache, compile or unavailable, and why), ``selection``
 (``build NAME...``), ``blob_cache`` (local blobs by content key),
-``remote_fetches`` (the remote cache's fetches inside the plan), ``compile``
-(compiling, validating and reflecting each variant), ``outputs`` (blobs,
+``remote_fetches`` (the remote cache's fetches inside the plan),
+``variant_compile`` (one variant compiled, optimised, validated and reflected),
+``compile_workers`` (the same in worker processes), ``compile`` (every
+variant's, in parallel, on threads or in those workers), ``outputs`` (blobs,
 manifest and generated code from the results), ``commit`` (all of them in place
 or none), ``noopstamp`` (a no-op decided from stat() alone), ``noopreplay`` (a
 plain ``genspirv build`` that repeats one, answered before the config is

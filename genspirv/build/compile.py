@@ -12,7 +12,10 @@ remote cache gates each job on its own fetch (``fetch``): a miss queues the
 compile, a hit resolves the job, while other fetches are in flight. One failure does
 not stop the others (a broken toolchain does). An interrupt (SIGINT, SIGTERM)
 kills every compiler process (``genspirv.toolchain.children``) and drops the queued
-compiles. ``failure_message`` prints each distinct error once with every
+compiles. Each compile runs on a thread of the build, or, for a chain that ships
+to another process and a plan large enough, in a worker process
+(``genspirv.build.compile_workers``), which gives the same result or error.
+``failure_message`` prints each distinct error once with every
 variant it hit (a broken header shared by many sources is one block; the
 compiler's follow-on lines only with ``-v``). Shared by build and check;
 nothing here writes outside the work folder it is given.
@@ -25,49 +28,27 @@ import functools
 import os
 import queue
 import re
-import shutil
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Collection, Mapping, Optional, Sequence, Union
 
 from ..toolchain import children
-from .. import reflect as reflect_mod
 from .state import include_dirs
 from ..toolchain.compiler import CommandLog, Job, dep_path
 from ..toolchain.chain import Compilers
-from ..toolchain.preamble import refuse_byte_order_mark
 from ..project.config import Config, Variant
-from ..errors import CompileError, GenspirvError, ReflectError, SpirvError, ToolchainError, UnavailableError
-from ..reflect import ShaderInfo
-from ..project.variants import CompilerName, compiler_named
+from ..errors import CompileError, GenspirvError, ToolchainError, UnavailableError
+from ..project.variants import compiler_named
+# Compiled and reflect_blob: the rest of the build imports them from here, with compile_all.
+from .variant_compile import Compiled, compile_variant, reflect_blob  # noqa: F401
+from .compile_workers import open_workers
 
 Log = Optional[Callable[[str], None]]
 
 
-@dataclass(frozen=True)
-class Compiled:
-    variant: Variant
-    blob: bytes
-    deps: tuple[str, ...]        # every file the compile read, relative to the root where inside it
-    info: ShaderInfo
-    compiler: CompilerName = CompilerName.GLSLANG       # which compiler of its chain built it
-    seconds: Optional[float] = field(default=None, compare=False)   # how long its compile took
-
-
 Done = Optional[Callable[[Variant, Union[Compiled, UnavailableError, "Fetched"]], None]]
-
-
-def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
-    """reflect(), with the variant and file named in any refusal."""
-    try:
-        return reflect_mod.reflect(blob)
-    except SpirvError as exc:
-        raise SpirvError(f"{name} ({where}): {exc}") from None
-    except ReflectError as exc:
-        raise ReflectError(f"{name} ({where}): {exc}") from None
 
 
 def make_jobs(config: Config, variants: Sequence[Variant], workdir: Path,
@@ -90,25 +71,6 @@ def longest_first(variants: Sequence[Variant], seconds: Mapping[str, Optional[fl
         return list(variants)
     mean = sum(known) / len(known)
     return sorted(variants, key=lambda v: t if (t := seconds.get(v.name)) is not None else mean, reverse=True)
-
-
-def compile_variant(compilers: Compilers, job: Job) -> Compiled:
-    """Compile (with the first compiler of its chain that can), optimise, validate and reflect
-    one variant; files land in ``job.workdir`` only, and it is gone when this returns."""
-    v = job.variant
-    read_first = {v.source: job.file(v.source), **({v.preamble: job.root / v.preamble} if v.preamble else {})}
-    refuse_byte_order_mark(read_first, v.name, v.source)
-    start = time.monotonic()
-    job.workdir.mkdir(parents=True, exist_ok=True)
-    try:
-        built = compilers.compile(job)
-        blob = built.compiler.optimize(job, built.output.blob) if v.optimize else built.output.blob
-        if v.validate:
-            built.compiler.validate(job, blob)
-    finally:
-        shutil.rmtree(job.workdir, ignore_errors=True)
-    seconds = time.monotonic() - start
-    return Compiled(v, blob, built.output.deps, reflect_blob(v.name, v.source, blob), built.name, seconds)
 
 
 def unavailable_deps(root: Path, exc: UnavailableError, preamble: Optional[str] = None,
@@ -165,6 +127,15 @@ def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int
     stopped = threading.Event()         # an interrupt or a broken toolchain: queue no more compiles
     compiles: list[Future] = []        # appended on fetch threads: copied before iterating
     fetches: list[Future] = []
+    # Each compile thread runs its variant's pipeline itself, or (a chain that ships, a plan large
+    # enough) hands it to a worker process and waits, off the GIL (genspirv.build.compile_workers).
+    processes = open_workers(compilers, jobs, workers)
+
+    def run(job: Job) -> Compiled:
+        if processes is not None and processes.takes(job):
+            return processes.compile(job)
+        return compile_variant(compilers, job)
+
     try:
         with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
             def start(job: Job) -> None:
@@ -172,7 +143,7 @@ def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int
                 future = None
                 if not stopped.is_set():
                     with contextlib.suppress(RuntimeError):     # the pool shut down: interrupted
-                        future = pool.submit(compile_variant, compilers, job)
+                        future = pool.submit(run, job)
                 if future is None:
                     finished.put((job.variant, None))
                     return
@@ -217,14 +188,17 @@ def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int
                     if log:
                         log(f"[{n}/{len(jobs)}] {variant.name}{status}")
             except BaseException:
-                # Interrupted: drop the queued fetches and compiles and kill the running ones, so
-                # the pool's exit waits for nothing (what finished is already with on_done).
+                # Interrupted: drop the queued fetches and compiles and kill the running ones (a
+                # worker process with the tools it started), so the pool's exit waits for
+                # nothing (what finished is already with on_done).
                 stopped.set()
                 for other in fetches + compiles[:]:
                     other.cancel()
                 children.stop()
                 raise
     finally:
+        if processes is not None:
+            processes.close()       # the idle workers exit; after an interrupt, already killed
         children.resume()
     return outcome
 

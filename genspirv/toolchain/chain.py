@@ -8,7 +8,9 @@ be opened (the ``slang-glslang`` extra not installed) is *absent*, with the
 one line that says how to install it. ``Compilers.compile(job)`` runs the
 variant's chain: its first compiler, then, for an optional variant the ones
 before lack a feature for, the next (docs/COMPILERS.md, "In a build");
-``versions()`` gives each compiler's label for the content keys.
+``versions()`` gives each compiler's label for the content keys;
+``ships(variant)`` whether that chain may run in a worker process, and
+``shipped()`` the part of these compilers a worker is given.
 """
 
 from __future__ import annotations
@@ -77,6 +79,18 @@ class Compilers:
         chain = variant.chain
         later = [c for c in chain[chain.index(compiler) + 1:] if c in self.absent] if compiler in chain else []
         return text + (f"; {self.absent[later[0]]}" if later else "")
+
+    def ships(self, variant: Variant) -> bool:
+        """Can ``variant``'s compile run in a worker process? Each compiler of its chain that
+        is here says so (``ships_to_workers``); an absent one is only the text of a refusal."""
+        return all(getattr(self.by_name[name], "ships_to_workers", False)
+                   for name in variant.chain if name in self.by_name)
+
+    def shipped(self) -> "Compilers":
+        """What a worker process is given: the compilers that ship, and why each absent one is."""
+        return Compilers(self.default, {name: c for name, c in self.by_name.items()
+                                        if name is not CompilerName.GLSLANG and getattr(c, "ships_to_workers", False)},
+                         self.absent)
 
     def compile(self, job: Job) -> Built:
         """The variant built by the first compiler of its chain that can. When none can, the

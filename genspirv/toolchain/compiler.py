@@ -33,6 +33,12 @@ file names in ``job.workdir``. A compiler finds a file through ``job.file``
 folder; ``job.named`` turns what a tool printed back into those names. A compiler that starts processes starts them
 through ``genspirv.toolchain.tools`` (``Tool.run``), which an interrupted build
 kills; an in-process one is waited for.
+
+A compiler that says ``ships_to_workers`` (a class attribute, True) is a plain
+value (tool paths) that pickles and compiles the same in another process: the
+build may then run its variants' whole pipelines in worker processes
+(``genspirv.build.compile_workers``). One that says nothing (an in-memory fake,
+slang-glslang, which has worker processes of its own) runs on threads.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Protocol, Sequence
+from typing import Callable, ClassVar, Optional, Protocol, Sequence
 
 from ..project.config import Config, Variant
 from ..project.variants import DEFAULT_COMPILERS, CompilerName
@@ -152,6 +158,8 @@ class GlslangCompiler:
     spirv_val: Tool
     spirv_opt: Optional[Tool] = None            # only when some variant is optimised
     optimizer_version: Optional[str] = None
+    # Tool paths only, and every step a subprocess: a worker process runs it as this one does.
+    ships_to_workers: ClassVar[bool] = True
 
     @property
     def version(self) -> str:

@@ -6,5 +6,5 @@ library. ``slang_glslang`` is its public face (``open_slang_glslang``,
 ``pinned_glslang`` the pinned glslang's preprocessor, ``preprocess`` says what
 that preprocessor is told and what is kept of its output, ``probes`` asks the
 compiler what it predefines and builds, ``job`` is one unit of work in a worker,
-``workers`` runs the workers.
+``workers`` runs the workers (on the shared pool, ``genspirv.toolchain.workers``).
 """

@@ -1,0 +1,108 @@
+"""Compiles in worker processes: each variant's whole pipeline away from the build's own process.
+
+Takes the build's ``Compilers`` and its compile jobs (``genspirv.toolchain.compiler.Job``);
+gives, from ``open_workers``, ``CompileWorkers`` (or None when threads are the better
+choice) whose ``compile(job)`` returns the ``Compiled`` that
+``variant_compile.compile_variant`` returns on a thread, or raises the same error
+(type, message, attributes), run in a worker process of the shared pool
+(``genspirv.toolchain.workers``). ``-v``'s command lines come back over the pipe
+as each tool starts and reach the job's ``on_command`` on the compile thread
+that waits for it. The tools run and are bounded in the worker as they are on a
+thread (GENSPIRV_COMPILER_TIMEOUT, GENSPIRV_COMPILER_MEMORY_MB, read from the
+environment the worker inherits).
+
+Why: on threads, every compile's Popen and pipe reads, depfile parsing and
+reflection (about 6.5 ms of CPU a variant) run under the build's one GIL; at 16
+jobs that is most of a build's wall time, and compile threads queue for the GIL
+while cores idle. In a worker the build's process only pickles a job out and a
+result back. Only a chain whose compilers ship (``Compilers.ships``: the pinned
+glslang, a dataclass of tool paths) goes to a worker; the others stay on threads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any, Callable, Optional, Sequence
+
+from .. import settings
+from ..settings import SettingError
+from ..toolchain import children
+from ..toolchain.chain import Compilers
+from ..toolchain.compiler import Job
+from ..toolchain.workers import WorkerPool
+from .variant_compile import Compiled, compile_variant
+
+# Processes only when the plan compiles more than this many variants per job. A worker costs
+# ~60-100 ms of one core to start (Python and the imports below) before its first compile,
+# where a thread starts at once; a compile of the pinned glslang, spirv-opt and spirv-val takes
+# ~50-250 ms. Past two compiles per worker the start is paid back by the GIL time each later
+# compile no longer takes from the build's process; below it (editing a shader or two: the
+# usual rebuild) threads finish first.
+VARIANTS_PER_JOB = 2
+
+# Each job runs at most four tools (glslang, spirv-opt, spirv-val on a spirv-opt refusal,
+# spirv-val), each within GENSPIRV_COMPILER_TIMEOUT in the worker; a worker past all of them
+# and this margin is stuck in itself, and is stopped as a crashed one is.
+TOOLS_PER_JOB = 4
+MARGIN_S = 60.0
+
+
+class CompileWorkers:
+    """Worker processes that run ``compile_variant`` for the variants ``Compilers.ships``."""
+
+    def __init__(self, compilers: Compilers, max_workers: int):
+        self.compilers = compilers
+        self.pool = WorkerPool(f"{__name__}:open_handler", compilers.shipped(), max_workers, label="compile",
+                               timeout_s=_backstop())
+
+    def takes(self, job: Job) -> bool:
+        return self.compilers.ships(job.variant)
+
+    def compile(self, job: Job) -> Compiled:
+        v = job.variant
+        # The callback stays here: the worker hears only whether to send command lines back.
+        sent = job if job.on_command is None else dataclasses.replace(job, on_command=None)
+        blob, deps, info, name, seconds = self.pool.run((sent, job.on_command is not None), v.name, v.source,
+                                                        note=job.on_command)
+        return Compiled(v, blob, deps, info, name, seconds)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def open_workers(compilers: Compilers, jobs: Sequence[Job], workers: int) -> Optional[CompileWorkers]:
+    """Worker processes for ``jobs``, at most ``workers``; None when threads are the better
+    choice: too few jobs ship to pay for the workers' start (``VARIANTS_PER_JOB``), or this
+    platform cannot kill a worker with the tools it started (no process groups). No process
+    starts here: each compile thread starts its worker with its first job, all at once."""
+    shipping = sum(1 for job in jobs if compilers.ships(job.variant))
+    if not children.CAN_GROUP or shipping <= VARIANTS_PER_JOB * workers:
+        return None
+    if getattr(sys, "frozen", False):
+        return None     # a frozen app's executable is not a Python that runs ``-c``: threads
+    return CompileWorkers(compilers, min(workers, shipping))
+
+
+def _backstop() -> Optional[float]:
+    try:
+        return TOOLS_PER_JOB * settings.get("GENSPIRV_COMPILER_TIMEOUT") + MARGIN_S
+    except SettingError:
+        return None     # each tool run in the worker refuses the value, as on a thread
+
+
+# -- in a worker --------------------------------------------------------------------
+
+
+def open_handler(compilers: Compilers) -> Callable[[Any, Callable[[Any], None]], tuple]:
+    """In a worker: each job is ``(Job, verbose)``; its reply the parts of a ``Compiled`` the
+    build does not already hold (not the variant), its error raised as it is."""
+
+    def handle(task: tuple[Job, bool], tell: Callable[[Any], None]) -> tuple:
+        job, verbose = task
+        if verbose:
+            job = dataclasses.replace(job, on_command=lambda command: tell(list(command)))
+        done = compile_variant(compilers, job)
+        return done.blob, done.deps, done.info, done.compiler, done.seconds
+
+    return handle
