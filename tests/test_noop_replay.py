@@ -66,6 +66,18 @@ def test_the_command_replays_before_the_cli_is_imported(settled):
     assert runs[0].stdout == runs[1].stdout.replace("cli not imported", "cli imported")
 
 
+def test_a_reader_that_left_gets_no_traceback(settled):
+    # `genspirv build | head -0`, replayed: exit 1 and nothing on stderr, as the CLI does.
+    # The control: the same command into a reader that stays prints the summary.
+    command = f"{sys.executable} -m genspirv build --root '{settled}'"
+    for _ in range(2):          # the first seals for this interpreter's sys.path
+        kept = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60)
+    assert kept.returncode == 0 and "3 up to date" in kept.stdout
+    proc = subprocess.run(f"{command} | (exec 0<&-; sleep 0.2)", shell=True, capture_output=True, text=True,
+                          timeout=60, executable="/bin/bash")
+    assert proc.stderr == ""
+
+
 @pytest.mark.parametrize("argv", [["--force"], ["-v"], ["--explain"], ["add_f32"], ["--json", "-"],
                                   ["--depfile", "x.d"], ["--jobs", "0"], ["--ro", "."], ["check"]])
 def test_any_other_command_line_runs_the_full_build(settled, capsys, argv):

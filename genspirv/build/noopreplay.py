@@ -167,6 +167,12 @@ def replay(argv: Sequence[str]) -> Optional[int]:
                 return None
         finally:
             unlock(lock)
-    sys.stdout.write("".join(f"{line}\n" for line in lines))
-    sys.stdout.flush()
+    try:
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `genspirv build | head -0`: the reader left; as the CLI does, say nothing more and keep
+        # Python's exit-time flush from raising again on the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
