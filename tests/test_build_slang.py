@@ -250,27 +250,6 @@ def test_without_the_extra_optional_variants_are_listed_unavailable(tmp_path, no
 # -- an interrupt ---------------------------------------------------------------------------
 
 
-def _workers_of(pid: int) -> list[int]:
-    """The slang-glslang worker processes whose parent is ``pid``."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            command = (stat.parent / "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == pid and b"genspirv.toolchain.slang.workers" in command:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.slow
 def test_sigterm_kills_a_worker_in_the_middle_of_a_long_compile(tmp_path):
     """A compile that takes the library 10 s or more is under way in a worker when SIGTERM
@@ -281,7 +260,7 @@ def test_sigterm_kills_a_worker_in_the_middle_of_a_long_compile(tmp_path):
     import sys
     import time
 
-    from faults import cli_env
+    from faults import alive, children_running, cli_env
     root = make_project(tmp_path / "p", '[tool.genspirv]\ncompiler = "slang-glslang"\n', sources=())
     body = "\n".join(f"    x = x * 1.0001 + float({i});" for i in range(300000))
     (root / "glsl/slow.comp").write_text(f"#version 450\nlayout(local_size_x = 1) in;\nlayout(binding = 0) buffer B "
@@ -297,14 +276,14 @@ def test_sigterm_kills_a_worker_in_the_middle_of_a_long_compile(tmp_path):
         while not probes.exists() and time.monotonic() < deadline:    # the probes, then the compile
             time.sleep(0.05)
         time.sleep(0.5)
-        workers = _workers_of(proc.pid)
-        assert workers and all(_alive(p) for p in workers) and proc.poll() is None
+        workers = children_running(proc.pid, "genspirv.toolchain.slang.workers")
+        assert workers and all(alive(p) for p in workers) and proc.poll() is None
         stopped_at = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130 and time.monotonic() - stopped_at < 5, err
         assert err.startswith("genspirv: interrupted: 0 of 1 compiles finished"), err
-        assert not any(_alive(p) for p in workers), "a worker outlived the build"
+        assert not any(alive(p) for p in workers), "a worker outlived the build"
     finally:
         proc.kill()
         proc.wait()

@@ -17,15 +17,13 @@ import contextlib
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from faults import (ADD_COMP, SCALE_COMP, SHADER_TABLE, cli_env, committed_files, default_sigint,
-                    fake_glslang, write_project)
+from faults import (ADD_COMP, SCALE_COMP, SHADER_TABLE, alive, children_running, committed_files, fake_glslang,
+                    start_hanging_build, write_project)
 from genspirv.build import compile as compile_mod
 from genspirv.build import compile_workers
 from genspirv.build.builder import build
@@ -294,14 +292,6 @@ def test_a_worker_killed_mid_compile_costs_that_variant_only(tmp_path, monkeypat
 
 # -- interrupted or killed: nothing left running -----------------------------------------------
 
-HANGING_GLSLANG = """\
-#!/bin/sh
-for arg in "$@"; do
-    case "$arg" in --version) echo "Glslang Version: 11:13.1.1"; exit 0;; esac
-done
-echo $$ >> "{pids}"
-exec sleep 300
-"""
 # 12 variants at --jobs 2: more than two compiles per job, so the build's own CLI takes the
 # process path (at 3 variants, test_interrupt's same test takes the thread path).
 TWELVE = """\
@@ -310,67 +300,32 @@ matrix = { TYPE = { f32 = "float", i32 = "int", u32 = "uint" }, K = ["1", "2", "
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _workers_of(pid: int) -> list[int]:
-    """The compile worker processes whose parent is ``pid``."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            command = (stat.parent / "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == pid and b"genspirv.build.compile_workers" in command:
-            found.append(int(stat.parent.name))
-    return found
-
-
 def _hanging_build(tmp_path: Path):
     root = write_project(tmp_path / "proj", salt="1", shader_table=TWELVE, sources={"add.comp": ADD_COMP.format()})
-    pids = tmp_path / "pids"
-    fake = tmp_path / "bin" / "glslangValidator"
-    fake.parent.mkdir()
-    fake.write_text(HANGING_GLSLANG.format(pids=pids))
-    fake.chmod(0o755)
-    proc = subprocess.Popen([sys.executable, "-m", "genspirv", "build", "--jobs", "2", "--root", str(root)],
-                            preexec_fn=default_sigint, cwd=root,
-                            env=cli_env({"GENSPIRV_GLSLANG": str(fake), "GENSPIRV_COMPILER_TIMEOUT": "120"}),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(pids.read_text().split() if pids.exists() else ()) < 2:
-        time.sleep(0.05)
-    started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
-    return proc, started, pids
+    return start_hanging_build(root, tmp_path)
 
 
 def _gone(pids: list[int], within_s: float = 30) -> bool:
     deadline = time.monotonic() + within_s
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not any(_alive(p) for p in pids)
+    return not any(alive(p) for p in pids)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupt_kills_every_worker_and_the_compilers_they_started(tmp_path, sig):
     proc, started, pids = _hanging_build(tmp_path)
-    workers = _workers_of(proc.pid)
+    workers = children_running(proc.pid, "genspirv.build.compile_workers")
     try:
-        assert len(started) == 2 and all(_alive(p) for p in started)
-        assert len(workers) == 2 and all(_alive(p) for p in workers), "not the process path"
+        assert len(started) == 2 and all(alive(p) for p in started)
+        assert len(workers) == 2 and all(alive(p) for p in workers), "not the process path"
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
         assert err.startswith("genspirv: interrupted: 0 of 12 compiles finished") and "Traceback" not in err, err
-        assert not any(_alive(p) for p in started), "a compiler outlived the build"
-        assert not any(_alive(p) for p in workers), "a worker outlived the build"
+        assert not any(alive(p) for p in started), "a compiler outlived the build"
+        assert not any(alive(p) for p in workers), "a worker outlived the build"
         assert len(pids.read_text().split()) == 2, "a compile started after the signal"
     finally:        # a failure here must not leave the build or its sleepers behind
         proc.kill()
@@ -385,7 +340,7 @@ def test_a_build_killed_outright_takes_its_workers_compilers_with_it(tmp_path):
     """SIGKILL gives the build no say: each worker sees its end of the job pipe close and kills
     its own process group, so the compilers do not run on for minutes."""
     proc, started, _ = _hanging_build(tmp_path)
-    workers = _workers_of(proc.pid)
+    workers = children_running(proc.pid, "genspirv.build.compile_workers")
     try:
         assert len(started) == 2 and len(workers) == 2
         proc.kill()

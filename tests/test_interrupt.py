@@ -46,8 +46,8 @@ from pathlib import Path
 
 import pytest
 
-from faults import (ADD_COMP, cli_env, committed_files, default_sigint, run_cli, set_salt,
-                    stray_files, write_project)
+from faults import (ADD_COMP, alive, cli_env, committed_files, default_sigint, run_cli, set_salt,
+                    start_hanging_build, stray_files, write_project)
 from genspirv.manifest import load_manifest
 
 KILLS = int(os.environ.get("GENSPIRV_KILLS", "30"))
@@ -294,52 +294,21 @@ def test_an_interrupted_build_keeps_its_finished_compiles(tmp_path, sig):
     load_manifest(root / MANIFEST, root=root)           # every blob the manifest's
 
 
-HANGING_GLSLANG = """\
-#!/bin/sh
-for arg in "$@"; do
-    case "$arg" in --version) echo "Glslang Version: 11:13.1.1"; exit 0;; esac
-done
-echo $$ >> "{pids}"
-exec sleep 300
-"""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.slow
 def test_sigterm_kills_a_compiler_that_would_run_for_minutes(tmp_path):
     """Without the kill, the build would wait for its compilers (GENSPIRV_COMPILER_TIMEOUT,
     120 s here) before it could exit: it must exit 130 within seconds, their processes gone."""
     root = write_project(tmp_path / "proj", salt="1", shader_table=SHADER_TABLE,
                          sources={"add.comp": ADD_COMP.format()})
-    pids = tmp_path / "pids"
-    fake = tmp_path / "bin" / "glslangValidator"
-    fake.parent.mkdir()
-    fake.write_text(HANGING_GLSLANG.format(pids=pids))
-    fake.chmod(0o755)
-    proc = subprocess.Popen([sys.executable, "-m", "genspirv", "build", "--jobs", "2", "--root", str(root)],
-                            preexec_fn=default_sigint, cwd=root,
-                            env=cli_env({"GENSPIRV_GLSLANG": str(fake), "GENSPIRV_COMPILER_TIMEOUT": "120"}),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    started: list[int] = []
+    proc, started, pids = start_hanging_build(root, tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(pids.read_text().split() if pids.exists() else ()) < 2:
-            time.sleep(0.05)
-        started = [int(p) for p in pids.read_text().split()]
-        assert len(started) == 2 and all(_alive(p) for p in started)
+        assert len(started) == 2 and all(alive(p) for p in started)
         stopped_at = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 130 and time.monotonic() - stopped_at < 10, err
         assert err.startswith("genspirv: interrupted: 0 of 3 compiles finished"), err
-        assert not any(_alive(p) for p in started), "a compiler outlived the build"
+        assert not any(alive(p) for p in started), "a compiler outlived the build"
         assert len(pids.read_text().split()) == 2, "a compile started after the signal"
     finally:        # a failure here must not leave the build or its sleepers behind
         proc.kill()

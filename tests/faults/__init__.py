@@ -269,3 +269,57 @@ def default_sigint() -> None:
     Python turns it into KeyboardInterrupt even when the suite itself was started with SIGINT
     ignored (a background job of a non-interactive shell passes SIG_IGN down)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+# -- builds stopped while their compilers hang ---------------------------------------------------
+
+# A glslangValidator that answers --version, then logs its pid and sleeps: a compile that never ends.
+HANGING_GLSLANG = """\
+#!/bin/sh
+for arg in "$@"; do
+    case "$arg" in --version) echo "Glslang Version: 11:13.1.1"; exit 0;; esac
+done
+echo $$ >> "{pids}"
+exec sleep 300
+"""
+
+
+def start_hanging_build(root: Path, tmp: Path, jobs: int = 2) -> tuple[subprocess.Popen, list[int], Path]:
+    """``genspirv build --jobs N`` of ``root`` with HANGING_GLSLANG as its compiler, once ``jobs``
+    compiles hang: the build's process, the hanging compilers' pids, and the file they log to."""
+    import time
+    pids = tmp / "pids"
+    fake = tmp / "bin" / "glslangValidator"
+    fake.parent.mkdir()
+    fake.write_text(HANGING_GLSLANG.format(pids=pids))
+    fake.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-m", "genspirv", "build", "--jobs", str(jobs), "--root", str(root)],
+                            preexec_fn=default_sigint, cwd=root,
+                            env=cli_env({"GENSPIRV_GLSLANG": str(fake), "GENSPIRV_COMPILER_TIMEOUT": "120"}),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(pids.read_text().split() if pids.exists() else ()) < jobs:
+        time.sleep(0.05)
+    return proc, [int(p) for p in pids.read_text().split()] if pids.exists() else [], pids
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie, exited but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def children_running(pid: int, module: str) -> list[int]:
+    """The processes whose parent is ``pid`` and whose command line names ``module``."""
+    found = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat_file.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat_file.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid and module.encode() in command:
+            found.append(int(stat_file.parent.name))
+    return found
