@@ -54,7 +54,7 @@ from . import noopstamp
 from .blob_cache import BlobCache, local_cache_dir
 from .report import BuildReport
 from ..cachestats import Stat, Tally
-from .state import (STATE_DIR, CommittedManifest, FileHashes, Journal, OutputsRecord, Record, State,
+from .state import (STATE_DIR, TOOLS_FILE, CommittedManifest, FileHashes, Journal, OutputsRecord, Record, State,
                     committed_manifest, journal_path, load_state, sha256_hex, stat_log)
 from .commit import commit, folders_removed_on_failure, save_state, stage_blob
 from .compile import Compiled, Fetch, Log, raise_failures, reflect_blob
@@ -76,7 +76,6 @@ from ..remote.cache import RemoteCache
 from .remote_fetches import ask_remote, remote_fetch
 
 LOCK_FILE = "lock"
-TOOLS_FILE = "tools.json"     # the tools' versions by binary (path, size, mtime)
 PROBES_FILE = "slang-glslang.json"    # what slang-glslang predefines, asked of it once per version
 WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
 

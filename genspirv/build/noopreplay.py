@@ -42,6 +42,8 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from .statlog import signature
+
 STATE_DIR = ".genspirv"         # genspirv.build.state's; kept equal by tests/test_noop_replay.py
 STAMP_FILE = "noop.json"
 JOURNAL_FILE = "journal.jsonl"
@@ -91,13 +93,12 @@ def _find_root(start: str) -> str:
     return str(found) if found is not None else start
 
 
-def signature(path: str) -> Optional[list[int]]:
-    """What a stamp keeps of a file or folder: its stat() (None: absent)."""
+def _signature(path: str) -> Optional[list[int]]:
+    """What the seal keeps of a file or folder (``statlog.signature``; None: absent)."""
     try:
-        st = os.stat(path)
+        return signature(os.stat(path))
     except OSError:
         return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
 def settings_env() -> dict[str, Optional[str]]:
@@ -132,7 +133,7 @@ def holds(replay: dict) -> bool:
     files = replay.get("files")
     if not isinstance(files, dict):
         return False
-    return all(signature(path) == sig for path, sig in files.items())
+    return all(_signature(path) == sig for path, sig in files.items())
 
 
 def replay(argv: Sequence[str]) -> Optional[int]:

@@ -37,13 +37,13 @@ import time
 from pathlib import Path
 from typing import Mapping, Optional
 
-from .state import STATE_DIR, Record, State, journal_path, state_path
+from .state import STATE_DIR, TOOLS_FILE, Record, State, journal_path, state_path
 from ..toolchain.compiler import Versions
 from ..project.config import Config
 from ..fsutil import atomic_write
 from .plan import Action, Plan, Reason, Step
 from . import noopreplay
-from .statlog import StatLog, racy
+from .statlog import StatLog, racy, signature
 
 STAMP_FILE = "noop.json"
 STAMP_SCHEMA = "genspirv-noop/1"
@@ -65,10 +65,6 @@ def digest(config: Config, versions: Versions, state_sha: Optional[str]) -> str:
     return h.hexdigest()
 
 
-def _signature(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
 def holds(config: Config, versions: Versions, state: State) -> bool:
     """The stamp is this build's: the same digest, every file it lists with the same stat()."""
     if state.sha256 is None or journal_path(config).exists():
@@ -84,7 +80,7 @@ def holds(config: Config, versions: Versions, state: State) -> bool:
     root = str(config.root) + os.sep
     for rel, sig in doc["files"].items():
         try:
-            if _signature(os.stat(root + rel)) != sig:
+            if signature(os.stat(root + rel)) != sig:
                 return False
         except OSError:
             return False
@@ -157,8 +153,7 @@ def _tool_paths(config: Config) -> list[str]:
     """The tools the version cache knows (each binary and its folder, where the others lie too)
     and every folder tools are looked up in (genspirv.toolchain.tools.find_tool's order)."""
     from ..toolchain.tools import checkout_venv_sites
-    from .state import STATE_DIR
-    cache = config.root / STATE_DIR / "tools.json"
+    cache = config.root / STATE_DIR / TOOLS_FILE
     paths = [str(cache)]
     try:
         known = json.loads(cache.read_bytes())
@@ -200,7 +195,7 @@ def seal(config: Config, lines: list[str]) -> None:
             continue
         if racy(st, now):
             return          # it may change again within its timestamp's tick: not stamped
-        files[p] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        files[p] = signature(st)
     env = noopreplay.settings_env()
     if reads is not None:
         if noopreplay.WHOLE_ENVIRONMENT in reads.env:

@@ -48,6 +48,7 @@ STATE_DIR = ".genspirv"
 STATE_FILE = "state.json"
 INPUTS_FILE = "inputs.json"
 JOURNAL_FILE = "journal.jsonl"
+TOOLS_FILE = "tools.json"      # the tools' versions by binary (path, size, mtime): a no-op starts no tool
 STATE_SCHEMA = "genspirv-state/1"
 INPUTS_SCHEMA = "genspirv-inputs/1"
 

@@ -32,7 +32,8 @@ RACY_S = 0.05           # well above a kernel's timestamp tick (1-10 ms)
 COARSE_RACY_S = 2.0     # a filesystem whose timestamps have no sub-second part
 
 
-def _signature(st: os.stat_result) -> list[int]:
+def signature(st: os.stat_result) -> list[int]:
+    """What the stat log, the no-op stamp and its seal keep of a file's stat(): an edit changes one."""
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
@@ -83,7 +84,7 @@ class StatLog:
             st = os.stat(path)
         except OSError:
             return None
-        sig = _signature(st)
+        sig = signature(st)
         entry = self._entries.get(rel)
         if isinstance(entry, list) and len(entry) == 5 and entry[:4] == sig:
             self.consulted[rel] = sig
@@ -104,7 +105,7 @@ class StatLog:
             if self._entries.pop(rel, None) is not None:
                 self.changed = True
             return
-        entry = _signature(st) + [digest]
+        entry = signature(st) + [digest]
         if self._entries.get(rel) != entry:
             self._entries[rel] = entry
             self.changed = True

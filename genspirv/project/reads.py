@@ -42,7 +42,7 @@ class Reads:
 
 
 def _path(value) -> Optional[str]:
-    """An absolute path for a path argument; None for a file descriptor or anything else."""
+    """A path argument as text; None for a file descriptor or anything else."""
     if isinstance(value, int) or value is None:
         return None
     try:
