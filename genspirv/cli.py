@@ -186,18 +186,18 @@ def cmd_build(args: argparse.Namespace) -> int:
                       "genspirv build")
         raise error
     write_depfile_from_args(config, args)
-    lines = [f"genspirv build: {line}" for line in [
-        *report.unavailable_lines(verbose=args.verbose), *([config.other_stages_note()] if config.other_stages else []),
-        *([config.defaults_note()] if config.defaults else []), report.summary()]]
-    for line in lines:
-        _say(line, out)
+    notes = [*([config.other_stages_note()] if config.other_stages else []),
+             *([config.defaults_note()] if config.defaults else [])]
+    lines = report.lines(notes, verbose=args.verbose)
+    _say("\n".join(lines), out)
     _emit_results(args, build_result(config, report, 0), [], "genspirv build")
-    # The next plain build (--root, --jobs, --quiet at most) may be answered from the stamp with
-    # these lines, before anything is loaded (genspirv.build.noopreplay).
-    if report.did_nothing and not (logged or args.targets or args.force or explain or args.verbose
-                                   or args.json or args.annotations or args.depfile):
+    # The next plain build may be answered from the stamp before anything loads (build.noopreplay),
+    # with what this no-op printed, or what the no-op this build stamped would print.
+    plain = not (logged or args.targets or args.force or explain or args.verbose or args.json or args.annotations
+                 or args.depfile)
+    if (report.did_nothing and plain) or report.stamped is not None:
         from .build.noopstamp import seal
-        seal(config, lines)
+        seal(config, lines if report.did_nothing else report.stamped.lines(notes))
     return 0
 
 

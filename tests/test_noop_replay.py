@@ -1,7 +1,7 @@
 """A plain ``genspirv build`` replayed from the sealed no-op stamp (genspirv.build.noopreplay).
 
-Each case settles a built project (a no-op through the CLI seals the stamp; the
-replay then answers), changes one input the build's outcome depends on, and
+Each case settles a built project (a build or a no-op through the CLI seals the
+stamp; the replay then answers), changes one input the build's outcome depends on, and
 asserts the replay declines, so the full build decides; had the stamp been
 trusted, the change would have gone unseen
 (``test_a_stamp_trusted_blindly_would_replay_over_a_change`` is the negative
@@ -30,9 +30,8 @@ def settled(built_tiny, genspirv, monkeypatch):
     """The built tiny project after a no-op through the CLI: its stamp sealed. Files written just
     now count as settled, as they would a moment later."""
     monkeypatch.setattr("genspirv.build.statlog.RACY_S", -1.0)
-    for _ in range(2):          # the first no-op stamps (its blobs were new), the second seals
-        result = genspirv("build", "--root", built_tiny)
-        assert result.code == 0, result.err
+    result = genspirv("build", "--root", built_tiny)
+    assert result.code == 0 and result.out.startswith("genspirv build: 0 compiled"), result.err
     return built_tiny
 
 
@@ -53,6 +52,32 @@ def test_a_no_op_is_replayed_with_the_full_builds_lines(settled, genspirv, capsy
     assert code == 0 and out == full.out == "genspirv build: 0 compiled, 3 up to date, 0 removed, 0 files written\n"
     for argv in (["-q"], ["--jobs", "3"], ["-j2"], ["--jobs=4", "--quiet"]):
         assert replayed(settled, capsys, *argv) == (0, out)
+
+
+def test_the_no_op_after_a_build_that_compiled_is_replayed(settled, genspirv, capsys):
+    # The build stamps and seals the no-op that follows it: no full no-op in between.
+    _edit(settled / "glsl/neg.comp")
+    assert replayed(settled, capsys) == (None, "")
+    assert "1 compiled, 2 up to date" in genspirv("build", "--root", settled).out
+    code, out = replayed(settled, capsys)
+    assert code == 0 and out == "genspirv build: 0 compiled, 3 up to date, 0 removed, 0 files written\n"
+    _edit(settled / "glsl/neg.comp")
+    assert replayed(settled, capsys) == (None, "")
+
+
+def test_an_edited_template_is_not_replayed(built_tiny, genspirv, capsys, monkeypatch):
+    # A project's template renders a generated file: editing it re-renders, though no source changed.
+    monkeypatch.setattr("genspirv.build.statlog.RACY_S", -1.0)
+    (built_tiny / "t").mkdir()
+    (built_tiny / "t/x.j2").write_text("{% for s in shaders %}{{ s.name }}\n{% endfor %}")
+    pyproject = (built_tiny / "pyproject.toml").read_text()
+    (built_tiny / "pyproject.toml").write_text(
+        pyproject.replace("[tool.genspirv]\n", '[tool.genspirv]\ngenerate = [ { template = "t/x.j2", output = "x.txt" } ]\n'))
+    assert "1 files written" in genspirv("build", "--root", built_tiny).out
+    assert replayed(built_tiny, capsys)[0] == 0
+    (built_tiny / "t/x.j2").write_text("{% for s in shaders %}- {{ s.name }}\n{% endfor %}")
+    assert replayed(built_tiny, capsys) == (None, "")
+    assert "0 compiled, 3 up to date, 0 removed, 1 files written" in genspirv("build", "--root", built_tiny).out
 
 
 def test_the_command_replays_before_the_cli_is_imported(settled):

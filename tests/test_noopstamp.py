@@ -177,3 +177,99 @@ def test_a_journal_or_a_forced_or_named_build_plans_in_full(tmp_path, plans):
     (root / ".genspirv/journal.jsonl").write_text("")      # an interrupted build's
     rebuild(root)
     assert plans == [1]
+
+
+# -- the stamp a build leaves for the no-op after it ------------------------------------------
+
+
+def stamp_of(root):
+    return (root / ".genspirv" / noopstamp.STAMP_FILE).read_bytes()
+
+
+@pytest.mark.parametrize("table", [TABLE, f'generator = "gen.py"\n{TABLE}'])
+def test_a_build_stamps_the_no_op_that_follows_it(tmp_path, plans, table):
+    # The stamp a build leaves is byte for byte the one a full no-op after it would leave (the
+    # same digest, the same files with the same stat()), so the next build takes the shortcut.
+    root = make_project(tmp_path / "p", table)
+    (root / "gen.py").write_text(GENERATOR)
+    first = build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    assert first.compiled and first.stamped is not None and first.stamped.did_nothing
+    left = stamp_of(root)
+    (root / ".genspirv" / noopstamp.STAMP_FILE).unlink()
+    plans.clear()
+    full = build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    assert plans == [1] and full.did_nothing and stamp_of(root) == left
+    assert first.stamped.summary() == full.summary() and first.stamped.up_to_date == full.up_to_date
+    plans.clear()
+    report, fake = rebuild(root)
+    assert plans == [] and report.did_nothing and not fake.compiles
+
+
+class EditsWhileCompiling(FakeCompiler):
+    """Appends to the source of ``name`` once it has read it: an edit made while it compiled."""
+
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def compile(self, job):
+        output = super().compile(job)
+        if job.variant.name == self.name:
+            source = job.root / job.variant.source
+            source.write_bytes(source.read_bytes() + b"// edited while it compiled\n")
+        return output
+
+
+def test_a_source_edited_while_it_compiled_is_compiled_again(tmp_path, plans):
+    root = make_project(tmp_path / "p")
+    settle(root, plans)
+    (root / "glsl/neg.comp").write_bytes((root / "glsl/neg.comp").read_bytes() + b"// edited\n")
+    report, _ = rebuild(root, EditsWhileCompiling("neg"))
+    assert report.compiled == ("neg",) and report.stamped is not None
+    report, fake = rebuild(root)
+    assert report.compiled == ("neg",) and fake.compiles == {"neg": 1}
+
+
+def test_a_stamp_that_read_its_inputs_again_would_miss_that_edit(tmp_path, plans, monkeypatch):
+    # The negative control of the case above: stat() the inputs at the build's end, not when they
+    # were read, and the stamp holds over the edit made while the variant compiled.
+    root = make_project(tmp_path / "p")
+    settle(root, plans)
+    (root / "glsl/neg.comp").write_bytes((root / "glsl/neg.comp").read_bytes() + b"// edited\n")
+    real = noopstamp.save
+
+    def save(config, versions, stats):
+        for rel, sig in stats.consulted.items():
+            stats.consulted[rel] = noopstamp.signature((config.root / rel).stat()) if sig else sig
+        return real(config, versions, stats)
+    monkeypatch.setattr(noopstamp, "save", save)
+    rebuild(root, EditsWhileCompiling("neg"))
+    report, fake = rebuild(root)
+    assert report.compiled == () and not fake.compiles
+
+
+def test_an_output_changed_after_it_was_written_is_not_stamped(tmp_path, plans, monkeypatch):
+    root = make_project(tmp_path / "p")
+    real = noopstamp.save_after_build
+
+    def changed_first(config, versions, stats, outputs, written_ns):
+        (root / "spirv/neg.spv").write_bytes(b"\0" * 20)     # another writer, before the stamp
+        return real(config, versions, stats, outputs, written_ns)
+    monkeypatch.setattr(noopstamp, "save_after_build", changed_first)
+    report = build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    assert report.stamped is None and not (root / ".genspirv" / noopstamp.STAMP_FILE).exists()
+    report, _ = rebuild(root)
+    assert report.compiled == () and "spirv/neg.spv" in report.written      # put back by the full plan
+
+
+def test_an_edited_project_template_renders_again(tmp_path, plans):
+    # What the generated files are rendered with is in the stamp (and the seal): a project's
+    # template edited re-renders its output, though no source or blob changed.
+    root = make_project(tmp_path / "p", top='generate = [ { template = "t/x.j2", output = "x.txt" } ]\n')
+    (root / "t").mkdir()
+    (root / "t/x.j2").write_text("{% for s in shaders %}{{ s.name }}\n{% endfor %}")
+    settle(root, plans)
+    (root / "t/x.j2").write_text("{% for s in shaders %}- {{ s.name }}\n{% endfor %}")
+    report, fake = rebuild(root)
+    assert report.written == ("x.txt",) and not fake.compiles
+    assert (root / "x.txt").read_text().startswith("- ")

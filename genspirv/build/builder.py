@@ -39,6 +39,7 @@ or by the plan, the run (each finished compile kept by ``Writers``), finish.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import sys
 import tempfile
@@ -340,9 +341,25 @@ class Builder:
         written, removed = commit(config, outputs, records,
                                   OutputsRecord(outputs_key(config, self.versions, keys), rendered), state.inputs,
                                   self.log, writers.staged, decided, self.hashes.stats)
+        written_ns = time.time_ns()
         if self.cache.stored:
             self.cache.trim()
-        return self._report(plan, records, ran.compiled_now, tuple(removed), tuple(written))
+        report = self._report(plan, records, ran.compiled_now, tuple(removed), tuple(written))
+        shas = {config.blob_relpath(c.variant): records[c.variant.name].sha256 for c in ordered}
+        return self._stamp_next_noop(report, records, {**shas, **rendered}, written_ns)
+
+    def _stamp_next_noop(self, report: BuildReport, records: Mapping[str, Record], outputs: Mapping[str, str],
+                         written_ns: int) -> BuildReport:
+        """A build of every variant stamps the no-op that follows it (``noopstamp.save_after_build``)
+        and carries that no-op's report (``stamped``), for the CLI to seal with what it prints."""
+        stats = self.hashes.stats
+        if self.chosen is not None or stats is None:
+            return report
+        unchanged = noopstamp.unchanged_plan(self.config, records)
+        if unchanged is None or not noopstamp.save_after_build(self.config, self.versions, stats, outputs,
+                                                               written_ns):
+            return report
+        return dataclasses.replace(report, stamped=self._report(unchanged, _records_of(unchanged.steps)))
 
     def _committed_current(self, plan: Plan, ran: Ran, records: Mapping[str, Record],
                            unavailable: Sequence[Unavailable], facts: Mapping[CompilerName, Mapping[str, str]]) -> bool:

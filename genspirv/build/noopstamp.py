@@ -7,7 +7,8 @@ a no-op build would make, without making it, or None.
 A build that finds nothing to do (every variant up to date, the outputs as it
 wrote them) writes ``.genspirv/noop.json``: the sha256 of everything that
 decided it besides files (the config as loaded, the generator's variants and
-files included; the compiler versions; the state file; genspirv's version)
+files included; the compiler versions; the state file; genspirv's version;
+what the generated files are rendered with: its renderers or a project's template)
 and the stat() signature of every file it consulted (sources, includes,
 committed blobs, the manifest, generated outputs), each one the stat log had
 logged (``genspirv.build.statlog``: not racily new). A later build whose digest is
@@ -19,6 +20,12 @@ variants) falls back to the full plan, which decides exactly; a stamp is only
 ever a shortcut to the answer that plan gave, with the stat log's own trust
 in an unchanged stat().
 
+A build that compiled stamps the no-op that follows it (``save_after_build``):
+once the racy window of what it wrote has passed, each output is hashed again
+through the stat log and must hold what the build wrote; the inputs are the
+ones its plan and compiles consulted, with the stat() each had when read. So
+the no-op after a build is decided as the ones after it are.
+
 A no-op's stamp is then sealed (``seal``, by the CLI, with what it printed) for
 ``genspirv.build.noopreplay``, which answers the next plain ``genspirv build``
 before the config is even loaded: the seal adds every other input of the
@@ -28,6 +35,8 @@ the tools and where they are looked up, the interpreter) and the lines to print.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -42,7 +51,10 @@ from ..toolchain.compiler import Versions
 from ..project.config import Config
 from ..fsutil import atomic_write
 from .plan import Action, Plan, Reason, Step
+from .outputs import generate_keys
+from ..emit import renderer_files
 from . import noopreplay
+from . import statlog
 from .statlog import StatLog, racy, signature
 
 STAMP_FILE = "noop.json"
@@ -54,14 +66,17 @@ def stamp_path(config: Config) -> Path:
 
 
 def digest(config: Config, versions: Versions, state_sha: Optional[str]) -> str:
-    """The sha256 of what decides a no-op besides the files' contents. Pickle writes the whole
-    config (equal bytes only for equal configs); a sharing of objects that differs between
-    two loads of the same config only makes a stamp miss, never match wrongly."""
+    """The sha256 of what decides a no-op besides the files' contents. Pickle writes each of the
+    config's fields (equal bytes only for equal configs; not what a build cached on it since);
+    a sharing of objects that differs between two loads of the same config only makes a stamp
+    miss, never match wrongly."""
     from .. import __version__
     h = hashlib.sha256()
     for part in (STAMP_SCHEMA, __version__, repr(versions), state_sha or ""):
         h.update(part.encode("utf-8") + b"\0")
-    h.update(pickle.dumps(config, pickle.HIGHEST_PROTOCOL))
+    h.update(pickle.dumps([getattr(config, f.name) for f in dataclasses.fields(config)], pickle.HIGHEST_PROTOCOL))
+    # What the generated files are rendered with: genspirv's renderers, a project's template.
+    h.update(json.dumps(generate_keys(config)).encode())
     return h.hexdigest()
 
 
@@ -107,10 +122,11 @@ def unchanged_plan(config: Config, records: Mapping[str, Record]) -> Optional[Pl
     return Plan(tuple(steps))
 
 
-def save(config: Config, versions: Versions, stats: StatLog) -> None:
+def save(config: Config, versions: Versions, stats: StatLog) -> bool:
     """Stamp the no-op just decided, when every file it consulted was logged (else remove the
     old stamp: it no longer says what this build read). Reads the state file as it is now
-    (the no-op may have just saved it). Written atomically; a stamp lost costs one full plan."""
+    (the no-op may have just saved it). Written atomically; a stamp lost costs one full plan.
+    True: the stamp on disk is this one."""
     path = stamp_path(config)
     files = stats.consulted
     try:
@@ -122,18 +138,43 @@ def save(config: Config, versions: Versions, stats: StatLog) -> None:
             path.unlink()
         except OSError:
             pass
-        return
+        return False
     data = (json.dumps({"schema": STAMP_SCHEMA, "digest": digest(config, versions, state_sha), "files": files},
                        sort_keys=True, separators=(",", ":")) + "\n").encode()
     try:
         if path.read_bytes() == data:
-            return
+            return True
     except OSError:
         pass
     try:
         atomic_write(path, data, durable=False)
     except OSError:
-        pass        # the stamp is a shortcut only: without it the next build plans in full
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return False        # the stamp is a shortcut only: without it the next build plans in full
+    return True
+
+
+def save_after_build(config: Config, versions: Versions, stats: StatLog, outputs: Mapping[str, str],
+                     written_ns: int) -> bool:
+    """Stamp the no-op the next build would be, after a build that wrote ``outputs`` (path -> the
+    sha256 it wrote; blobs, generated files, the manifest) by ``written_ns`` (time.time_ns()).
+    Waits out their racy window (at most ``statlog.RACY_S``), hashes each through the stat log (so it is
+    logged), then ``save``: every output must hold what the build wrote. Inputs are never hashed
+    again here: their stat() is the one they had when the build read them, so a source edited
+    while it compiled misses the stamp. False: no stamp; the next build plans in full."""
+    if stats.path is None:
+        return False
+    time.sleep(max(0.0, statlog.RACY_S - (time.time_ns() - written_ns) / 1e9 + 0.002))
+    if any(stats.sha256(rel) != sha for rel, sha in outputs.items()):
+        return False        # changed since it was written (or unreadable): the next build decides
+    if stats.changed:
+        try:
+            atomic_write(stats.path, stats.data(), durable=False)
+        except OSError:
+            return False
+        stats.changed = False
+    return save(config, versions, stats)
 
 
 # -- the seal: the inputs of the config and the tools, for a no-op replayed before either ----
@@ -183,6 +224,8 @@ def seal(config: Config, lines: list[str]) -> None:
     paths += [root + "pyproject.toml", str(state_path(config)), *_walked_folders(config), *_tool_paths(config)]
     if config.generator is not None:
         paths.append(root + config.generator)
+    for g in config.generate:       # what generate_keys hashed: a project's template, genspirv's renderers
+        paths += [root + g.template] if g.template is not None else map(str, renderer_files(g.target))
     if reads is not None:
         paths += [*reads.files, *reads.folders]
     files = {}

@@ -203,11 +203,14 @@ def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, O
     (a variant's ``meta`` among them: changing it re-renders, it does not recompile)."""
     doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys.get(v.name)]
                         + ([v.meta_json] if v.meta_json else []) for v in config.variants],
-           "manifest": str(config.manifest), "generate": [list(map(str, (g.target, g.output)))
-                                                      + _template_key(config, g)
-                                                      for g in config.generate],
+           "manifest": str(config.manifest), "generate": generate_keys(config),
            "toolchain": [versions.compiler, versions.optimizer, config.target_env, list(config.flags)]}
     return sha256_hex(json.dumps(doc, sort_keys=True).encode())
+
+
+def generate_keys(config: Config) -> list[list[str]]:
+    """Each ``generate`` entry's target, output and renderer (``_template_key``)."""
+    return [list(map(str, (g.target, g.output))) + _template_key(config, g) for g in config.generate]
 
 
 def _template_key(config: Config, g) -> list[str]:

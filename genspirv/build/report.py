@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 from .plan import Plan
 from ..project.variants import CompilerName
@@ -31,6 +31,8 @@ class BuildReport:
     unavailable_because: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     remote: Optional[tuple[str, ...]] = None   # variant names taken from the remote cache; None: none set
     not_selected: tuple[str, ...] = ()   # a build of named variants: the others, not up to date, kept as committed
+    # The report of the no-op this build stamped for the next build (genspirv.build.noopstamp), if it did
+    stamped: Optional["BuildReport"] = field(default=None, compare=False, repr=False)
 
     @property
     def did_nothing(self) -> bool:
@@ -70,3 +72,8 @@ class BuildReport:
                                     for _, missing in self.unavailable for m in missing)
             lines.append(f"{len(self.unavailable)} unavailable: {', '.join(lacking)}; genspirv list --unavailable")
         return lines
+
+    def lines(self, notes: Sequence[str] = (), verbose: bool = False) -> list[str]:
+        """What ``genspirv build`` prints at its end: the unavailable variants, the config's
+        ``notes``, the summary."""
+        return [f"genspirv build: {line}" for line in [*self.unavailable_lines(verbose), *notes, self.summary()]]

@@ -42,14 +42,18 @@ def check_output(output: str) -> str:
     return output
 
 
+def renderer_files(target: str) -> list[Path]:
+    """The emitter modules and a built-in target's templates: what ``renderer_key`` hashes."""
+    here = Path(__file__).resolve().parent
+    return sorted(here.glob("*.py")) + sorted((here.parent / "templates" / target).glob("*.j2"))
+
+
 def renderer_key(target: str) -> str:
     """sha256 of what a built-in target's output is a function of besides the manifest:
     the emitter modules and the target's templates. A build whose key changed re-renders
     (a genspirv upgrade with a new table shape rewrites the table; check would see it)."""
-    here = Path(__file__).resolve().parent
-    files = sorted(here.glob("*.py")) + sorted((here.parent / "templates" / target).glob("*.j2"))
     digest = hashlib.sha256(target.encode())
-    for f in files:
+    for f in renderer_files(target):
         digest.update(f.name.encode() + b"\0" + f.read_bytes())
     return digest.hexdigest()
 
