@@ -19,6 +19,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from ..project import config
 from ..toolchain import tools as toolchain
@@ -126,11 +127,16 @@ def bench_build(opts: BenchOptions, rec: RunLog) -> None:
             rec.checkpoint()
     finally:
         progress.close()
-        if opts.keep is not None:
-            opts.keep.mkdir(parents=True, exist_ok=True)
-            for child in (c for c in scratch.iterdir() if c.name != "code"):
-                shutil.move(str(child), str(opts.keep / child.name))
+        _keep_projects(scratch, opts.keep)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _keep_projects(scratch: Path, keep: Optional[Path]) -> None:
+    """``--keep DIR``: move what the run left in ``scratch`` (its projects) into DIR."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        for child in (c for c in scratch.iterdir() if c.name != "code"):
+            shutil.move(str(child), str(keep / child.name))
 
 
 def _run_case(case: BuildCase, pristine, tool: FloorTool, scratch: Path, rec: RunLog,
@@ -266,6 +272,7 @@ def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
                 shutil.rmtree(gen.root, ignore_errors=True)
     finally:
         progress.close()
+        _keep_projects(scratch, opts.keep)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

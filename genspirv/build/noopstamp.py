@@ -166,6 +166,8 @@ def save_after_build(config: Config, versions: Versions, stats: StatLog, outputs
     if stats.path is None:
         return False
     time.sleep(max(0.0, statlog.RACY_S - (time.time_ns() - written_ns) / 1e9 + 0.002))
+    # One thread: a blob is ~10 KB, so each file's Python work, not its hashing, is the cost
+    # (threads were slower: ~20 ms for 2,000 blobs here, ~40 ms on 2-8 threads).
     if any(stats.sha256(rel) != sha for rel, sha in outputs.items()):
         return False        # changed since it was written (or unreadable): the next build decides
     if stats.changed:
