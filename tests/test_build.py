@@ -11,7 +11,8 @@ import pytest
 
 from genspirv.settings import SettingError
 
-from genspirv.build.builder import build, project_lock
+from genspirv.build.builder import build
+from genspirv.build.state import project_lock
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ValidationError
 from genspirv.manifest import load_manifest

@@ -26,7 +26,10 @@ from faults import (ADD_COMP, SCALE_COMP, SHADER_TABLE, alive, children_running,
                     start_hanging_build, write_project)
 from genspirv.build import compile as compile_mod
 from genspirv.build import compile_workers
+import genspirv.build.builder as builder_mod
+import genspirv.build.check as check_mod
 from genspirv.build.builder import build
+from genspirv.build.check import check
 from genspirv.errors import (CompileError, CompilerCrashError, GenspirvError, SpirvError, ToolchainError,
                              UnavailableError)
 from genspirv.project.config import load_config
@@ -187,6 +190,38 @@ def test_both_paths_give_the_same_blobs_manifest_commands_and_progress(tmp_path,
     assert processes[0] == threads[0]           # every blob and the manifest, byte for byte
     assert processes[1] == threads[1] and any("spirv-opt" in line for line in threads[1])
     assert processes[2] == threads[2] and len(threads[2]) == 6
+
+
+def test_a_build_that_compiles_everything_starts_its_workers_before_its_plan(tmp_path, monkeypatch):
+    # A first build, --force and check compile every variant: their workers start before the plan
+    # is made (their Python start overlaps it); a rebuild of what changed starts them on demand.
+    monkeypatch.setattr(compile_workers, "VARIANTS_PER_JOB", 0)
+    events: list[str] = []
+    real_start, real_plan = WorkerPool.start, builder_mod.make_plan
+    monkeypatch.setattr(WorkerPool, "start", lambda pool: events.append("workers") or real_start(pool))
+    for module in (builder_mod, check_mod):
+        monkeypatch.setattr(module, "make_plan", lambda *a, **kw: events.append("plan") or real_plan(*a, **kw))
+    root = _project(tmp_path / "p")
+    assert len(build(load_config(root), jobs=2).compiled) == 6 and events == ["workers", "plan"]
+    events.clear()
+    (root / "glsl/add.comp").write_text(ADD_COMP.format() + "// edited\n")
+    assert len(build(load_config(root), jobs=2).compiled) == 3 and events == ["plan"]
+    events.clear()
+    assert len(build(load_config(root), jobs=2, force=True).compiled) == 6 and events == ["workers", "plan"]
+    events.clear()
+    assert check(load_config(root), jobs=2).differences == () and events == ["workers", "plan"]
+
+
+def test_workers_started_for_a_plan_that_fails_are_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(compile_workers, "VARIANTS_PER_JOB", 0)
+
+    def refuse(*a, **kw):
+        assert children_running(os.getpid(), "genspirv.toolchain.workers")     # they were started
+        raise GenspirvError("the plan failed")
+    monkeypatch.setattr(builder_mod, "make_plan", refuse)
+    with pytest.raises(GenspirvError, match="the plan failed"):
+        build(load_config(_project(tmp_path / "p")), jobs=2)
+    assert children_running(os.getpid(), "genspirv.toolchain.workers") == []
 
 
 BAD = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() { undefined_thing = 1; }\n"

@@ -74,6 +74,11 @@ class BlobCache:
             folders.append(shared)
         return cls(folders, cache_max_bytes(), tally)      # a bad setting stops the build before it starts
 
+    def empty(self) -> bool:
+        """No folder holds a blob yet (no ``<key[:2]>`` subfolder): a build with no records of its
+        own compiles every variant."""
+        return not any(_subfolders(folder) for folder in self.folders)
+
     @staticmethod
     def _path(folder: Path, key: str) -> Path:
         return folder / key[:2] / f"{key}.spv"

@@ -41,30 +41,29 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, NoReturn, Optional, Sequence
+from typing import Callable, Mapping, NoReturn, Optional, Sequence
 
 from .. import manifest as manifest_mod
-from .. import settings
 from .. import cachestats
 from . import noopstamp
 from .blob_cache import BlobCache, local_cache_dir
 from .report import BuildReport
 from ..cachestats import Stat, Tally
 from .state import (STATE_DIR, TOOLS_FILE, CommittedManifest, FileHashes, Journal, OutputsRecord, Record, State,
-                    committed_manifest, journal_path, load_state, sha256_hex, stat_log)
+                    committed_manifest, journal_path, load_state, project_lock, sha256_hex, stat_log)
 from .commit import commit, folders_removed_on_failure, save_state, stage_blob
-from .compile import Compiled, Fetch, Log, raise_failures, reflect_blob
+from .compile import Compiled, Fetch, Log, job_count, raise_failures, reflect_blob
+from .compile_workers import CompileWorkers, early_workers
 from .run import ProjectLookups, Ran, run_plan, unavailable_entries
 from ..toolchain.compiler import CommandLog, Compiler
 from ..toolchain.chain import Compilers, compilers_for
 from ..project.config import Config
-from ..errors import GenspirvError, LockError, OutputError
-from ..fsutil import StagedFiles, try_lock, unlock
+from ..errors import GenspirvError
+from ..fsutil import StagedFiles
 from ..project.generated import origin_note
 from .outputs import (committed_manifest_current, entry_text, expected_outputs, orphan_blobs, outputs_current,
                       outputs_key, remove_stale_temp_files, unavailable_names)
@@ -76,57 +75,8 @@ from ..project.variants import CompilerName
 from ..remote.cache import RemoteCache
 from .remote_fetches import ask_remote, remote_fetch
 
-LOCK_FILE = "lock"
 PROBES_FILE = "slang-glslang.json"    # what slang-glslang predefines, asked of it once per version
 WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
-
-# -- the lock -----------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def project_lock(root: Path, timeout: Optional[float] = None, log: Log = None) -> Iterator[None]:
-    """Hold ``.genspirv/lock`` (``fsutil.try_lock``: flock, or msvcrt on Windows) for the
-    duration; LockError after ``timeout``."""
-    if timeout is None:
-        timeout = settings.get("GENSPIRV_LOCK_TIMEOUT")
-    path = root / STATE_DIR / LOCK_FILE
-    try:
-        _make_state_dir(path.parent)
-        lock_file = open(path, "a+b")
-    except OSError as exc:
-        raise OutputError(f"{path}: cannot create the build lock: {exc.strerror or exc}") from None
-    with lock_file as f:
-        deadline = time.monotonic() + timeout
-        told = False
-        while True:
-            try:
-                if try_lock(f):
-                    break
-            except OSError as exc:
-                raise LockError(f"cannot lock {path}: {exc.strerror or exc}") from None
-            if not told:
-                print(f"genspirv: waiting for {path}: another build of this project is running",
-                      file=sys.stderr, flush=True)
-                told = True
-            if time.monotonic() >= deadline:
-                raise LockError(f"{path} is still held by another build after {timeout:g} s "
-                                "(set GENSPIRV_LOCK_TIMEOUT to wait longer)")
-            time.sleep(0.1)
-        try:
-            yield
-        finally:
-            unlock(f)
-
-
-def _make_state_dir(folder: Path) -> None:
-    """``.genspirv/``, with a ``.gitignore`` of ``*`` in it (as pytest's and ruff's caches have):
-    git never lists the state, the cache or the generated files, whatever the project ignores."""
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
-        with contextlib.suppress(OSError):
-            ignore.write_text("# genspirv's build state, cache and generated sources\n*\n")
-
 
 # -- build --------------------------------------------------------------------
 
@@ -193,6 +143,7 @@ class Builder:
     hashes: FileHashes
     cache: BlobCache
     lookups: ProjectLookups
+    started: Optional[CompileWorkers]               # worker processes started before the plan
 
     def __init__(self, config: Config, compilers: Compilers, remote: RemoteCache, tally: Tally, *,
                  jobs: Optional[int] = None, force: bool = False, log: Log = None, on_command: CommandLog = None,
@@ -213,9 +164,12 @@ class Builder:
     def build(self) -> BuildReport:
         """Under the lock: a no-op's report, or the plan run and its outputs committed."""
         # The remote cache's stores finish after the lock is released (they touch no project file).
-        with self.remote, project_lock(self.config.root, log=self.log):
+        with self.remote, project_lock(self.config.root, log=self.log), contextlib.ExitStack() as stack:
             remove_stale_temp_files(self.config, self.log)
             self._load()
+            self.started = stack.enter_context(early_workers(self.compilers, self.config.variants,
+                                                             job_count(self.jobs))) \
+                if self._compiles_everything() else None
             report = self._noop_by_stamp()
             if report is not None:
                 return report
@@ -237,6 +191,12 @@ class Builder:
         self.hashes = FileHashes.for_config(config, stat_log(config))
         self.cache = BlobCache.for_config(config, self.tally)
         self.lookups = ProjectLookups(config, self.versions, self.hashes, self.cache, self.state.inputs)
+
+    def _compiles_everything(self) -> bool:
+        """Every variant will compile (``--force``, or a first build with nothing cached and no
+        remote cache): its worker processes may start before the plan is made."""
+        return self.chosen is None and (self.force or (not self.records and not self.remote.enabled
+                                                       and self.cache.empty()))
 
     def _noop_by_stamp(self) -> Optional[BuildReport]:
         """The same no-op as last time, by stat() alone (genspirv.build.noopstamp): no key computed.
@@ -305,7 +265,8 @@ class Builder:
                     with tempfile.TemporaryDirectory(prefix="compile-", dir=config.root / STATE_DIR) as tmp:
                         ran = run_plan(config, self.compilers, plan, Path(tmp), self.hashes, jobs=self.jobs,
                                        log=self.log, on_command=self.on_command, keep=writers.keep,
-                                       seconds={n: r.seconds for n, r in self.records.items()}, fetch=fetch)
+                                       seconds={n: r.seconds for n, r in self.records.items()}, fetch=fetch,
+                                       started=self.started)
                 except KeyboardInterrupt:
                     raise BuildInterrupted(writers.kept, len(plan.to_compile) - writers.hits) from None
                 finally:

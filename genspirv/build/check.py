@@ -24,7 +24,8 @@ from typing import Optional
 
 from .run import ProjectLookups, run_plan, unavailable_entries
 from .state import FileHashes, load_state
-from .compile import Log, raise_failures
+from .compile import Log, job_count, raise_failures
+from .compile_workers import early_workers
 from ..toolchain.compiler import Compiler
 from ..toolchain.chain import Compilers, compilers_for
 from ..project.config import Config
@@ -124,7 +125,8 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
           compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> CheckReport:
     """Compare every committed output with a fresh build made in a temporary directory."""
     hashes = FileHashes.for_config(config)
-    with compilers_for(config, compiler, jobs=jobs) as compilers:
+    with compilers_for(config, compiler, jobs=jobs) as compilers, \
+            early_workers(compilers, config.variants, job_count(jobs)) as started:
         versions = compilers.versions()
         # The build's plan, forced and with no cache: every variant compiles.
         plan = make_plan(config.variants, {}, ProjectLookups(config, versions, hashes), force=True)
@@ -139,7 +141,8 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
         with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
             # The generator's files go to the temporary folder too: check writes nothing in the project.
             ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command,
-                           generated_dir=Path(tmp) / "generated", keep=compare, seconds=_last_seconds(config))
+                           generated_dir=Path(tmp) / "generated", keep=compare, seconds=_last_seconds(config),
+                           started=started)
         facts = compilers.manifest_facts()
     if ran.failures:
         raise_failures(ran.failures, verbose=verbose, note=origin_note(config.generated_files, config.generator))

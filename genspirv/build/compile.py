@@ -43,7 +43,7 @@ from ..errors import CompileError, GenspirvError, ToolchainError, UnavailableErr
 from ..project.variants import compiler_named
 # Compiled and reflect_blob: the rest of the build imports them from here, with compile_all.
 from .variant_compile import Compiled, compile_variant, reflect_blob  # noqa: F401
-from .compile_workers import open_workers
+from .compile_workers import CompileWorkers, open_workers
 
 Log = Optional[Callable[[str], None]]
 
@@ -110,26 +110,32 @@ Fetch = Optional[Callable[[Variant], Optional["Future[Optional[Fetched]]"]]]
 #   compile it), or None (nothing to ask: compile it now)
 
 
+def job_count(jobs: Optional[int]) -> int:
+    """How many compiles run at once: ``jobs``, else the CPUs."""
+    return max(1, jobs or os.cpu_count() or 1)
+
+
 def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int] = None, log: Log = None,
-                on_done: Done = None, fetch: Fetch = None) -> CompileOutcome:
+                on_done: Done = None, fetch: Fetch = None, started: Optional[CompileWorkers] = None) -> CompileOutcome:
     """Compile every job, ``workers`` at a time (default: the CPUs); ``on_done`` and then the
     ``[n/N] name`` progress line follow each finished compile, on the calling thread.
 
     With ``fetch``, each job waits on its own fetch and is queued for a compile only when
     that comes back a miss, so compiles run while other fetches are in flight; a job its
     fetch resolved goes to ``on_done`` (its ``Fetched``) and gets its progress line as it
-    returns. N counts every job, fetched or compiled."""
+    returns. N counts every job, fetched or compiled. ``started``: worker processes started
+    before the plan (``compile_workers.early_workers``), used when processes are the choice."""
     outcome = CompileOutcome()
     if not jobs:
         return outcome
-    workers = max(1, workers or os.cpu_count() or 1)
+    workers = job_count(workers)
     finished: "queue.SimpleQueue[tuple[Variant, object]]" = queue.SimpleQueue()
     stopped = threading.Event()         # an interrupt or a broken toolchain: queue no more compiles
     compiles: list[Future] = []        # appended on fetch threads: copied before iterating
     fetches: list[Future] = []
     # Each compile thread runs its variant's pipeline itself, or (a chain that ships, a plan large
     # enough) hands it to a worker process and waits, off the GIL (genspirv.build.compile_workers).
-    processes = open_workers(compilers, jobs, workers)
+    processes = open_workers(compilers, jobs, workers, started)
 
     def run(job: Job) -> Compiled:
         if processes is not None and processes.takes(job):

@@ -21,14 +21,16 @@ glslang, a dataclass of tool paths) goes to a worker; the others stay on threads
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .. import settings
 from ..settings import SettingError
 from ..toolchain import children
 from ..toolchain.chain import Compilers
+from ..project.config import Variant
 from ..toolchain.compiler import Job
 from ..toolchain.workers import WorkerPool
 from .variant_compile import Compiled, compile_variant
@@ -71,17 +73,43 @@ class CompileWorkers:
         self.pool.close()
 
 
-def open_workers(compilers: Compilers, jobs: Sequence[Job], workers: int) -> Optional[CompileWorkers]:
+def open_workers(compilers: Compilers, jobs: Sequence[Job], workers: int,
+                 started: Optional[CompileWorkers] = None) -> Optional[CompileWorkers]:
     """Worker processes for ``jobs``, at most ``workers``; None when threads are the better
     choice: too few jobs ship to pay for the workers' start (``VARIANTS_PER_JOB``), or this
-    platform cannot kill a worker with the tools it started (no process groups). No process
-    starts here: each compile thread starts its worker with its first job, all at once."""
+    platform cannot kill a worker with the tools it started (no process groups). ``started``
+    (``early_workers``') is taken when processes are the choice, else closed. Otherwise no
+    process starts here: each compile thread starts its worker with its first job, all at once."""
     shipping = sum(1 for job in jobs if compilers.ships(job.variant))
-    if not children.CAN_GROUP or shipping <= VARIANTS_PER_JOB * workers:
+    if not _processes_pay(shipping, workers):
+        if started is not None:
+            started.close()
         return None
-    if getattr(sys, "frozen", False):
-        return None     # a frozen app's executable is not a Python that runs ``-c``: threads
-    return CompileWorkers(compilers, min(workers, shipping))
+    return started or CompileWorkers(compilers, min(workers, shipping))
+
+
+@contextlib.contextmanager
+def early_workers(compilers: Compilers, variants: Sequence[Variant], workers: int) -> Iterator[Optional[CompileWorkers]]:
+    """For a build that will compile all of ``variants`` (a first build, ``--force``, check):
+    its worker processes started now, before its plan is made, so that their start overlaps
+    the planning instead of delaying the first compiles (None where threads would run them);
+    passed to ``open_workers`` through ``compile_all``, and closed when the block ends."""
+    shipping = sum(1 for v in variants if compilers.ships(v))
+    early = CompileWorkers(compilers, min(workers, shipping)) if _processes_pay(shipping, workers) else None
+    try:
+        if early is not None:
+            early.pool.start()
+        yield early
+    finally:
+        if early is not None:
+            early.close()
+
+
+def _processes_pay(shipping: int, workers: int) -> bool:
+    if not children.CAN_GROUP or shipping <= VARIANTS_PER_JOB * workers:
+        return False
+    # A frozen app's executable is not a Python that runs ``-c``: threads.
+    return not getattr(sys, "frozen", False)
 
 
 def _backstop() -> Optional[float]:

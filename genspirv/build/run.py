@@ -29,6 +29,7 @@ from .state import FileHashes, KeyInputs, Record, RecordedInputs, include_dirs, 
 from .commit import output_error
 from .compile import (Compiled, Fetch, Fetched, Log, compile_all, longest_first, make_jobs, reflect_blob,
                       unavailable_deps)
+from .compile_workers import CompileWorkers
 from ..toolchain.compiler import CommandLog, Versions
 from ..toolchain.chain import Compilers
 from ..project.config import Config, Variant
@@ -87,12 +88,13 @@ class Ran:
 def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, hashes: FileHashes, *,
              jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None, keep: Keep = None,
              generated_dir: Optional[Path] = None, seconds: Mapping[str, Optional[float]] = {},
-             fetch: Fetch = None) -> Ran:
+             fetch: Fetch = None, started: Optional[CompileWorkers] = None) -> Ran:
     """Compile the plan's stale variants into ``workdir`` and reflect its cached ones.
 
     The compiles start longest first (``seconds``: each variant's last compile time).
     ``fetch``: each compile waits on its own remote fetch (``remote_fetch``), a hit resolving
-    it (``Ran.fetched``: the plan steps the hits became).
+    it (``Ran.fetched``: the plan steps the hits became). ``started``: worker processes started
+    before the plan was made (``compile_workers.early_workers``).
     ``keep(name, record, compiled)`` hears of each compile and hit as it finishes (None: unavailable).
     The generator's files are written first, into ``.genspirv/generated/`` or, for check,
     ``generated_dir``."""
@@ -135,7 +137,7 @@ def run_plan(config: Config, compilers: Compilers, plan: Plan, workdir: Path, ha
     got: dict[str, Compiled] = {}
     order = longest_first([s.variant for s in plan.to_compile], seconds)
     outcome = compile_all(compilers, make_jobs(config, order, workdir, on_command, generated_dir), jobs, log, done,
-                          fetch)
+                          fetch, started)
     compiled = {**outcome.compiled, **got}
     for step in plan.from_cache + plan.from_remote:
         compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,

@@ -20,7 +20,8 @@ Takes a ``Config`` and gives the facts the build plans with:
   applies it over the state file, and the next state written folds it in;
 - ``committed_manifest``: the committed manifest's provenance (``inputs``,
   ``depends``) as records, so a fresh clone with no state builds as a no-op
-  when the committed outputs match.
+  when the committed outputs match;
+- ``project_lock``: ``.genspirv/lock``, held by a build for as long as it runs.
 
 The blobs themselves, by content key, are ``genspirv.build.blob_cache``'s.
 """
@@ -31,13 +32,17 @@ import contextlib
 import functools
 import hashlib
 import json
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+
+from .. import settings
 
 from ..project.config import Config, Variant
-from ..errors import ManifestError
-from ..fsutil import StagedFiles
+from ..errors import LockError, ManifestError, OutputError
+from ..fsutil import StagedFiles, try_lock, unlock
 from ..project.generated import compiled_deps, is_generated
 from ..manifest import read_manifest_json
 from .statlog import STATS_FILE, StatLog
@@ -49,6 +54,7 @@ STATE_FILE = "state.json"
 INPUTS_FILE = "inputs.json"
 JOURNAL_FILE = "journal.jsonl"
 TOOLS_FILE = "tools.json"      # the tools' versions by binary (path, size, mtime): a no-op starts no tool
+LOCK_FILE = "lock"             # held by a build while it runs (project_lock)
 STATE_SCHEMA = "genspirv-state/1"
 INPUTS_SCHEMA = "genspirv-inputs/1"
 
@@ -435,3 +441,51 @@ def committed_manifest(config: Config) -> CommittedManifest:
             records[u["name"]] = Record(u["inputs"], deps(u["depends"]), missing=tuple(map(str, u["missing"])),
                                         compiler=compiler)
     return CommittedManifest(doc, records, entries)
+
+
+# -- the lock -----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def project_lock(root: Path, timeout: Optional[float] = None, log: Optional[Callable[[str], None]] = None) -> Iterator[None]:
+    """Hold ``.genspirv/lock`` (``fsutil.try_lock``: flock, or msvcrt on Windows) for the
+    duration; LockError after ``timeout``."""
+    if timeout is None:
+        timeout = settings.get("GENSPIRV_LOCK_TIMEOUT")
+    path = root / STATE_DIR / LOCK_FILE
+    try:
+        _make_state_dir(path.parent)
+        lock_file = open(path, "a+b")
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot create the build lock: {exc.strerror or exc}") from None
+    with lock_file as f:
+        deadline = time.monotonic() + timeout
+        told = False
+        while True:
+            try:
+                if try_lock(f):
+                    break
+            except OSError as exc:
+                raise LockError(f"cannot lock {path}: {exc.strerror or exc}") from None
+            if not told:
+                print(f"genspirv: waiting for {path}: another build of this project is running",
+                      file=sys.stderr, flush=True)
+                told = True
+            if time.monotonic() >= deadline:
+                raise LockError(f"{path} is still held by another build after {timeout:g} s "
+                                "(set GENSPIRV_LOCK_TIMEOUT to wait longer)")
+            time.sleep(0.1)
+        try:
+            yield
+        finally:
+            unlock(f)
+
+
+def _make_state_dir(folder: Path) -> None:
+    """``.genspirv/``, with a ``.gitignore`` of ``*`` in it (as pytest's and ruff's caches have):
+    git never lists the state, the cache or the generated files, whatever the project ignores."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        with contextlib.suppress(OSError):
+            ignore.write_text("# genspirv's build state, cache and generated sources\n*\n")

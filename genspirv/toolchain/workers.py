@@ -138,7 +138,8 @@ class WorkerPool:
         self.label = label
         self.timeout_s = timeout_s
         self.memory_bytes = memory_bytes
-        self._slots = threading.BoundedSemaphore(max(1, max_workers))
+        self._max = max(1, max_workers)
+        self._slots = threading.BoundedSemaphore(self._max)
         self._idle: list[_Worker] = []
         self._live: set[_Worker] = set()      # idle and busy
         self._lock = threading.Lock()
@@ -164,6 +165,19 @@ class WorkerPool:
             if kind == RAISED:
                 raise payload
             return payload
+
+    def start(self) -> None:
+        """Start every worker now, idle, without waiting for them: their Python start and imports
+        then overlap what the caller does next (planning) instead of delaying the first jobs."""
+        while True:
+            with self._lock:
+                if self._closed or len(self._live) >= self._max:
+                    return
+                self.started += 1
+            worker = _Worker(self.factory, self.setup, self.memory_bytes, self.label)
+            with self._lock:
+                self._live.add(worker)
+                self._idle.append(worker)
 
     def _retire(self, worker: _Worker, busy: bool = False) -> None:
         if busy:
