@@ -335,14 +335,15 @@ def test_generator_project_lists_the_same_variants_with_a_backend_mix(tiny_proje
 
 
 @pytest.mark.slow
-def test_build_generator_suite_quick_records_noops_and_checks_them(tiny_project):
+def test_build_generator_suite_quick_records_noops_and_checks_them(tiny_project, tmp_path):
     from genspirv.bench.build_suite import QUICK_NOOPS, bench_build_generator
     rec = RunLog("build-generator")
     bench_build_generator(BenchOptions(suite="build-generator", sizes=(4,), jobs=(2,), repeat=1, quiet=True,
-                                       root=tiny_project(), per_source=1, quick=True), rec)
+                                       root=tiny_project(), per_source=1, quick=True, keep=tmp_path / "kept"), rec)
     arms = [r["arm"] for r in rec.runs]
     assert arms == ["cold"] + ["noop", "fresh clone noop"] * QUICK_NOOPS
     assert rec.extra["projects"]["4"]["variants"] == 4
+    assert (tmp_path / "kept/pristine-4/shaders/variants.py").is_file()     # --keep kept the project
 
 
 # -- genspirv against wgpu-py, and the roofline ------------------------------------------
