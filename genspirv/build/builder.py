@@ -132,9 +132,10 @@ def _count(config: Config, tally: Tally, report: Optional[BuildReport], force: b
 
 class Builder:
     """One build: what it works with held as fields, one method per phase (``build`` runs them):
-    ``_load`` under the lock, a no-op by the stamp or the plan (``_plan``, ``_noop``), else
-    ``_run`` (each finished compile kept by ``Writers``) and ``_finish`` (a failure's state
-    kept, or the outputs rendered and committed)."""
+    ``_load`` under the lock (then, when every variant will compile, the worker processes
+    started), a no-op by the stamp or the plan (``_plan``, ``_noop``), else ``_run`` (each
+    finished compile kept by ``Writers``) and ``_finish`` (a failure's state kept, or the
+    outputs rendered and committed, and the next no-op stamped)."""
 
     # Read under the lock by _load: what the last build kept, and the project's files now.
     state: State
