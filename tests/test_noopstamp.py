@@ -273,3 +273,16 @@ def test_an_edited_project_template_renders_again(tmp_path, plans):
     report, fake = rebuild(root)
     assert report.written == ("x.txt",) and not fake.compiles
     assert (root / "x.txt").read_text().startswith("- ")
+
+
+def test_a_new_include_folder_rebuilds_every_variant(tmp_path, plans):
+    # glsl/include joins the include path when it exists: every key changes, as the full plan
+    # sees, though no file a variant read changed.
+    root = make_project(tmp_path / "p")
+    (root / "glsl/add.comp").write_text((root / "glsl/add.comp").read_text().replace('#include "common.glsl"\n', ""))
+    (root / "glsl/include/common.glsl").unlink()
+    (root / "glsl/include").rmdir()
+    settle(root, plans)
+    (root / "glsl/include").mkdir()
+    report, _ = rebuild(root)
+    assert sorted(report.compiled) == list(ALL)

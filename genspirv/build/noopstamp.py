@@ -8,7 +8,8 @@ A build that finds nothing to do (every variant up to date, the outputs as it
 wrote them) writes ``.genspirv/noop.json``: the sha256 of everything that
 decided it besides files (the config as loaded, the generator's variants and
 files included; the compiler versions; the state file; genspirv's version;
-what the generated files are rendered with: its renderers or a project's template)
+what the generated files are rendered with: its renderers or a project's template;
+the include path, on which ``glsl_dir/include`` is while it exists)
 and the stat() signature of every file it consulted (sources, includes,
 committed blobs, the manifest, generated outputs), each one the stat log had
 logged (``genspirv.build.statlog``: not racily new). A later build whose digest is
@@ -75,8 +76,9 @@ def digest(config: Config, versions: Versions, state_sha: Optional[str]) -> str:
     for part in (STAMP_SCHEMA, __version__, repr(versions), state_sha or ""):
         h.update(part.encode("utf-8") + b"\0")
     h.update(pickle.dumps([getattr(config, f.name) for f in dataclasses.fields(config)], pickle.HIGHEST_PROTOCOL))
-    # What the generated files are rendered with: genspirv's renderers, a project's template.
-    h.update(json.dumps(generate_keys(config)).encode())
+    # What the generated files are rendered with: genspirv's renderers, a project's template;
+    # and the include path, which has glsl_dir/include only while that folder exists.
+    h.update(json.dumps([generate_keys(config), config.include_dirs]).encode())
     return h.hexdigest()
 
 
