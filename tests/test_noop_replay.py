@@ -42,8 +42,9 @@ def replayed(root: Path, capsys, *args: str) -> tuple[int | None, str]:
 
 
 def test_the_constants_are_the_builds_own():
-    assert (noopreplay.STATE_DIR, noopreplay.STAMP_FILE, noopreplay.JOURNAL_FILE, noopreplay.LOCK_FILE) == \
-        (state.STATE_DIR, noopstamp.STAMP_FILE, state.JOURNAL_FILE, state.LOCK_FILE)
+    assert (noopreplay.STATE_DIR, noopreplay.STAMP_FILE, noopreplay.JOURNAL_FILE, noopreplay.LOCK_FILE,
+            noopreplay.WHOLE_ENVIRONMENT) == \
+        (state.STATE_DIR, noopstamp.STAMP_FILE, state.JOURNAL_FILE, state.LOCK_FILE, WHOLE_ENVIRONMENT)
 
 
 def test_a_no_op_is_replayed_with_the_full_builds_lines(settled, genspirv, capsys):

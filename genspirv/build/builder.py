@@ -298,8 +298,8 @@ class Builder:
         ordered = [compiled[v.name] for v in config.variants if v.name in compiled]
         # Render everything before writing anything, so a codegen failure leaves no mix.
         outputs = expected_outputs(config, ordered, unavailable, keys, self.versions.optimizer, facts, writers.texts)
-        blobs = {config.blob_relpath(c.variant) for c in ordered}
-        rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blobs}
+        blob_shas = {config.blob_relpath(c.variant): records[c.variant.name].sha256 for c in ordered}
+        rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blob_shas}
         written, removed = commit(config, outputs, records,
                                   OutputsRecord(outputs_key(config, self.versions, keys), rendered), state.inputs,
                                   self.log, writers.staged, decided, self.hashes.stats)
@@ -307,8 +307,7 @@ class Builder:
         if self.cache.stored:
             self.cache.trim()
         report = self._report(plan, records, ran.compiled_now, tuple(removed), tuple(written))
-        shas = {config.blob_relpath(c.variant): records[c.variant.name].sha256 for c in ordered}
-        return self._stamp_next_noop(report, records, {**shas, **rendered}, written_ns)
+        return self._stamp_next_noop(report, records, {**blob_shas, **rendered}, written_ns)
 
     def _stamp_next_noop(self, report: BuildReport, records: Mapping[str, Record], outputs: Mapping[str, str],
                          written_ns: int) -> BuildReport:

@@ -51,7 +51,7 @@ LOCK_FILE = "lock"
 REPLAY = "replay"
 SETTING_PREFIX = "GENSPIRV_"
 LOOKUP_ENV = ("PATH", "PYTHONPATH")     # where tools and the generator's imports are found
-WHOLE_ENVIRONMENT = "*"     # genspirv.project.reads': the generator walked the whole environment
+WHOLE_ENVIRONMENT = "*"     # genspirv.project.reads' (kept equal by the tests): the whole environment
 
 
 def plain_build_root(argv: Sequence[str]) -> Optional[str]:

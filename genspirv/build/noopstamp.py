@@ -54,6 +54,7 @@ from ..fsutil import atomic_write
 from .plan import Action, Plan, Reason, Step
 from .outputs import generate_keys
 from ..emit import renderer_files
+from ..project.reads import WHOLE_ENVIRONMENT
 from . import noopreplay
 from . import statlog
 from .statlog import StatLog, racy, signature
@@ -245,7 +246,7 @@ def seal(config: Config, lines: list[str]) -> None:
         files[p] = signature(st)
     env = noopreplay.settings_env()
     if reads is not None:
-        if noopreplay.WHOLE_ENVIRONMENT in reads.env:
+        if WHOLE_ENVIRONMENT in reads.env:     # the generator walked it: the seal keeps it whole
             env = {noopreplay.WHOLE_ENVIRONMENT: dict(os.environ)}
         else:
             env.update({name: os.environ.get(name) for name in reads.env})
