@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .. import settings
 from ..settings import SettingError
-from ..toolchain import children
+from ..toolchain import children, validator_library
 from ..toolchain.chain import Compilers
 from ..project.config import Variant
 from ..toolchain.compiler import Job
@@ -56,7 +56,7 @@ class CompileWorkers:
     def __init__(self, compilers: Compilers, max_workers: int):
         self.compilers = compilers
         self.pool = WorkerPool(f"{__name__}:open_handler", compilers.shipped(), max_workers, label="compile",
-                               timeout_s=_backstop())
+                               timeout_s=_backstop(), memory_bytes=_memory_cap())
 
     def takes(self, job: Job) -> bool:
         return self.compilers.ships(job.variant)
@@ -119,12 +119,22 @@ def _backstop() -> Optional[float]:
         return None     # each tool run in the worker refuses the value, as on a thread
 
 
+def _memory_cap() -> Optional[int]:
+    # The worker validates in the SPIRV-Tools library (validator_library): capped as a tool is.
+    try:
+        return settings.get("GENSPIRV_COMPILER_MEMORY_MB") << 20
+    except SettingError:
+        return None     # each tool run in the worker refuses the value, as on a thread
+
+
 # -- in a worker --------------------------------------------------------------------
 
 
 def open_handler(compilers: Compilers) -> Callable[[Any, Callable[[Any], None]], tuple]:
     """In a worker: each job is ``(Job, verbose)``; its reply the parts of a ``Compiled`` the
-    build does not already hold (not the variant), its error raised as it is."""
+    build does not already hold (not the variant), its error raised as it is. Here spirv-val
+    runs in its library (``validator_library``): a crash there costs this worker's one job."""
+    validator_library.allow()
 
     def handle(task: tuple[Job, bool], tell: Callable[[Any], None]) -> tuple:
         job, verbose = task

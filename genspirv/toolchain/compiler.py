@@ -2,7 +2,8 @@
 
 The build (``genspirv.build.compile``, ``genspirv.build.builder``) talks to a compiler only
 through the ``Compiler`` protocol below; ``GlslangCompiler`` is the real one
-(glslangValidator, then spirv-opt and spirv-val, each a subprocess), and the
+(glslangValidator, then spirv-opt and spirv-val, each a subprocess; spirv-val, in a
+worker process, its library: ``validator_library``), and the
 tests drive the build with a fake one in memory. Another compiler (an
 in-process library, say) implements the same five members:
 
@@ -152,13 +153,15 @@ def dep_path(root: Path, dep: str) -> str:
 
 @dataclass(frozen=True)
 class GlslangCompiler:
-    """The pinned glslangValidator, spirv-opt -O and spirv-val, as subprocesses."""
+    """The pinned glslangValidator, spirv-opt -O and spirv-val, as subprocesses (spirv-val in its
+    library in a worker process)."""
 
     glslang: Glslang
     spirv_val: Tool
     spirv_opt: Optional[Tool] = None            # only when some variant is optimised
     optimizer_version: Optional[str] = None
-    # Tool paths only, and every step a subprocess: a worker process runs it as this one does.
+    # Tool paths only, and every step a subprocess or the validator's library: a worker process
+    # runs it as this one does.
     ships_to_workers: ClassVar[bool] = True
 
     @property
@@ -189,7 +192,7 @@ class GlslangCompiler:
 
     def validate(self, job: Job, blob: bytes) -> None:
         v = job.variant
-        validate(self.spirv_val, _blob_file(job, "val", blob), v.target_env, v.name, job.on_command)
+        validate(self.spirv_val, _blob_file(job, "val", blob), blob, v.target_env, v.name, job.on_command)
 
 
 def _blob_file(job: Job, step: str, blob: bytes) -> Path:

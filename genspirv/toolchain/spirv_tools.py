@@ -3,7 +3,8 @@
 Takes a ``Tool`` (``genspirv.toolchain.tools.find_tool``) and a blob on disk; gives
 the optimised blob (``optimize``: ``spirv-opt -O`` with bindings and spec
 constants preserved, ``--skip-validation`` when the variant opts out of
-validation), nothing or a ``ValidationError`` (``validate``), or the
+validation), nothing or a ``ValidationError`` (``validate``: in a worker process the
+validator's own library answers, ``genspirv.toolchain.validator_library``), or the
 disassembly (``disassemble``). A refusal names the variant, the instruction the
 tool points at (not a disassembly line number) and what to set: an optimiser
 refusal is checked against spirv-val, to tell a blob glslang made invalid from
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..errors import ToolchainError, ValidationError
+from . import validator_library
 from .tools import Tool, written_output
 
 _TOOL_VERSION = re.compile(r"v(\d{4}\.\d+)")
@@ -87,14 +89,21 @@ def _accepts(spirv_val: Tool, blob_path: Path, target_env: str, what: str) -> bo
     return proc.returncode == 0
 
 
-def validate(spirv_val: Tool, blob_path: Path, target_env: str, what: str,
+def validate(spirv_val: Tool, blob_path: Path, blob: bytes, target_env: str, what: str,
              on_command: Optional[Callable[[Sequence[str]], None]] = None) -> None:
-    """spirv-val the blob; a refusal is a ValidationError naming ``what``."""
+    """spirv-val ``blob`` (held in the file ``blob_path``); a refusal is a ValidationError naming
+    ``what``. In a worker process the validator runs in its library (``validator_library``), else
+    in a spirv-val process: the same verdict and text, and ``-v`` prints the same command line."""
+    command = ["--target-env", target_env, str(blob_path)]
     if on_command is not None:
-        on_command([str(spirv_val.path), "--target-env", target_env, str(blob_path)])
-    proc = spirv_val.run(["--target-env", target_env, str(blob_path)], what=f"{what}: spirv-val")
-    if proc.returncode != 0:
-        text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
+        on_command([str(spirv_val.path), *command])
+    library = validator_library.for_tool(spirv_val)
+    verdict = library.check(blob, target_env) if library is not None else None
+    if verdict is None:
+        proc = spirv_val.run(command, what=f"{what}: spirv-val")
+        verdict = proc.returncode == 0, (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
+    valid, text = verdict
+    if not valid:
         raise ValidationError(f"{what}: spirv-val --target-env {target_env} refused the blob glslang made:\n"
                               f"{tool_diagnostic(text)}\n  to keep it as it is, set validate = false for variant {what}")
 
