@@ -17,13 +17,13 @@ import argparse
 import enum
 import json
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from .. import cachestats
-from ..build.blob_cache import BlobCache, local_cache_dir
 from ..cachestats import Stat, human_size
-from ..project.config import Config
-from ..remote.cache import remote_settings
+
+if TYPE_CHECKING:       # the command line adds these options before any build module loads
+    from ..project.config import Config
 
 Say = Callable[[str], None]
 
@@ -58,6 +58,7 @@ def _shown(config: Config, folder: Path) -> str:
 
 
 def _remote_url(config: Config) -> Optional[str]:
+    from ..remote.cache import remote_settings
     remote = remote_settings(config.remote_cache)
     return remote.url.base if remote is not None else None
 
@@ -70,6 +71,7 @@ def _level(stats: cachestats.Stats, hits: Stat, misses: Stat, stores: Stat, erro
 
 
 def stats_document(config: Config) -> dict:
+    from ..build.blob_cache import BlobCache, local_cache_dir
     """What ``cache stats --json`` prints."""
     stats = cachestats.read(local_cache_dir(config))
     folders = [{"path": _shown(config, f), "entries": n, "bytes": size}
@@ -78,6 +80,7 @@ def stats_document(config: Config) -> dict:
 
 
 def run(config: Config, args: argparse.Namespace, say: Say) -> int:
+    from ..build.blob_cache import BlobCache, local_cache_dir
     folder = local_cache_dir(config)
     if CacheAction(args.cache_action) is CacheAction.CLEAR:
         for where, n, size in BlobCache.for_config(config).clear():

@@ -24,14 +24,15 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from ..build.report import BuildReport
-from ..build.check import CheckReport
-from ..build.compile import error_site
-from ..project.config import Config
 from ..errors import GenspirvError, UsageError
 from ..fsutil import atomic_write
+
+if TYPE_CHECKING:       # the command line adds --json before the build's modules load
+    from ..build.check import CheckReport
+    from ..build.report import BuildReport
+    from ..project.config import Config
 
 SCHEMA = "genspirv-results/1"
 STDOUT = "-"
@@ -88,6 +89,7 @@ def error_problems(error: Optional[GenspirvError], config: Optional[Config] = No
         return [Problem(str(error).split("\n", 1)[0])]
     grouped: dict[tuple, list[str]] = {}
     for name, exc in sorted(failures.items()):
+        from ..build.compile import error_site
         file, line, message = error_site(exc)
         grouped.setdefault((_relative(config, file), line, message), []).append(name)
     return [Problem(message, file, line, tuple(names)) for (file, line, message), names in grouped.items()]

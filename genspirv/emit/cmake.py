@@ -21,13 +21,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
-from ..project.config import Config
 from ..errors import ConfigError, GenspirvError, ManifestError, OutputError
 from ..fsutil import atomic_write
-from ..manifest import read_manifest_json
 from ..project.generated import is_generated
+
+if TYPE_CHECKING:       # the command line adds the depfile options before the config's module loads
+    from ..project.config import Config
 
 PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -46,6 +47,7 @@ def include_dir() -> Path:
 def _manifest_depends(config: Config) -> Optional[set[str]]:
     """The manifest's recorded ``depends`` (posix, relative to the root), or None where it has none."""
     try:
+        from ..manifest import read_manifest_json
         doc = read_manifest_json(config.path(config.manifest))
     except ManifestError:
         return None
