@@ -2,10 +2,12 @@
 
     python tools/build_timeline.py PROJECT [--jobs N] [--check] [--json FILE]
 
-Runs ``genspirv build`` (or ``check``) in this process on PROJECT and prints, in
-seconds from the start: the imports, the config loaded, the first tool command
-started, the last compile finished (its progress line), and the build
-returned; with how many tool commands ran and how busy the ``--jobs`` workers
+Runs ``genspirv build --force`` (or ``check``) through the command line's own
+``main`` in this process on PROJECT and prints, in seconds from the start: the
+imports, the end of each phase of the build (the config loaded, the workers
+started, the plan, the writers, the outputs rendered and committed, the next
+no-op stamped), the first tool command started, the last compile finished (its
+progress line), and the command returned; with how many tool commands ran and how busy the ``--jobs`` workers
 were between the first command and the last progress line. The build's own
 serial part is what comes before the first command and after the last
 progress line. A tool of the build benchmark (docs/BENCHMARKS.md), not of the
@@ -38,21 +40,29 @@ def main() -> int:
     def mark(name: str) -> None:
         marks[name] = time.perf_counter() - T0
 
-    from genspirv.project.config import load_config
-    from genspirv.build.builder import build
-    from genspirv.build.check import check
+    import contextlib
+    import io
+    _mark_phases(mark)
+    from genspirv import cli
+    from genspirv.console import Progress
     mark("imported")
-    config = load_config(args.project)
-    mark("config loaded")
-    on_command = lambda cmd: commands.append(time.perf_counter() - T0)  # noqa: E731
-    log = lambda line: progress.append(time.perf_counter() - T0)        # noqa: E731
+    # The command as a user runs it (the CLI: its workers start before the config loads), -v so
+    # that each tool's command line reaches Progress.command, which is timed instead of printed.
+    Progress.command = lambda self, argv: commands.append(time.perf_counter() - T0)
+    real_call = Progress.__call__
+
+    def timed_line(self, line: str) -> None:
+        progress.append(time.perf_counter() - T0)
+        real_call(self, line)
+    Progress.__call__ = timed_line
+    argv = ["check"] if args.check else ["build", "--force"]
+    out = io.StringIO()
     cpu0 = time.process_time()
-    if args.check:
-        report = check(config, jobs=args.jobs, log=log, on_command=on_command)
-        what = f"check: {len(report.differences)} differences"
-    else:
-        report = build(config, jobs=args.jobs, force=True, log=log, on_command=on_command)
-        what = f"build: {report.summary()}"
+    with contextlib.redirect_stdout(out):
+        code = cli.main([*argv, "--root", args.project, "--jobs", str(args.jobs), "-v"])
+    what = f"{argv[0]}: exit {code}, " + (out.getvalue().strip().splitlines() or [""])[-1]
+    # Only the [n/N] lines are compiles.
+    progress[:] = progress[:sum(1 for line in out.getvalue().splitlines() if line.startswith("["))]
     mark("returned")
     cpu = time.process_time() - cpu0
     if commands:
@@ -73,6 +83,80 @@ def main() -> int:
         with open(args.json, "w") as f:
             f.write(text + "\n")
     return 0
+
+
+# Where each phase of the build ends: these functions are wrapped for the run, not changed. A
+# context manager (the early workers) is marked when it is entered.
+PHASES = (
+    ("genspirv.project.config", "load_config", "config loaded"),
+    ("genspirv.build.compile_pool", "prestarted", "workers started before the config"),
+    ("genspirv.build.builder", "Builder._load", "state loaded"),
+    ("genspirv.build.builder", "early_workers", "workers asked to start"),
+    ("genspirv.build.builder", "Builder._plan", "planned"),
+    ("genspirv.build.builder", "Writers.decided", "writers done"),
+    ("genspirv.build.builder", "expected_outputs", "outputs rendered"),
+    ("genspirv.build.builder", "commit", "committed"),
+    ("genspirv.build.builder", "noopstamp.save_after_build", "next no-op stamped"),
+    ("genspirv.build.check", "run_plan", "check's compiles returned"),
+)
+CONTEXTS = {"early_workers", "prestarted"}
+
+
+def _mark_phases(mark) -> None:
+    """Wrap each phase's function when its module is imported (not before: importing the build's
+    modules here would move their import cost ahead of what the command does first)."""
+    import contextlib
+    import functools
+    import importlib.abc
+    import importlib.util
+
+    def wrap(module, dotted: str, label: str) -> None:
+        *path, name = dotted.split(".")
+        owner = module
+        for part in path:
+            owner = getattr(owner, part, None)
+        real = getattr(owner, name, None)
+        if real is None:
+            return      # an older tree without this phase: timed without it
+        if name in CONTEXTS:
+            @contextlib.contextmanager
+            def wrapped(*a, _real=real, _label=label, **kw):
+                mark(_label)
+                with _real(*a, **kw) as value:
+                    yield value
+        else:
+            def wrapped(*a, _real=real, _label=label, **kw):
+                try:
+                    return _real(*a, **kw)
+                finally:
+                    mark(_label)
+        setattr(owner, name, functools.wraps(real)(wrapped))
+
+    wanted: dict[str, list] = {}
+    for module_name, dotted, label in PHASES:
+        wanted.setdefault(module_name, []).append((dotted, label))
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path, target=None):
+            if fullname not in wanted:
+                return None
+            sys.meta_path.remove(self)
+            try:
+                spec = importlib.util.find_spec(fullname)
+            finally:
+                sys.meta_path.insert(0, self)
+            if spec is None or spec.loader is None:
+                return spec
+            run = spec.loader.exec_module
+
+            def exec_module(module, _run=run, _phases=wanted[fullname]):
+                _run(module)
+                for dotted, label in _phases:
+                    wrap(module, dotted, label)
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, Finder())
 
 
 if __name__ == "__main__":
