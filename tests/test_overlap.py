@@ -121,3 +121,27 @@ def test_processes_start_in_parallel_and_one_started_during_a_stop_is_killed(mon
         children.resume()
     assert inside.is_set() and made[0].returncode is not None      # killed and reaped, not left running
     assert made[0] not in children._running
+
+
+def test_the_manifest_takes_an_entry_rendered_as_its_compile_finished_only_if_made_from_the_same_inputs(
+        built_manifest):
+    from genspirv.build.outputs import entry_text, render_outputs
+    from genspirv.build.variant_compile import Compiled, reflect_blob
+    root, man = built_manifest
+    config = load_config(root)
+    keys = {e.name: e.inputs for e in man.shaders}
+    compiled = []
+    for v in config.variants:
+        if v.name in keys:
+            blob = config.path(config.blob_relpath(v)).read_bytes()
+            compiled.append(Compiled(v, blob, (v.source,), reflect_blob(v.name, v.source, blob)))
+    plain = render_outputs(config, compiled, keys=keys)
+    first = compiled[0]
+    made = {c.variant.name: entry_text(config, c, keys[c.variant.name]) for c in compiled}
+    assert render_outputs(config, compiled, keys=keys, texts=made) == plain
+    # Negative controls: a text made for another key, or for other bytes, is not used.
+    other_key = {**made, first.variant.name: entry_text(config, first, "another key")}
+    assert render_outputs(config, compiled, keys=keys, texts=other_key) == plain
+    other_blob = dataclasses.replace(first, blob=first.blob + b"\0\0\0\0")
+    other_bytes = {**made, first.variant.name: entry_text(config, other_blob, keys[first.variant.name])}
+    assert render_outputs(config, compiled, keys=keys, texts=other_bytes) == plain

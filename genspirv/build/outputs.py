@@ -60,6 +60,20 @@ def entry_text(config: Config, compiled: Compiled, key: Optional[str]) -> tuple[
     return entry, manifest_mod.render_entry(entry)
 
 
+def _entry(config: Config, compiled: Compiled, key: Optional[str],
+           texts: Optional[manifest_mod.EntryTexts]) -> ManifestEntry:
+    """The entry rendered as this variant's compile finished (``texts``), where it was made from
+    these bytes, this key and this compiler (what it is a function of, with the config); else
+    made now."""
+    known = texts.get(compiled.variant.name) if texts else None
+    if known is not None:
+        entry = known[0]
+        compiler = None if compiled.compiler is CompilerName.GLSLANG else compiled.compiler.value
+        if entry.inputs == (key or "") and entry.compiler == compiler and entry.sha256 == sha256_hex(compiled.blob):
+            return entry
+    return manifest_entry(config, compiled, key)
+
+
 def _toolchain(config: Config, optimizer: Optional[str], compiled: Sequence[Compiled],
                facts: Optional[Facts] = None) -> Toolchain:
     """The manifest's toolchain: the default's, and each other compiler's facts where it built a variant."""
@@ -78,7 +92,7 @@ def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Se
     ``texts``: shader entries already rendered (``entry_texts``)."""
     keys = keys or {}
     manifest = Manifest(toolchain=_toolchain(config, optimizer, compiled, facts),
-                        shaders=tuple(sorted((manifest_entry(config, c, keys.get(c.variant.name))
+                        shaders=tuple(sorted((_entry(config, c, keys.get(c.variant.name), texts)
                                               for c in compiled), key=lambda e: e.name)),
                         root=config.root, unavailable=tuple(sorted(unavailable, key=lambda u: u.name)))
     outputs = {config.manifest: manifest_mod.dumps(manifest, texts)}
