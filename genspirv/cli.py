@@ -11,17 +11,19 @@ is set is checked before the command runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
+import signal
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from .console import VARIANT_LINE, Progress, colourise, use_colour as _use_colour
 from .errors import GenspirvError, ManifestError, UsageError
-from .fsutil import find_project_root, sigterm_interrupts
 
 
 def _say(line: str, stream=None) -> None:
@@ -32,15 +34,10 @@ def _warn(line: str) -> None:
     print(colourise(line) if _use_colour(sys.stderr) else line, file=sys.stderr, flush=True)
 
 
-def _root(args: argparse.Namespace) -> Path:
-    """--root, else the nearest folder with [tool.genspirv] (project.config's find_root, without its module)."""
-    start = Path.cwd().resolve()
-    return Path(args.root) if getattr(args, "root", None) else (find_project_root(start) or start)
-
-
 def _config(args: argparse.Namespace):
-    from .project.config import load_config
-    return load_config(_root(args))
+    from .project.config import find_root, load_config
+    root = Path(args.root) if getattr(args, "root", None) else find_root()
+    return load_config(root)
 
 
 def _manifest(args: argparse.Namespace, config=None):
@@ -132,13 +129,24 @@ def _check_settings() -> None:
         settings.get(row.name)
 
 
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM (a CI job cancelled, a `kill`) stops a build as Ctrl-C does: the compilers
+    are killed, what finished is kept, nothing committed is written, exit 130."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield           # only the main thread may set a handler (main() called from a thread)
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build.compile_pool import prestarted      # workers starting while the config loads
-    with prestarted(_root(args), args.jobs, args.force and not args.targets) as workers:
-        return _build(args, workers)
-
-
-def _build(args: argparse.Namespace, workers) -> int:
     from .build.builder import BuildInterrupted, build
     from .emit.cmake import write_depfile_from_args
     from .commands.results import build_result, error_problems
@@ -157,12 +165,12 @@ def _build(args: argparse.Namespace, workers) -> int:
             logged.append(line)
         progress(line)
     try:
-        with sigterm_interrupts():
+        with _sigterm_interrupts():
             report = build(config, jobs=args.jobs, force=args.force,
                            log=_without_progress(log) if args.quiet else log,
                            on_command=progress.command if args.verbose else None,
                            explain=progress if explain else None, verbose=args.verbose,
-                           only=args.targets or None, workers=workers)
+                           only=args.targets or None)
     except BuildInterrupted as exc:
         progress.close()
         _warn(f"genspirv: interrupted: {exc.kept} of {exc.total} compiles finished and are kept; "
@@ -201,30 +209,27 @@ def _check_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from .build.check import check
+    from .commands.results import check_problems, check_result, error_problems
     # `genspirv --check` has none of check's own options: their defaults.
     args = argparse.Namespace(**{"jobs": None, "quiet": False, "verbose": False, "json": None,
                                  "annotations": None, **vars(args)})
     if args.json not in (None, "-"):
         _check_output_file("--json", args.json)
-    from .build.compile_pool import prestarted
-    with prestarted(_root(args), args.jobs, True) as workers:
-        from .build.check import check
-        from .commands.results import check_problems, check_result, error_problems
-        config = _config(args)
-        out = _human(args)
-        progress = Progress(out)
-        try:
-            with sigterm_interrupts():
-                report = check(config, jobs=args.jobs, log=_without_progress(progress) if args.quiet else progress,
-                               on_command=progress.command if args.verbose else None, verbose=args.verbose,
-                               workers=workers)
-        except GenspirvError as exc:
-            progress.close()
-            _emit_results(args, check_result(config, None, exc.exit_code, exc), error_problems(exc, config),
-                          "genspirv check")
-            raise
-        finally:
-            progress.close()
+    config = _config(args)
+    out = _human(args)
+    progress = Progress(out)
+    try:
+        with _sigterm_interrupts():
+            report = check(config, jobs=args.jobs, log=_without_progress(progress) if args.quiet else progress,
+                           on_command=progress.command if args.verbose else None, verbose=args.verbose)
+    except GenspirvError as exc:
+        progress.close()
+        _emit_results(args, check_result(config, None, exc.exit_code, exc), error_problems(exc, config),
+                      "genspirv check")
+        raise
+    finally:
+        progress.close()
     code = 0 if report.ok else 1
     if report.ok:
         _say(f"genspirv check: {len(report.checked)} files up to date", out)

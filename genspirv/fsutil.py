@@ -9,8 +9,7 @@ removes the temps. A failure while staging leaves every target as it was; a
 reader sees each file's old or new version, never half of either.
 ``atomic_write(path, data)`` stages and commits one file; ``write_json_atomic``
 does the same for a JSON document. ``signals_deferred()`` holds SIGINT and
-SIGTERM back for the few renames of a commit; ``sigterm_interrupts()`` makes SIGTERM
-stop a command as Ctrl-C does. ``try_lock(f)`` / ``unlock(f)``: an
+SIGTERM back for the few renames of a commit. ``try_lock(f)`` / ``unlock(f)``: an
 exclusive lock on an open file that the system drops when its holder dies (``fcntl.flock``;
 ``msvcrt.locking`` of the file's first byte where there is no fcntl, as on Windows; chosen
 at run time, so this module imports everywhere). ``exclusive_lock(path)`` holds such a lock
@@ -144,23 +143,6 @@ def write_json_atomic(path, doc: Any) -> None:
     """``doc`` as indented, key-sorted JSON with a final newline, written atomically."""
     data = json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"
     atomic_write(Path(path), data.encode("utf-8"))
-
-
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM (a CI job cancelled, a `kill`) stops a build as Ctrl-C does: the compilers
-    are killed, what finished is kept, nothing committed is written, exit 130."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    if threading.current_thread() is not threading.main_thread():
-        yield           # only the main thread may set a handler (main() called from a thread)
-        return
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

@@ -89,7 +89,6 @@ def main() -> int:
 # context manager (the early workers) is marked when it is entered.
 PHASES = (
     ("genspirv.project.config", "load_config", "config loaded"),
-    ("genspirv.build.compile_pool", "prestarted", "workers started before the config"),
     ("genspirv.build.builder", "Builder._load", "state loaded"),
     ("genspirv.build.builder", "early_workers", "workers asked to start"),
     ("genspirv.build.builder", "Builder._plan", "planned"),
@@ -99,7 +98,7 @@ PHASES = (
     ("genspirv.build.builder", "noopstamp.save_after_build", "next no-op stamped"),
     ("genspirv.build.check", "run_plan", "check's compiles returned"),
 )
-CONTEXTS = {"early_workers", "prestarted"}
+CONTEXTS = {"early_workers"}
 
 
 def _mark_phases(mark) -> None:

@@ -58,7 +58,6 @@ from .state import (STATE_DIR, TOOLS_FILE, CommittedManifest, FileHashes, Journa
 from .commit import commit, folders_removed_on_failure, save_state, stage_blob
 from .compile import Compiled, Fetch, Log, job_count, raise_failures, reflect_blob
 from .compile_workers import CompileWorkers, early_workers
-from ..toolchain.workers import WorkerPool
 from .run import ProjectLookups, Ran, run_plan, unavailable_entries
 from ..toolchain.compiler import CommandLog, Compiler
 from ..toolchain.chain import Compilers, compilers_for
@@ -94,7 +93,7 @@ class BuildInterrupted(KeyboardInterrupt):
 def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: Log = None,
           on_command: CommandLog = None, explain: Log = None,
           compiler: Optional[Compiler | Compilers] = None, verbose: bool = False,
-          only: Optional[Sequence[str]] = None, workers: Optional[WorkerPool] = None) -> BuildReport:
+          only: Optional[Sequence[str]] = None) -> BuildReport:
     """Bring blobs, manifest and generated files up to date with the sources.
 
     ``explain`` hears one line per variant compiled or taken from the cache, saying why.
@@ -104,8 +103,6 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     (CompileError for a shader) with ``.report``: what was compiled and kept in the cache,
     what failed. Interrupted, raises ``BuildInterrupted``. ``only``: the variant names, sources
     or globs to build (``genspirv.build.selection``); the others are kept as committed.
-    ``workers``: compile workers started before the config loaded (``compile_pool.prestarted``),
-    used if this build compiles every variant, else closed.
     """
     state_dir = config.root / STATE_DIR
     chosen = choose(config, only) if only else None     # a word that names nothing: before any work
@@ -115,8 +112,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
                        probe_cache=state_dir / PROBES_FILE) as compilers:
         try:
             report = Builder(config, compilers, remote, tally, jobs=jobs, force=force, log=log,
-                             on_command=on_command, explain=explain, verbose=verbose, chosen=chosen,
-                             prestarted=workers).build()
+                             on_command=on_command, explain=explain, verbose=verbose, chosen=chosen).build()
         except GenspirvError as exc:
             _count(config, tally, getattr(exc, "report", None), force)
             raise
@@ -152,8 +148,7 @@ class Builder:
 
     def __init__(self, config: Config, compilers: Compilers, remote: RemoteCache, tally: Tally, *,
                  jobs: Optional[int] = None, force: bool = False, log: Log = None, on_command: CommandLog = None,
-                 explain: Log = None, verbose: bool = False, chosen: Optional[frozenset[str]] = None,
-                 prestarted: Optional[WorkerPool] = None):
+                 explain: Log = None, verbose: bool = False, chosen: Optional[frozenset[str]] = None):
         self.config = config
         self.compilers = compilers
         self.versions = compilers.versions()
@@ -166,7 +161,6 @@ class Builder:
         self.explain = explain
         self.verbose = verbose
         self.chosen = chosen            # a build of named variants (None: all of them)
-        self.prestarted = prestarted
 
     def build(self) -> BuildReport:
         """Under the lock: a no-op's report, or the plan run and its outputs committed."""
@@ -174,12 +168,9 @@ class Builder:
         with self.remote, project_lock(self.config.root, log=self.log), contextlib.ExitStack() as stack:
             remove_stale_temp_files(self.config, self.log)
             self._load()
-            everything = self._compiles_everything()
-            if self.prestarted is not None and not everything:
-                self.prestarted.close()     # guessed before the config loaded, wrongly: not waited for
             self.started = stack.enter_context(early_workers(self.compilers, self.config.variants,
-                                                             job_count(self.jobs), self.prestarted)) \
-                if everything else None
+                                                             job_count(self.jobs))) \
+                if self._compiles_everything() else None
             report = self._noop_by_stamp()
             if report is not None:
                 return report

@@ -26,7 +26,6 @@ from .run import ProjectLookups, run_plan, unavailable_entries
 from .state import FileHashes, load_state
 from .compile import Log, job_count, raise_failures
 from .compile_workers import early_workers
-from ..toolchain.workers import WorkerPool
 from ..toolchain.compiler import Compiler
 from ..toolchain.chain import Compilers, compilers_for
 from ..project.config import Config
@@ -123,13 +122,11 @@ def _last_seconds(config: Config) -> dict[str, Optional[float]]:
 
 
 def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None,
-          compiler: Optional[Compiler | Compilers] = None, verbose: bool = False,
-          workers: Optional[WorkerPool] = None) -> CheckReport:
-    """Compare every committed output with a fresh build made in a temporary directory.
-    ``workers``: compile workers started before the config loaded (``compile_pool.prestarted``)."""
+          compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> CheckReport:
+    """Compare every committed output with a fresh build made in a temporary directory."""
     hashes = FileHashes.for_config(config)
     with compilers_for(config, compiler, jobs=jobs) as compilers, \
-            early_workers(compilers, config.variants, job_count(jobs), workers) as started:
+            early_workers(compilers, config.variants, job_count(jobs)) as started:
         versions = compilers.versions()
         # The build's plan, forced and with no cache: every variant compiles.
         plan = make_plan(config.variants, {}, ProjectLookups(config, versions, hashes), force=True)

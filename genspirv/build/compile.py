@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import queue
 import re
 import threading
@@ -42,7 +43,6 @@ from ..errors import CompileError, GenspirvError, ToolchainError, UnavailableErr
 from ..project.variants import compiler_named
 # Compiled and reflect_blob: the rest of the build imports them from here, with compile_all.
 from .variant_compile import Compiled, compile_variant, reflect_blob  # noqa: F401
-from .compile_pool import job_count
 from .compile_workers import CompileWorkers, open_workers
 
 Log = Optional[Callable[[str], None]]
@@ -108,6 +108,11 @@ class Fetched:
 Fetch = Optional[Callable[[Variant], Optional["Future[Optional[Fetched]]"]]]
 # ^ a variant's fetch, asked as its job is queued: a future of what resolves it (None: a miss,
 #   compile it), or None (nothing to ask: compile it now)
+
+
+def job_count(jobs: Optional[int]) -> int:
+    """How many compiles run at once: ``jobs``, else the CPUs."""
+    return max(1, jobs or os.cpu_count() or 1)
 
 
 def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int] = None, log: Log = None,

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from ..toolchain import validator_library
+from .. import settings
+from ..settings import SettingError
+from ..toolchain import children, validator_library
 from ..toolchain.chain import Compilers
 from ..project.config import Variant
 from ..toolchain.compiler import Job
 from ..toolchain.workers import WorkerPool
-from .compile_pool import can_start, new_pool
 from .variant_compile import Compiled, compile_variant
 
 # Processes only when the plan compiles more than this many variants per job. A worker costs
@@ -41,17 +43,20 @@ from .variant_compile import Compiled, compile_variant
 # usual rebuild) threads finish first.
 VARIANTS_PER_JOB = 2
 
+# Each job runs at most four tools (glslang, spirv-opt, spirv-val on a spirv-opt refusal,
+# spirv-val), each within GENSPIRV_COMPILER_TIMEOUT in the worker; a worker past all of them
+# and this margin is stuck in itself, and is stopped as a crashed one is.
+TOOLS_PER_JOB = 4
+MARGIN_S = 60.0
+
 
 class CompileWorkers:
     """Worker processes that run ``compile_variant`` for the variants ``Compilers.ships``."""
 
-    def __init__(self, compilers: Compilers, max_workers: int, prestarted: Optional[WorkerPool] = None):
-        """``prestarted``: a pool ``compile_pool.prestarted`` started before the config loaded,
-        set up here with these compilers; else a new one."""
+    def __init__(self, compilers: Compilers, max_workers: int):
         self.compilers = compilers
-        self.pool = prestarted or new_pool(compilers.shipped(), max_workers)
-        if prestarted is not None:
-            prestarted.set_up(compilers.shipped())
+        self.pool = WorkerPool(f"{__name__}:open_handler", compilers.shipped(), max_workers, label="compile",
+                               timeout_s=_backstop(), memory_bytes=_memory_cap())
 
     def takes(self, job: Job) -> bool:
         return self.compilers.ships(job.variant)
@@ -84,18 +89,13 @@ def open_workers(compilers: Compilers, jobs: Sequence[Job], workers: int,
 
 
 @contextlib.contextmanager
-def early_workers(compilers: Compilers, variants: Sequence[Variant], workers: int,
-                  prestarted: Optional[WorkerPool] = None) -> Iterator[Optional[CompileWorkers]]:
+def early_workers(compilers: Compilers, variants: Sequence[Variant], workers: int) -> Iterator[Optional[CompileWorkers]]:
     """For a build that will compile all of ``variants`` (a first build, ``--force``, check):
     its worker processes started now, before its plan is made, so that their start overlaps
     the planning instead of delaying the first compiles (None where threads would run them);
-    passed to ``open_workers`` through ``compile_all``, and closed when the block ends.
-    ``prestarted`` (started before the config loaded) is set up and used, or closed."""
+    passed to ``open_workers`` through ``compile_all``, and closed when the block ends."""
     shipping = sum(1 for v in variants if compilers.ships(v))
-    pays = _processes_pay(shipping, workers)
-    if prestarted is not None and not pays:
-        prestarted.close()
-    early = CompileWorkers(compilers, min(workers, shipping), prestarted) if pays else None
+    early = CompileWorkers(compilers, min(workers, shipping)) if _processes_pay(shipping, workers) else None
     try:
         if early is not None:
             early.pool.start()
@@ -106,7 +106,25 @@ def early_workers(compilers: Compilers, variants: Sequence[Variant], workers: in
 
 
 def _processes_pay(shipping: int, workers: int) -> bool:
-    return shipping > VARIANTS_PER_JOB * workers and can_start()
+    if not children.CAN_GROUP or shipping <= VARIANTS_PER_JOB * workers:
+        return False
+    # A frozen app's executable is not a Python that runs ``-c``: threads.
+    return not getattr(sys, "frozen", False)
+
+
+def _backstop() -> Optional[float]:
+    try:
+        return TOOLS_PER_JOB * settings.get("GENSPIRV_COMPILER_TIMEOUT") + MARGIN_S
+    except SettingError:
+        return None     # each tool run in the worker refuses the value, as on a thread
+
+
+def _memory_cap() -> Optional[int]:
+    # The worker validates in the SPIRV-Tools library (validator_library): capped as a tool is.
+    try:
+        return settings.get("GENSPIRV_COMPILER_MEMORY_MB") << 20
+    except SettingError:
+        return None     # each tool run in the worker refuses the value, as on a thread
 
 
 # -- in a worker --------------------------------------------------------------------

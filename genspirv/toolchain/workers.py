@@ -52,13 +52,6 @@ _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
 # handler returned, what it raised.
 NOTE, DONE, RAISED = "note", "done", "raised"
 
-
-class _Pending:
-    """A pool's setup not known yet: its workers start (Python, the factory's imports) and wait."""
-
-
-PENDING = _Pending()
-
 Handler = Callable[[Any, Callable[[Any], None]], Any]     # (job, tell) -> reply
 
 
@@ -90,14 +83,8 @@ class _Worker:
         # with -v's notes waits several times (this is the build's own CPU, per message).
         self._poller = select.poll()
         self._poller.register(from_child_r, select.POLLIN)
-        self.set_up = setup is not PENDING
-        if self.set_up:
-            self.give(setup)
-
-    def give(self, setup: Any) -> None:
         # Queued in the pipe: the worker reads it once its imports are done, while the caller
         # goes on (starting the other workers, sending this one its first job).
-        self.set_up = True
         try:
             _send(self.send, setup)
         except OSError:
@@ -142,8 +129,7 @@ class WorkerPool:
 
     ``factory`` names the function a worker calls once with ``setup`` to get its handler;
     ``timeout_s`` bounds each job (None: no bound); ``memory_bytes`` caps the worker's
-    own address space (None: no cap); ``label`` names the worker in messages. ``setup`` may be
-    ``PENDING``: ``start()``'s workers then start and wait for ``set_up`` to send it."""
+    own address space (None: no cap); ``label`` names the worker in messages."""
 
     def __init__(self, factory: str, setup: Any, max_workers: int, *, label: str,
                  timeout_s: Optional[float], memory_bytes: Optional[int] = None):
@@ -180,14 +166,6 @@ class WorkerPool:
                 raise payload
             return payload
 
-    def set_up(self, setup: Any) -> None:
-        """The setup of a pool made ``PENDING``: sent to each worker started so far, and to later ones."""
-        with self._lock:
-            self.setup = setup
-            waiting = [w for w in self._live if not w.set_up]
-        for worker in waiting:
-            worker.give(setup)
-
     def start(self) -> None:
         """Start every worker now, idle, without waiting for them: their Python start and imports
         then overlap what the caller does next (planning) instead of delaying the first jobs."""
@@ -215,8 +193,8 @@ class WorkerPool:
         # A worker is started by the thread that needs it, so the pool's first jobs start
         # theirs at once, in parallel: each pays its own Python start and imports.
         with self._lock:
-            if self._closed or self.setup is PENDING:
-                raise ToolchainError(f"the {self.label} worker pool is closed or not set up")
+            if self._closed:
+                raise ToolchainError(f"the {self.label} worker pool is closed")
             if self._idle:
                 return self._idle.pop()
             self.started += 1
@@ -273,13 +251,6 @@ class WorkerPool:
             self._closed = True
             idle, self._idle = self._idle, []
         for worker in idle:
-            if not worker.set_up:
-                worker.kill()           # never given a job: nothing to wait for
-                worker.stderr.close()
-                with self._lock:
-                    self._live.discard(worker)
-        idle = [w for w in idle if w.set_up]
-        for worker in idle:
             worker.ask_to_exit()
         deadline = time.monotonic() + 1
         for worker in idle:
@@ -306,24 +277,13 @@ def serve() -> None:
     requests = Connection(int(read_fd), writable=False)
     replies = Connection(int(write_fd), readable=False)
     _watch_parent(int(read_fd))
-    module, _, function = factory.partition(":")
-    try:
-        # Imported before the setup is read: a pool started before its setup is known
-        # (PENDING) spends the wait on its imports.
-        opened = importlib.import_module(module)
-        failed = None
-    except Exception as exc:            # noqa: BLE001 - said to every job below
-        opened, failed = None, exc
     try:
         setup = _receive(requests)
     except EOFError:
         return
-    if setup is None:
-        os._exit(0)             # closed before it was set up
+    module, _, function = factory.partition(":")
     try:
-        if failed is not None:
-            raise failed
-        handle: Handler = getattr(opened, function)(setup)
+        handle: Handler = getattr(importlib.import_module(module), function)(setup)
     except GenspirvError as exc:
         handle = _refusing(exc)         # every job is told why
     except Exception as exc:            # noqa: BLE001 - a broken install: a broken toolchain
