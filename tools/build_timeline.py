@@ -7,10 +7,9 @@ Runs ``genspirv build --force`` (or ``check``) through the command line's own
 imports, the end of each phase of the build (the config loaded, the workers
 started, the plan, the writers, the outputs rendered and committed, the next
 no-op stamped), the first tool command started, the last compile finished (its
-progress line), and the command returned; with how many tool commands ran and how busy the ``--jobs`` workers
-were between the first command and the last progress line. The build's own
-serial part is what comes before the first command and after the last
-progress line. A tool of the build benchmark (docs/BENCHMARKS.md), not of the
+progress line), and the command returned; with how many tool commands ran and
+the command's own CPU. The build's own serial part is what comes before the
+first command and after the last progress line. A tool of the build benchmark (docs/BENCHMARKS.md), not of the
 build: it times one run and decides nothing.
 """
 
@@ -46,23 +45,23 @@ def main() -> int:
     from genspirv import cli
     from genspirv.console import Progress
     mark("imported")
-    # The command as a user runs it (the CLI: its workers start before the config loads), -v so
-    # that each tool's command line reaches Progress.command, which is timed instead of printed.
+    # The command as a user runs it (its parser, its imports as they come), -v so that each
+    # tool's command line reaches Progress.command, which is timed instead of printed; each
+    # compile's [n/N] progress line is timed as it passes.
     Progress.command = lambda self, argv: commands.append(time.perf_counter() - T0)
     real_call = Progress.__call__
 
     def timed_line(self, line: str) -> None:
-        progress.append(time.perf_counter() - T0)
+        if line.startswith("["):
+            progress.append(time.perf_counter() - T0)
         real_call(self, line)
     Progress.__call__ = timed_line
     argv = ["check"] if args.check else ["build", "--force"]
-    out = io.StringIO()
+    printed = io.StringIO()
     cpu0 = time.process_time()
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(printed):
         code = cli.main([*argv, "--root", args.project, "--jobs", str(args.jobs), "-v"])
-    what = f"{argv[0]}: exit {code}, " + (out.getvalue().strip().splitlines() or [""])[-1]
-    # Only the [n/N] lines are compiles.
-    progress[:] = progress[:sum(1 for line in out.getvalue().splitlines() if line.startswith("["))]
+    what = f"{argv[0]}: exit {code}, " + (printed.getvalue().strip().splitlines() or [""])[-1]
     mark("returned")
     cpu = time.process_time() - cpu0
     if commands:
