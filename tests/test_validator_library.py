@@ -53,7 +53,7 @@ def test_the_library_says_what_the_process_says(tmp_path, allowed):
     for name, blob in _blobs(tmp_path).items():
         path = tmp_path / f"{name}.spv"
         path.write_bytes(blob)
-        for env in ("vulkan1.0", "vulkan1.2", "vulkan1.3"):        # a 1.3 blob is refused under 1.0
+        for env in ("vulkan1.0", "vulkan1.2", "vulkan1.3"):        # a SPIR-V 1.5 blob is refused under 1.0
             want = _process_verdict(tool, path, env)
             assert library.check(blob, env) == want, (name, env)
             refused += not want[0]
