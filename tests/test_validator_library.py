@@ -88,7 +88,7 @@ def test_a_refusal_reads_the_same_from_the_library_and_the_process(tmp_path, mon
         monkeypatch.setattr(validator_library, "_allowed", allowed)
         commands = []
         with pytest.raises(ValidationError) as info:
-            spirv_tools.validate(tool, path, blob, "vulkan1.2", "bad_variant", commands.append)
+            spirv_tools.validate(tool, lambda: path, blob, "vulkan1.2", "bad_variant", commands.append)
         said[allowed] = (str(info.value), commands)
     assert said[True] == said[False]
     assert "bad_variant: spirv-val --target-env vulkan1.2 refused the blob glslang made:\n  error: " in said[True][0]

@@ -44,6 +44,7 @@ slang-glslang, which has worker processes of its own) runs on threads.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,7 +193,8 @@ class GlslangCompiler:
 
     def validate(self, job: Job, blob: bytes) -> None:
         v = job.variant
-        validate(self.spirv_val, _blob_file(job, "val", blob), blob, v.target_env, v.name, job.on_command)
+        validate(self.spirv_val, functools.cache(lambda: _blob_file(job, "val", blob)), blob, v.target_env, v.name,
+                 job.on_command)
 
 
 def _blob_file(job: Job, step: str, blob: bytes) -> Path:

@@ -89,18 +89,20 @@ def _accepts(spirv_val: Tool, blob_path: Path, target_env: str, what: str) -> bo
     return proc.returncode == 0
 
 
-def validate(spirv_val: Tool, blob_path: Path, blob: bytes, target_env: str, what: str,
+def validate(spirv_val: Tool, blob_path: Callable[[], Path], blob: bytes, target_env: str, what: str,
              on_command: Optional[Callable[[Sequence[str]], None]] = None) -> None:
-    """spirv-val ``blob`` (held in the file ``blob_path``); a refusal is a ValidationError naming
-    ``what``. In a worker process the validator runs in its library (``validator_library``), else
-    in a spirv-val process: the same verdict and text, and ``-v`` prints the same command line."""
-    command = ["--target-env", target_env, str(blob_path)]
+    """spirv-val ``blob``; a refusal is a ValidationError naming ``what``. In a worker process the
+    validator runs in its library (``validator_library``), else in a spirv-val process given
+    ``blob_path()`` (a file holding ``blob``, asked for only then or for ``-v``): the same verdict
+    and text, and ``-v`` prints the same command line."""
+    def command() -> list[str]:
+        return ["--target-env", target_env, str(blob_path())]
     if on_command is not None:
-        on_command([str(spirv_val.path), *command])
+        on_command([str(spirv_val.path), *command()])
     library = validator_library.for_tool(spirv_val)
     verdict = library.check(blob, target_env) if library is not None else None
     if verdict is None:
-        proc = spirv_val.run(command, what=f"{what}: spirv-val")
+        proc = spirv_val.run(command(), what=f"{what}: spirv-val")
         verdict = proc.returncode == 0, (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
     valid, text = verdict
     if not valid:
