@@ -113,16 +113,19 @@ def _processes_pay(shipping: int, workers: int) -> bool:
 
 
 def _backstop() -> Optional[float]:
-    try:
-        return TOOLS_PER_JOB * settings.get("GENSPIRV_COMPILER_TIMEOUT") + MARGIN_S
-    except SettingError:
-        return None     # each tool run in the worker refuses the value, as on a thread
+    timeout = _tool_setting("GENSPIRV_COMPILER_TIMEOUT")
+    return None if timeout is None else TOOLS_PER_JOB * timeout + MARGIN_S
 
 
 def _memory_cap() -> Optional[int]:
     # The worker validates in the SPIRV-Tools library (validator_library): capped as a tool is.
+    megabytes = _tool_setting("GENSPIRV_COMPILER_MEMORY_MB")
+    return None if megabytes is None else megabytes << 20
+
+
+def _tool_setting(name: str) -> Any:
     try:
-        return settings.get("GENSPIRV_COMPILER_MEMORY_MB") << 20
+        return settings.get(name)
     except SettingError:
         return None     # each tool run in the worker refuses the value, as on a thread
 

@@ -174,9 +174,8 @@ class WorkerPool:
                 if self._closed or len(self._live) >= self._max:
                     return
                 self.started += 1
-            worker = _Worker(self.factory, self.setup, self.memory_bytes, self.label)
+            worker = self._new_worker()
             with self._lock:
-                self._live.add(worker)
                 self._idle.append(worker)
 
     def _retire(self, worker: _Worker, busy: bool = False) -> None:
@@ -198,6 +197,10 @@ class WorkerPool:
             if self._idle:
                 return self._idle.pop()
             self.started += 1
+        return self._new_worker()
+
+    def _new_worker(self) -> _Worker:
+        """A worker started (counted in ``started`` by the caller, under the lock) and live."""
         worker = _Worker(self.factory, self.setup, self.memory_bytes, self.label)
         with self._lock:
             self._live.add(worker)
