@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from .. import glslang_library
 from . import library, pinned_glslang
 from .preprocess import strip_preamble_echo
 
@@ -47,7 +48,7 @@ class Reply:
 @dataclass
 class Handles:
     compiler: ctypes.CDLL
-    preprocessor: pinned_glslang.Handle
+    preprocessor: glslang_library.Handle
 
 
 def run_job(job: WorkerJob, handles: Handles) -> Reply:

@@ -49,10 +49,10 @@ def open_handler(libraries: tuple[str, str, str]) -> Callable[[WorkerJob, Callab
     not load, or a job the libraries refuse, is answered with the refusal's text."""
     from . import worker_job as jobs
     from .library import load
-    from .pinned_glslang import Handle
+    from .pinned_glslang import open_handle
     compiler, glslang, resources = map(Path, libraries)
     try:
-        handles = jobs.Handles(load(compiler), Handle(glslang, resources))
+        handles = jobs.Handles(load(compiler), open_handle(glslang, resources))
     except GenspirvError as exc:
         refusal = str(exc)
         return lambda job, tell: refusal
