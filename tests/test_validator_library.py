@@ -2,7 +2,7 @@
 
 The library must say what the process says, verdict and text, on valid blobs and
 on each kind of invalid one; only a worker process (whose crash costs one variant)
-uses it, and there no spirv-val process starts.
+uses it (tests/test_glslang_library.py: a worker's compile starts no process).
 """
 
 from __future__ import annotations
@@ -12,13 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from genspirv.build import compile_workers
-from genspirv.build.variant_compile import compile_variant
 from genspirv.errors import ValidationError
-from genspirv.project.config import load_config
 from genspirv.toolchain import spirv_tools, validator_library
-from genspirv.toolchain.chain import open_compilers
-from genspirv.toolchain.compiler import Job
 from genspirv.toolchain.tools import Tool, find_tool
 
 REPO = Path(__file__).resolve().parent.parent
@@ -93,29 +88,3 @@ def test_a_refusal_reads_the_same_from_the_library_and_the_process(tmp_path, mon
     assert said[True] == said[False]
     assert "bad_variant: spirv-val --target-env vulkan1.2 refused the blob glslang made:\n  error: " in said[True][0]
     assert "line " not in said[True][0]
-
-
-def test_a_compile_worker_validates_without_a_spirv_val_process(tmp_path, monkeypatch):
-    monkeypatch.setattr(validator_library, "_allowed", False)       # restored after the handler allows it
-    root = tmp_path / "p"
-    (root / "glsl").mkdir(parents=True)
-    (root / "glsl/add.comp").write_text("#version 450\nlayout(local_size_x = 64) in;\n"
-                                        "layout(binding = 0) buffer B { TYPE b[]; };\n"
-                                        "void main() { b[gl_GlobalInvocationID.x] += TYPE(1); }\n")
-    (root / "pyproject.toml").write_text('[tool.genspirv]\n[tool.genspirv.shaders."add.comp"]\n'
-                                         'matrix = { TYPE = { f32 = "float" } }\n')
-    config = load_config(root)
-    compilers = open_compilers(config)
-    started = []
-    real_run = Tool.run
-    monkeypatch.setattr(Tool, "run", lambda self, *a, **kw: started.append(self.name) or real_run(self, *a, **kw))
-    variant = config.variants[0]
-    job = Job(variant, root, (), config.include_directive, tmp_path / "work" / variant.name)
-    handle = compile_workers.open_handler(compilers.shipped())
-    blob = handle((job, False), lambda _: None)[0]
-    assert blob[:4] == b"\x03\x02\x23\x07" and started == ["glslangValidator"]
-    # The control: in the build's own process the same compile runs spirv-val as a process.
-    monkeypatch.setattr(validator_library, "_allowed", False)
-    started.clear()
-    again = compile_variant(compilers.shipped(), dataclasses.replace(job, workdir=tmp_path / "again" / variant.name))
-    assert again.blob == blob and started == ["glslangValidator", "spirv-val"]

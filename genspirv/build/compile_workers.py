@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .. import settings
 from ..settings import SettingError
-from ..toolchain import children, validator_library
+from ..toolchain import children, glslang_library, validator_library
 from ..toolchain.chain import Compilers
 from ..project.config import Variant
 from ..toolchain.compiler import Job
@@ -36,10 +36,10 @@ from ..toolchain.workers import WorkerPool
 from .variant_compile import Compiled, compile_variant
 
 # Processes only when the plan compiles more than this many variants per job. A worker costs
-# ~60-100 ms of one core to start (Python and the imports below) before its first compile,
-# where a thread starts at once; a compile of the pinned glslang, spirv-opt and spirv-val takes
-# ~50-250 ms. Past two compiles per worker the start is paid back by the GIL time each later
-# compile no longer takes from the build's process; below it (editing a shader or two: the
+# ~60-100 ms of one core to start (Python and the imports below), and its first compile builds
+# glslang's symbol tables (~85 ms) as a glslangValidator process does, where a thread starts at
+# once; each later compile in glslang's library then costs ~1-5 ms where a process costs ~90.
+# Past two compiles per worker the start is paid back; below it (editing a shader or two: the
 # usual rebuild) threads finish first.
 VARIANTS_PER_JOB = 2
 
@@ -135,9 +135,11 @@ def _tool_setting(name: str) -> Any:
 
 def open_handler(compilers: Compilers) -> Callable[[Any, Callable[[Any], None]], tuple]:
     """In a worker: each job is ``(Job, verbose)``; its reply the parts of a ``Compiled`` the
-    build does not already hold (not the variant), its error raised as it is. Here spirv-val
-    runs in its library (``validator_library``): a crash there costs this worker's one job."""
+    build does not already hold (not the variant), its error raised as it is. Here glslang and
+    spirv-val run in their libraries (``glslang_library``, ``validator_library``): a crash there
+    costs this worker's one job."""
     validator_library.allow()
+    glslang_library.allow()
 
     def handle(task: tuple[Job, bool], tell: Callable[[Any], None]) -> tuple:
         job, verbose = task

@@ -2,8 +2,8 @@
 
 The build (``genspirv.build.compile``, ``genspirv.build.builder``) talks to a compiler only
 through the ``Compiler`` protocol below; ``GlslangCompiler`` is the real one
-(glslangValidator, then spirv-opt and spirv-val, each a subprocess; spirv-val, in a
-worker process, its library: ``validator_library``), and the
+(glslangValidator, then spirv-opt and spirv-val, each a subprocess; in a worker process,
+glslang's and spirv-val's libraries: ``glslang_library``, ``validator_library``), and the
 tests drive the build with a fake one in memory. Another compiler (an
 in-process library, say) implements the same five members:
 
@@ -54,6 +54,7 @@ from ..project.config import Config, Variant
 from ..project.variants import DEFAULT_COMPILERS, CompilerName
 from ..errors import GenspirvError, ToolchainError
 from ..project.generated import GENERATED_DIR, is_generated
+from . import glslang_library
 from .spirv_tools import optimize, tool_version, validate
 from .tools import Glslang, Tool, cached_version, compile_glsl, find_glslang, find_tool, uses_include
 
@@ -154,14 +155,14 @@ def dep_path(root: Path, dep: str) -> str:
 
 @dataclass(frozen=True)
 class GlslangCompiler:
-    """The pinned glslangValidator, spirv-opt -O and spirv-val, as subprocesses (spirv-val in its
-    library in a worker process)."""
+    """The pinned glslangValidator, spirv-opt -O and spirv-val, as subprocesses (glslang and
+    spirv-val in their libraries in a worker process)."""
 
     glslang: Glslang
     spirv_val: Tool
     spirv_opt: Optional[Tool] = None            # only when some variant is optimised
     optimizer_version: Optional[str] = None
-    # Tool paths only, and every step a subprocess or the validator's library: a worker process
+    # Tool paths only, and every step a subprocess or a tool's own library: a worker process
     # runs it as this one does.
     ships_to_workers: ClassVar[bool] = True
 
@@ -170,6 +171,10 @@ class GlslangCompiler:
         return self.glslang.version
 
     def compile(self, job: Job) -> CompilerOutput:
+        return self.compile_with(job, glslang_library.for_tool(self.glslang))
+
+    def compile_with(self, job: Job, library: Optional[glslang_library.GlslangLibrary]) -> CompilerOutput:
+        """``compile``, glslang's library (None: glslangValidator alone) given."""
         v = job.variant
         out = job.workdir / f"{v.name}.spv"
         try:
@@ -177,7 +182,8 @@ class GlslangCompiler:
                                   depfile=job.workdir / f"{v.name}.d", cwd=job.root, target_env=v.target_env,
                                   defines=v.defines_dict, include_dirs=tuple(map(job.tool_path, job.include_dirs)),
                                   flags=v.flags, what=v.name, include_preamble=_include_preamble(job),
-                                  on_command=job.on_command, preamble=v.preamble)
+                                  on_command=job.on_command, preamble=v.preamble,
+                                  library=library)
         except GenspirvError as exc:
             raise job.renamed(exc) from None
         # glslang names dependencies relative to its working directory, the root.

@@ -31,7 +31,7 @@ except ImportError:     # not on Windows
     resource = None
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Protocol, Sequence
 
 from . import children
 from .. import settings
@@ -341,7 +341,7 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
                  target_env: str, defines: Mapping[str, str], include_dirs: Sequence[str] = (),
                  flags: Sequence[str] = (), what: str = "", include_preamble: bool = False,
                  on_command: Optional[Callable[[Sequence[str]], None]] = None,
-                 preamble: Optional[str] = None) -> CompileOutput:
+                 preamble: Optional[str] = None, library: Optional[InProcess] = None) -> CompileOutput:
     """Compile ``source`` (a path relative to ``cwd``) to SPIR-V bytes.
 
     No ``-g``: debug info would embed the absolute source path and make the bytes
@@ -352,6 +352,8 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
     source's first line: glslang compiles the two as one file beside ``output``,
     its messages name each file's own lines (docs/RULES.md, "Preambles"). The
     dependencies listed are the files included; neither the source nor the preamble.
+    ``library`` (``glslang_library``'s, in a compile worker) answers the clean successes
+    without a glslangValidator process; the process answers whatever it declines.
     """
     what = what or source
     composed = None
@@ -385,6 +387,19 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
         raise CompileError(f"{what}: {source} does not compile:\n{text}", messages=text, source=source)
     if on_command is not None:
         on_command([str(compiler.tool.path), *args])
+    if library is not None and composed is None:
+        made = library.compile(root=cwd, source=given, target_env=target_env, defines=defines,
+                               include_preamble=INCLUDE_PREAMBLE if include_preamble else None,
+                               include_dirs=include_dirs, flags=flags)
+        if made is not None:
+            # Where glslangValidator writes it: the next step (spirv-opt) reads it there, and -v's
+            # command lines stay true.
+            try:
+                output.write_bytes(made.blob)
+            except OSError as exc:
+                raise ToolchainError(f"{what}: cannot write {output}: {exc.strerror}") from None
+            return CompileOutput(blob=made.blob, deps=tuple(d for d in made.deps if d not in (source, given)),
+                                 warnings=made.warnings)
     try:
         proc = compiler.tool.run(args, what=what, cwd=cwd)
     except ToolchainError as exc:
@@ -421,6 +436,15 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
     except OSError:
         raise ToolchainError(f"{what}: glslangValidator wrote no depfile {depfile}") from None
     return CompileOutput(blob=blob, deps=tuple(d for d in deps if d not in (source, given)), warnings=messages)
+
+
+class InProcess(Protocol):
+    """glslang answering a glslangValidator request in this process (``glslang_library``), or
+    declining it (None) for the glslangValidator process to answer."""
+
+    def compile(self, *, root: Path, source: str, target_env: str, defines: Mapping[str, str],
+                include_preamble: Optional[str], include_dirs: Sequence[str],
+                flags: Sequence[str]) -> Optional[CompileOutput]: ...
 
 
 # -- SPIR-V tools -------------------------------------------------------------

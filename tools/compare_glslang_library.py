@@ -1,0 +1,96 @@
+"""Compile a project's variants with glslangValidator and with glslang's library; compare.
+
+    python tools/compare_glslang_library.py PROJECT [--every N] [--json FILE]
+
+For each variant of the genspirv project at PROJECT (every Nth with ``--every``),
+the SPIR-V bytes and the included files of the pinned glslangValidator (its
+process, as a build's own process runs it) and of ``genspirv.toolchain.glslang_library``
+(as a compile worker runs it): equal, different, or declined by the library (it
+answers only clean successes; glslangValidator answers the rest). Exits 1 when any
+variant differs. A project with generated sources is built first, so they exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE))
+
+from genspirv.errors import GenspirvError  # noqa: E402
+from genspirv.project.config import load_config  # noqa: E402
+from genspirv.project.variants import CompilerName  # noqa: E402
+from genspirv.toolchain import glslang_library  # noqa: E402
+from genspirv.toolchain.compiler import Job, find_compiler  # noqa: E402
+
+
+class Watched:
+    """The library, remembering whether it answered the last request."""
+
+    def __init__(self, library: glslang_library.GlslangLibrary):
+        self.library = library
+        self.answered = False
+
+    def compile(self, **request):
+        made = self.library.compile(**request)
+        self.answered = made is not None
+        return made
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("project", type=Path)
+    parser.add_argument("--every", type=int, default=1, help="compare every Nth variant (default: all)")
+    parser.add_argument("--json", type=Path, help="write the counts and every difference here")
+    args = parser.parse_args()
+    config = load_config(args.project.resolve())
+    compiler = find_compiler(config)
+    glslang_library.allow()
+    library = glslang_library.for_tool(compiler.glslang)
+    if library is None:
+        print(f"no glslang library beside {compiler.glslang.tool.path}", file=sys.stderr)
+        return 2
+    watched = Watched(library)
+    counts = {"equal": 0, "different": 0, "declined": 0, "refused by glslangValidator": 0}
+    differences = []
+    seconds = {"glslangValidator": 0.0, "library": 0.0}
+    variants = [v for v in config.variants if v.chain[0] is CompilerName.GLSLANG][::args.every]
+    with tempfile.TemporaryDirectory() as tmp:
+        for v in variants:
+            job = Job(v, config.root, config.include_dirs, config.include_directive, Path(tmp) / v.name)
+            job.workdir.mkdir()
+            started = time.perf_counter()
+            try:
+                by_process = compiler.compile_with(job, None)
+            except GenspirvError:
+                counts["refused by glslangValidator"] += 1
+                continue
+            seconds["glslangValidator"] += time.perf_counter() - started
+            started = time.perf_counter()
+            by_library = compiler.compile_with(job, watched)
+            seconds["library"] += time.perf_counter() - started
+            if not watched.answered:
+                counts["declined"] += 1
+            elif (by_library.blob, by_library.deps) == (by_process.blob, by_process.deps):
+                counts["equal"] += 1
+            else:
+                counts["different"] += 1
+                differences.append({"variant": v.name, "bytes_equal": by_library.blob == by_process.blob,
+                                    "deps": [list(by_process.deps), list(by_library.deps)]})
+    result = {"project": str(args.project), "variants": len(variants), "counts": counts,
+              "seconds": {k: round(s, 3) for k, s in seconds.items()}, "differences": differences}
+    print(json.dumps({k: result[k] for k in ("variants", "counts", "seconds")}))
+    for d in differences[:20]:
+        print(f"different: {d['variant']} (bytes {'equal' if d['bytes_equal'] else 'differ'})")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return 1 if differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
