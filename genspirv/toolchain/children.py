@@ -11,6 +11,10 @@ A process started with ``group=True`` (a worker process, ``genspirv.toolchain.wo
 leads a process group of its own, in which the tools it starts run too: killing
 it (``kill``, ``stop()``) kills the whole group, so no tool a worker started is
 left running when the worker goes.
+
+Every child starts with its heap's allocations zeroed (``zeroed_heap``): the pinned
+glslang reads memory it never wrote, so its bytes for a shader can depend on what the
+heap held (docs/COMPILERS.md, "A zeroed heap").
 """
 
 from __future__ import annotations
@@ -32,6 +36,32 @@ _groups: set[subprocess.Popen] = set()     # those of _running that lead a proce
 _stopped = False
 # A new session per group leader: POSIX only (elsewhere a worker's tools are not killed with it).
 CAN_GROUP = hasattr(os, "killpg")
+
+# glibc fills each allocation with the complement of this byte (and each freed block with it):
+# 255 hands out zeroed memory, as a fresh process's first pages are. glslang 13.1.1 reads
+# memory it never wrote (llama.cpp's float16_t(0) constants come out 0, +Inf or NaN by what
+# the heap held); any other value, inherited (a test runner may set one), changes its bytes.
+ZEROED_HEAP = ("MALLOC_PERTURB_", "255")
+_TUNABLES = "GLIBC_TUNABLES"
+
+
+def zeroed_heap(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a child whose every allocation starts zeroed (``ZEROED_HEAP``), whatever the
+    caller's environment says of it (a perturb tunable in GLIBC_TUNABLES would win: dropped)."""
+    env = dict(env)
+    env[ZEROED_HEAP[0]] = ZEROED_HEAP[1]
+    tunables = [t for t in env.get(_TUNABLES, "").split(":") if t and not t.startswith("glibc.malloc.perturb=")]
+    if tunables:
+        env[_TUNABLES] = ":".join(tunables)
+    else:
+        env.pop(_TUNABLES, None)
+    return env
+
+
+def heap_zeroed() -> bool:
+    """Was this process started as ``zeroed_heap`` starts a child (glibc reads it at start)?"""
+    return (os.environ.get(ZEROED_HEAP[0]) == ZEROED_HEAP[1]
+            and "glibc.malloc.perturb=" not in os.environ.get(_TUNABLES, ""))
 
 
 def start(command: list[str], *, group: bool = False, **popen) -> subprocess.Popen:

@@ -25,6 +25,12 @@ and then parses the preprocessed text, where glslangValidator parses the source:
 are the same for every shader compared (tests/test_glslang_library.py over this
 repository's shaders; ``tools/compare_glslang_library.py`` over any folder of them).
 
+glslang 13.1.1 reads memory it never wrote: a glslangValidator process sees the zeroed
+pages a new process gets, a process that stays sees what earlier compiles left (llama.cpp's
+``float16_t(0)`` constants came out +Inf or NaN). So the library runs only in a process
+started with zeroed allocations (``children.zeroed_heap``, as compile workers and every
+tool are) and each compile on a new thread, whose pool of glslang's nodes starts empty.
+
 Only a process that may die for its job uses it (``allow()``: a compile worker,
 ``genspirv.build.compile_workers``), as ``validator_library``: a crash inside glslang
 takes that worker down, which the build reports as that one variant's loss.
@@ -35,9 +41,11 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
+import threading
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from . import children
 from .tools import CompileOutput, Glslang
 
 # glslang_c_shader_types.h
@@ -177,10 +185,12 @@ def allow() -> None:
 
 
 def for_tool(glslang: Glslang) -> Optional["GlslangLibrary"]:
-    """The library the wheel's glslangValidator loads, when this process may use it."""
+    """The library the wheel's glslangValidator loads, when this process may use it: allowed,
+    and started with a zeroed heap (``children.zeroed_heap``, as a worker is)."""
     tool = glslang.tool
     names = _LIBRARY_NAMES.get(sys.platform)
-    if not _allowed or names is None or tool.lib_dir is None or not tool.origin.startswith("wheel"):
+    if not _allowed or not children.heap_zeroed() or names is None or tool.lib_dir is None \
+            or not tool.origin.startswith("wheel"):
         return None
     return _load(*(tool.lib_dir / name.format(glslang.version) for name in names))
 
@@ -201,6 +211,27 @@ def preamble_text(include_preamble: Optional[str], defines: Mapping[str, str]) -
     lines = [line(include_preamble)] if include_preamble is not None else []
     lines += ["#define " + line(f"{k}={v}").replace("=", " ", 1) for k, v in sorted(defines.items())]
     return "".join(f"{ln}\n" for ln in lines)
+
+
+def _on_a_new_thread(steps):
+    """``steps()`` on a thread of its own. glslang allocates a compile's nodes from a per-thread
+    pool whose pages it reuses, uncleared, for the thread's next compile; a new thread's pool
+    takes new pages, zeroed as the heap is here, as in a glslangValidator process."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, steps()))
+        except BaseException as exc:        # raised again on the caller's thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="glslang")
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 class GlslangLibrary:
@@ -243,10 +274,12 @@ class GlslangLibrary:
         includer = Includer(root, source, include_dirs)
         # glslang keeps the preamble's pointer, not a copy: the bytes live until the shaders go.
         preamble_bytes = preamble.encode("utf-8")
-        expanded = self._preprocess(target, text, preamble_bytes, includer)
-        if expanded is None:
-            return None
-        blob = self._parse_to_spirv(target, expanded)
+
+        def steps() -> Optional[bytes]:
+            expanded = self._preprocess(target, text, preamble_bytes, includer)
+            return None if expanded is None else self._parse_to_spirv(target, expanded)
+
+        blob = _on_a_new_thread(steps)
         if blob is None:
             return None
         # The files included as glslangValidator's depfile lists them: a sorted set.
