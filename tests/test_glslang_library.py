@@ -12,6 +12,7 @@ heap of old bytes changes what it makes (the control below).
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import subprocess
@@ -31,19 +32,10 @@ from genspirv.toolchain.tools import Tool
 
 REPO = Path(__file__).resolve().parent.parent
 COMPARE = REPO / "tools" / "compare_glslang_library.py"
-
-
-class Watched:
-    """The library, remembering whether it answered the last request."""
-
-    def __init__(self, library):
-        self.library = library
-        self.answered = None
-
-    def compile(self, **request):
-        made = self.library.compile(**request)
-        self.answered = made is not None
-        return made
+_spec = importlib.util.spec_from_file_location("compare_glslang_library", COMPARE)
+compare_tool = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compare_tool)
+Watched = compare_tool.Watched      # the library, remembering whether it answered the last request
 
 
 @pytest.fixture
