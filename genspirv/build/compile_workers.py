@@ -37,8 +37,8 @@ from .variant_compile import Compiled, compile_variant
 
 # Processes only when the plan compiles more than this many variants per job. A worker costs
 # ~60-100 ms of one core to start (Python and the imports below), and its first compile builds
-# glslang's symbol tables (~85 ms) as a glslangValidator process does, where a thread starts at
-# once; each later compile in glslang's library then costs ~1-5 ms where a process costs ~90.
+# glslang's symbol tables as a glslangValidator process does (most of its ~95 ms), where a
+# thread starts at once; each later compile in glslang's library then costs a few ms.
 # Past two compiles per worker the start is paid back; below it (editing a shader or two: the
 # usual rebuild) threads finish first.
 VARIANTS_PER_JOB = 2

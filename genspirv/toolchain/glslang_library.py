@@ -11,9 +11,10 @@ source that is not ``.comp``), or the compile had anything to say (an error, a w
 a linker or SPIR-V message). So every message a user reads is still glslangValidator's
 own; the library answers only the clean successes, which are nearly all of them.
 
-Why: a glslangValidator process spends ~85 ms of CPU building glslang's built-in symbol
-tables before it reads the source, for ~1 ms of compiling a typical compute shader
-(docs/COMPILERS.md, "glslang in its library"); a process that stays builds them once.
+Why: a glslangValidator process spends most of its CPU (~95 ms a variant on a 16-core host)
+building glslang's built-in symbol tables before it reads the source, where the compile
+itself takes a few ms (docs/BENCHMARKS.md, "glslang in its library"); a process that stays
+builds them once.
 
 Same bytes: the library is the one the wheel's executable loads (``lib/libglslang.so.<pin>``
 and ``lib/libSPIRV.so.<pin>`` beside ``bin/glslangValidator``; a glslangValidator found
