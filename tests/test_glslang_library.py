@@ -159,6 +159,19 @@ def test_a_glslangValidator_process_makes_the_same_bytes_whatever_heap_the_build
     assert raw.returncode == 0 and (tmp_path / "raw.spv").read_bytes() != blobs[0]
 
 
+def test_a_heap_counts_as_zeroed_only_with_the_setting_and_glibcs_own_allocator(monkeypatch):
+    for name in ("MALLOC_PERTURB_", "GLIBC_TUNABLES", "LD_PRELOAD"):
+        monkeypatch.delenv(name, raising=False)
+    assert not children.heap_zeroed()
+    monkeypatch.setenv("MALLOC_PERTURB_", "255")
+    assert children.heap_zeroed()
+    monkeypatch.setenv("LD_PRELOAD", "libjemalloc.so.2")        # another malloc ignores the setting
+    assert not children.heap_zeroed()
+    monkeypatch.delenv("LD_PRELOAD")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.perturb=1")
+    assert not children.heap_zeroed()
+
+
 def test_a_zeroed_heap_overrides_what_the_caller_set():
     env = children.zeroed_heap({"MALLOC_PERTURB_": "1", "GLIBC_TUNABLES": "glibc.malloc.perturb=7:glibc.malloc.arena_max=2"})
     assert env == {"MALLOC_PERTURB_": "255", "GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}

@@ -19,6 +19,7 @@ heap held (docs/COMPILERS.md, "A zeroed heap").
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -59,9 +60,17 @@ def zeroed_heap(env: dict[str, str]) -> dict[str, str]:
 
 
 def heap_zeroed() -> bool:
-    """Was this process started as ``zeroed_heap`` starts a child (glibc reads it at start)?"""
+    """Was this process started as ``zeroed_heap`` starts a child (glibc reads it at start), with
+    glibc's own malloc? Another allocator (an LD_PRELOAD one, another libc's) ignores the setting."""
     return (os.environ.get(ZEROED_HEAP[0]) == ZEROED_HEAP[1]
-            and "glibc.malloc.perturb=" not in os.environ.get(_TUNABLES, ""))
+            and "glibc.malloc.perturb=" not in os.environ.get(_TUNABLES, "")
+            and not os.environ.get("LD_PRELOAD") and _libc() == "glibc")
+
+
+@functools.lru_cache(maxsize=None)
+def _libc() -> str:
+    import platform         # only here: a module that every tool run imports stays light
+    return platform.libc_ver()[0]
 
 
 def start(command: list[str], *, group: bool = False, **popen) -> subprocess.Popen:
