@@ -23,7 +23,7 @@ import pytest
 
 from genspirv.build import compile_workers
 from genspirv.build.variant_compile import compile_variant
-from genspirv.errors import CompileError
+from genspirv.errors import CompileError, ToolchainError
 from genspirv.project.config import load_config
 from genspirv.toolchain import children, glslang_library, validator_library
 from genspirv.toolchain.chain import open_compilers
@@ -269,3 +269,60 @@ def test_a_compile_worker_starts_no_process_for_a_clean_compile(tmp_path, monkey
     job = Job(config.variants[0], root, (), config.include_directive, tmp_path / "again")
     again = compile_variant(compilers.shipped(), job)
     assert again.blob.hex() == in_worker["blob"] and started == ["glslangValidator", "spirv-val"]
+
+
+def test_a_library_compile_past_the_timeout_is_a_toolchain_error_naming_the_variant(tmp_path, monkeypatch):
+    # glslang has no known input that hangs it once include cycles are refused first; a library
+    # that never answers stands in for one. The thread cannot be killed: the build stops.
+    with pytest.raises(TimeoutError):
+        glslang_library._on_a_new_thread(lambda: __import__("time").sleep(1), timeout=0.05)
+
+    class Stuck:
+        def compile(self, **request):
+            raise TimeoutError(f"glslang did not finish within {request['timeout']:g} s")
+
+    monkeypatch.setenv("GENSPIRV_COMPILER_TIMEOUT", "7")
+    root = _project(tmp_path, {"glsl/a.comp": "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"}, "")
+    config = load_config(root)
+    job = Job(config.variants[0], root, (), config.include_directive, tmp_path / "w")
+    job.workdir.mkdir()
+    with pytest.raises(ToolchainError) as info:
+        find_compiler(config).compile_with(job, Stuck())
+    assert str(info.value).startswith("a: glslangValidator (in its library, in a compile worker) did not finish "
+                                      "within 7 s on glsl/a.comp (raise GENSPIRV_COMPILER_TIMEOUT")
+
+
+GUARDED_LOOP = {
+    "glsl/a.comp": ('#version 450\n#include "ping.glsl"\nlayout(local_size_x = 1) in;\n'
+                    "layout(binding = 0) buffer B { float b[]; };\nvoid main() { b[0] = PING + PONG; }\n"),
+    "glsl/ping.glsl": '#ifndef PING\n#define PING 1.0\n#include "pong.glsl"\n#endif\n',
+    "glsl/pong.glsl": '#ifndef PONG\n#define PONG 2.0\n#include "ping.glsl"\n#endif\n',
+}
+
+
+def _first_job(root: Path, tmp_path: Path) -> tuple:
+    config = load_config(root)
+    job = Job(config.variants[0], root, config.include_dirs, config.include_directive, tmp_path / "w")
+    job.workdir.mkdir()
+    return find_compiler(config), job
+
+
+def test_a_source_in_an_include_loop_goes_to_the_process_even_when_guarded(library, tmp_path):
+    # A loop whose guards hold compiles; one whose guards do not (below) runs glslang into a
+    # limit, which in a worker would be the worker's death instead of the named cycle.
+    compiler, job = _first_job(_project(tmp_path, GUARDED_LOOP, ""), tmp_path)
+    made = compiler.compile_with(job, library)
+    assert library.answered is None and made.blob[:4] == b"\x03\x02\x23\x07"
+
+
+@pytest.mark.slow
+def test_a_loop_whose_guards_do_not_guard_is_named_by_the_process_not_lost_in_a_worker(library, tmp_path,
+                                                                                      monkeypatch):
+    undone = dict(GUARDED_LOOP, **{"glsl/ping.glsl": '#ifndef PING\n#define PING 1.0\n#endif\n#include "pong.glsl"\n',
+                                   "glsl/pong.glsl": '#ifndef PONG\n#define PONG 2.0\n#endif\n#include "ping.glsl"\n'})
+    monkeypatch.setenv("GENSPIRV_COMPILER_TIMEOUT", "1")
+    compiler, job = _first_job(_project(tmp_path, undone, ""), tmp_path)
+    with pytest.raises(ToolchainError) as info:
+        compiler.compile_with(job, library)
+    assert library.answered is None
+    assert "did not finish within 1 s" in str(info.value) and "include cycle" in str(info.value)

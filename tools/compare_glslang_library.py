@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
@@ -39,7 +40,7 @@ class Watched:
 
     def __init__(self, library: glslang_library.GlslangLibrary):
         self.library = library
-        self.answered = False
+        self.answered: Optional[bool] = None     # None: not asked yet
 
     def compile(self, **request):
         made = self.library.compile(**request)
@@ -98,6 +99,7 @@ def main() -> int:
                 random.Random(args.seed + n).shuffle(order)
             for name in order:
                 started = time.perf_counter()
+                watched.answered = None     # stays None when the compile never asks the library
                 by_library = compiler.compile_with(jobs[name], watched)
                 seconds["library"] += time.perf_counter() - started
                 expected = by_process[name]

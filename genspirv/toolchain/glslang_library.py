@@ -7,7 +7,8 @@ folders); gives ``for_tool(glslang)`` -> ``GlslangLibrary`` or None, and
 files included, named as glslangValidator's depfile names them) or None. None means "ask
 glslangValidator": the library is not there or not allowed here, the request has a
 part this module does not reproduce (``flags``, a target that is not ``vulkan1.x``, a
-source that is not ``.comp``), or the compile had anything to say (an error, a warning,
+source that is not ``.comp``; ``tools.compile_glsl`` does not ask it for a source in an
+include loop either), or the compile had anything to say (an error, a warning,
 a linker or SPIR-V message). So every message a user reads is still glslangValidator's
 own; the library answers only the clean successes, which are nearly all of them.
 
@@ -214,10 +215,12 @@ def preamble_text(include_preamble: Optional[str], defines: Mapping[str, str]) -
     return "".join(f"{ln}\n" for ln in lines)
 
 
-def _on_a_new_thread(steps):
+def _on_a_new_thread(steps, timeout: Optional[float] = None):
     """``steps()`` on a thread of its own. glslang allocates a compile's nodes from a per-thread
     pool whose pages it reuses, uncleared, for the thread's next compile; a new thread's pool
-    takes new pages, zeroed as the heap is here, as in a glslangValidator process."""
+    takes new pages, zeroed as the heap is here, as in a glslangValidator process. Past
+    ``timeout`` seconds, TimeoutError: a thread cannot be killed, so the caller stops its build,
+    which ends this worker process with it."""
     outcome: list = []
 
     def run() -> None:
@@ -226,9 +229,11 @@ def _on_a_new_thread(steps):
         except BaseException as exc:        # raised again on the caller's thread
             outcome.append((False, exc))
 
-    thread = threading.Thread(target=run, name="glslang")
+    thread = threading.Thread(target=run, name="glslang", daemon=True)
     thread.start()
-    thread.join()
+    thread.join(timeout)
+    if not outcome:
+        raise TimeoutError(f"glslang did not finish within {timeout:g} s")
     ok, value = outcome[0]
     if not ok:
         raise value
@@ -260,10 +265,11 @@ class GlslangLibrary:
 
     def compile(self, *, root: Path, source: str, target_env: str, defines: Mapping[str, str],
                 include_preamble: Optional[str], include_dirs: Sequence[str],
-                flags: Sequence[str] = ()) -> Optional[CompileOutput]:
+                flags: Sequence[str] = (), timeout: Optional[float] = None) -> Optional[CompileOutput]:
         """``source`` (relative to ``root``, or absolute) compiled as ``glslangValidator -V
         --target-env target_env -P<include_preamble> -DK=V... -I<dir>...`` compiles it; None
-        when glslangValidator must answer (see the module's docstring)."""
+        when glslangValidator must answer (see the module's docstring); TimeoutError past
+        ``timeout`` seconds."""
         preamble = preamble_text(include_preamble, defines)
         target = TARGETS.get(target_env)
         if target is None or flags or not source.endswith(".comp"):
@@ -280,7 +286,7 @@ class GlslangLibrary:
             expanded = self._preprocess(target, text, preamble_bytes, includer)
             return None if expanded is None else self._parse_to_spirv(target, expanded)
 
-        blob = _on_a_new_thread(steps)
+        blob = _on_a_new_thread(steps, timeout)
         if blob is None:
             return None
         # The files included as glslangValidator's depfile lists them: a sorted set.

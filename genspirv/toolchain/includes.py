@@ -82,7 +82,11 @@ def has_include_guard(path: Path) -> bool:
 def unguarded_include_cycle(source: Path, include_dirs: Sequence[Path],
                             preamble: Optional[Path] = None) -> Optional[list[Path]]:
     """An include cycle no file of which has a guard: glslang 13 would recurse without end on it."""
-    cycle = find_include_cycle(source, include_dirs, preamble)
+    return unguarded(find_include_cycle(source, include_dirs, preamble))
+
+
+def unguarded(cycle: Optional[list[Path]]) -> Optional[list[Path]]:
+    """``cycle`` (``find_include_cycle``'s) when no file of it has a guard, else None."""
     if cycle is None or any(has_include_guard(p) for p in cycle):
         return None
     return cycle

@@ -37,7 +37,7 @@ from . import children
 from .. import settings
 from ..errors import CompileError, OutputError, ToolchainError, UnavailableError
 from ..fsutil import atomic_write
-from .includes import cycle_text, find_include_cycle, reached_from, unguarded_include_cycle
+from .includes import cycle_text, find_include_cycle, reached_from, unguarded
 from .preamble import missing_version, read_text, write_composed
 
 # Which wheel ships which tool; the wheels are pinned in pyproject.toml.
@@ -353,7 +353,8 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
     its messages name each file's own lines (docs/RULES.md, "Preambles"). The
     dependencies listed are the files included; neither the source nor the preamble.
     ``library`` (``glslang_library``'s, in a compile worker) answers the clean successes
-    without a glslangValidator process; the process answers whatever it declines.
+    without a glslangValidator process, within GENSPIRV_COMPILER_TIMEOUT as the process is;
+    the process answers whatever it declines.
     """
     what = what or source
     composed = None
@@ -377,7 +378,8 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
         stale.unlink(missing_ok=True)
     folders = [cwd / d for d in include_dirs]
     pre = cwd / preamble if preamble is not None else None
-    cycle = unguarded_include_cycle(cwd / source, folders, pre)
+    loop = find_include_cycle(cwd / source, folders, pre)
+    cycle = unguarded(loop)
     if cycle is not None:
         # Seen from the include graph in milliseconds; glslang would loop until a limit stops it.
         chain = cycle_text(cycle, cwd) + reached_from(cycle, cwd / source, folders, pre, str(preamble))
@@ -387,10 +389,19 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
         raise CompileError(f"{what}: {source} does not compile:\n{text}", messages=text, source=source)
     if on_command is not None:
         on_command([str(compiler.tool.path), *args])
-    if library is not None and composed is None:
-        made = library.compile(root=cwd, source=given, target_env=target_env, defines=defines,
-                               include_preamble=INCLUDE_PREAMBLE if include_preamble else None,
-                               include_dirs=include_dirs, flags=flags)
+    # glslang's library only where no include loops at all: on a loop whose guards do not guard,
+    # glslang runs until a limit stops it, and in a worker that is the worker's death, where the
+    # process's end is named (below).
+    if library is not None and composed is None and loop is None:
+        timeout = compiler_timeout()
+        try:
+            made = library.compile(root=cwd, source=given, target_env=target_env, defines=defines,
+                                   include_preamble=INCLUDE_PREAMBLE if include_preamble else None,
+                                   include_dirs=include_dirs, flags=flags, timeout=timeout)
+        except TimeoutError:
+            raise ToolchainError(f"{what}: glslangValidator (in its library, in a compile worker) did not finish "
+                                 f"within {timeout:g} s on {source} (raise GENSPIRV_COMPILER_TIMEOUT if the shader "
+                                 "is just slow)") from None
         if made is not None:
             # Where glslangValidator writes it: the next step (spirv-opt) reads it there, and -v's
             # command lines stay true.
@@ -405,7 +416,7 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
     except ToolchainError as exc:
         # glslang 13 never returns from an unguarded include cycle (it allocates
         # without bound until the timeout): name the cycle if there is one.
-        cycle = find_include_cycle(cwd / source, folders, pre)
+        cycle = loop
         if cycle is None:
             raise
         raise ToolchainError(f"{exc}\n{what}: include cycle {cycle_text(cycle, cwd)}: glslang loops forever on one; "
@@ -415,7 +426,7 @@ def compile_glsl(compiler: Glslang, *, source: str, output: Path, depfile: Path,
     if composed is not None:
         messages = composed.remap(messages, given)
     if proc.returncode < 0:
-        cycle = find_include_cycle(cwd / source, folders, pre)
+        cycle = loop
         if cycle is not None:
             raise ToolchainError(f"{what}: glslangValidator died (signal {-proc.returncode}) on the "
                                  f"include cycle {cycle_text(cycle, cwd)}: glslang loops forever on one; guard each "
@@ -444,7 +455,7 @@ class InProcess(Protocol):
 
     def compile(self, *, root: Path, source: str, target_env: str, defines: Mapping[str, str],
                 include_preamble: Optional[str], include_dirs: Sequence[str],
-                flags: Sequence[str]) -> Optional[CompileOutput]: ...
+                flags: Sequence[str], timeout: Optional[float]) -> Optional[CompileOutput]: ...
 
 
 # -- SPIR-V tools -------------------------------------------------------------
