@@ -71,8 +71,8 @@ def _level(stats: cachestats.Stats, hits: Stat, misses: Stat, stores: Stat, erro
 
 
 def stats_document(config: Config) -> dict:
-    from ..build.blob_cache import BlobCache, local_cache_dir
     """What ``cache stats --json`` prints."""
+    from ..build.blob_cache import BlobCache, local_cache_dir
     stats = cachestats.read(local_cache_dir(config))
     folders = [{"path": _shown(config, f), "entries": n, "bytes": size}
                for f, n, size in BlobCache.for_config(config).usage()]

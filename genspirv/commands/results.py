@@ -87,9 +87,9 @@ def error_problems(error: Optional[GenspirvError], config: Optional[Config] = No
     failures = getattr(error, "failures", None)
     if not failures:
         return [Problem(str(error).split("\n", 1)[0])]
+    from ..build.compile import error_site
     grouped: dict[tuple, list[str]] = {}
     for name, exc in sorted(failures.items()):
-        from ..build.compile import error_site
         file, line, message = error_site(exc)
         grouped.setdefault((_relative(config, file), line, message), []).append(name)
     return [Problem(message, file, line, tuple(names)) for (file, line, message), names in grouped.items()]
