@@ -70,9 +70,8 @@ def main() -> int:
     glslang_library.allow()
     library = glslang_library.for_tool(compiler.glslang)
     if args.perturb is not None:
-        lib_dir, pin = compiler.glslang.tool.lib_dir, compiler.glslang.version
-        library = glslang_library._load(*(lib_dir / f"{name}.so.{pin}" for name in (
-            "libglslang", "libglslang-default-resource-limits", "libSPIRV")))
+        library = glslang_library._load(*glslang_library.library_files(compiler.glslang.tool.lib_dir,
+                                                                       compiler.glslang.version))
     if library is None:
         print(f"no glslang library beside {compiler.glslang.tool.path}", file=sys.stderr)
         return 2

@@ -73,7 +73,6 @@ def _spirv(minor: int) -> int:
 TARGETS = {"vulkan1.0": (VULKAN_1_0, _spirv(0)), "vulkan1.1": (VULKAN_1_0 | 1 << 12, _spirv(3)),
            "vulkan1.2": (VULKAN_1_0 | 2 << 12, _spirv(5)), "vulkan1.3": (VULKAN_1_0 | 3 << 12, _spirv(6))}
 
-_LIBRARY_NAMES = {"linux": ("libglslang.so.{}", "libglslang-default-resource-limits.so.{}", "libSPIRV.so.{}")}
 _allowed = False
 
 _INCLUDE = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t)
@@ -186,15 +185,20 @@ def allow() -> None:
     _allowed = True
 
 
+def library_files(lib_dir: Path, pin: str) -> tuple[Path, Path, Path]:
+    """The glslang wheel's libglslang, its default resources and libSPIRV for ``pin`` (the
+    files its glslangValidator loads; Linux names: elsewhere none load, and the process answers)."""
+    return (lib_dir / f"libglslang.so.{pin}", lib_dir / f"libglslang-default-resource-limits.so.{pin}",
+            lib_dir / f"libSPIRV.so.{pin}")
+
+
 def for_tool(glslang: Glslang) -> Optional["GlslangLibrary"]:
     """The library the wheel's glslangValidator loads, when this process may use it: allowed,
     and started with a zeroed heap (``children.zeroed_heap``, as a worker is)."""
     tool = glslang.tool
-    names = _LIBRARY_NAMES.get(sys.platform)
-    if not _allowed or not children.heap_zeroed() or names is None or tool.lib_dir is None \
-            or not tool.origin.startswith("wheel"):
+    if not _allowed or not children.heap_zeroed() or tool.lib_dir is None or not tool.origin.startswith("wheel"):
         return None
-    return _load(*(tool.lib_dir / name.format(glslang.version) for name in names))
+    return _load(*library_files(tool.lib_dir, glslang.version))
 
 
 @functools.lru_cache(maxsize=None)
@@ -270,10 +274,11 @@ class GlslangLibrary:
         --target-env target_env -P<include_preamble> -DK=V... -I<dir>...`` compiles it; None
         when glslangValidator must answer (see the module's docstring); TimeoutError past
         ``timeout`` seconds."""
-        preamble = preamble_text(include_preamble, defines)
         target = TARGETS.get(target_env)
-        if target is None or flags or not source.endswith(".comp"):
+        # glslangValidator writes little-endian words; on another machine, let it.
+        if target is None or flags or not source.endswith(".comp") or sys.byteorder != "little":
             return None
+        preamble = preamble_text(include_preamble, defines)
         try:
             text = (root / source).read_bytes()
         except OSError:
@@ -347,5 +352,4 @@ class GlslangLibrary:
             if program is not None:
                 lib.glslang_program_delete(program)
             lib.glslang_shader_delete(shader)
-        # glslangValidator writes little-endian words; on another machine, let it.
-        return blob if blob and sys.byteorder == "little" else None
+        return blob or None

@@ -30,7 +30,7 @@ from ..glslang_library import (CLIENT_VULKAN, Includer, Input, MSG_ONLY_PREPROCE
 
 def library_files(lib_dir: Path, pin: str) -> tuple[Path, Path]:
     """The wheel's libglslang and its default-resources library for ``pin``; ToolchainError if absent."""
-    files = (lib_dir / f"libglslang.so.{pin}", lib_dir / f"libglslang-default-resource-limits.so.{pin}")
+    files = glslang_library.library_files(lib_dir, pin)[:2]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         raise ToolchainError(f"compiler slang-glslang preprocesses with the pinned glslang's library, "
