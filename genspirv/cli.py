@@ -109,10 +109,8 @@ def _without_progress(log: Callable[[str], None]) -> Callable[[str], None]:
 
 
 def _check_output_file(option: str, value) -> None:
-    """Refuse, before any work, an output file (--depfile, --json) in a missing folder or on a folder.
-
-    A typo there would otherwise make folders nobody asked for, or fail only after a long run.
-    """
+    """Refuse, before any work, an output file (--depfile, --json) in a missing folder or on a folder:
+    a typo there would otherwise make folders nobody asked for, or fail only after a long run."""
     if value is None:
         return
     path = Path(value)
@@ -202,10 +200,6 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 # -- check --------------------------------------------------------------------
-
-
-def _check_args(p: argparse.ArgumentParser) -> None:
-    _add_jobs_quiet(p)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -408,7 +402,7 @@ class Command:
 COMMANDS: tuple[Command, ...] = (
     Command("build", "incremental build of all variants, or of those named (--explain: why each compiles)",
             _build_args, cmd_build),
-    Command("check", "verify committed blobs and manifest byte for byte", _check_args, cmd_check),
+    Command("check", "verify committed blobs and manifest byte for byte", _add_jobs_quiet, cmd_check),
     Command("cache", "the compile caches: stats (--json, --zero-stats), clear", _cache_args, cmd_cache),
     Command("reflect", "reflection of any SPIR-V blob", _reflect_args, cmd_reflect),
     Command("list", "the shaders the manifest holds (--unavailable: the variants it could not build)",
@@ -429,7 +423,9 @@ ROOT_HELP = ("the project to work on (default: the nearest folder at or above th
              "pyproject.toml has [tool.genspirv], else this one)")
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """The command line; given ``argv``, only the commands it names get their options (a build
+    imports no benchmark)."""
     parser = argparse.ArgumentParser(prog="genspirv", description=(
         "Reproducible SPIR-V builds, reflection manifests and a dependency-aware Vulkan runtime."))
     parser.add_argument("--root", metavar="DIR", default=None, help=ROOT_HELP)
@@ -442,7 +438,8 @@ def make_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for c in COMMANDS:
         p = sub.add_parser(c.name, help=c.help, description=c.help, parents=[common])
-        c.add_arguments(p)
+        if argv is None or c.name in argv:
+            c.add_arguments(p)
         p.set_defaults(run=c.run, usage_of=p)
     return parser
 
@@ -468,7 +465,8 @@ def _project_root(args: argparse.Namespace) -> Optional[Path]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = make_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = make_parser(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         # The command's own usage, not the top level's: argparse hands a subcommand's

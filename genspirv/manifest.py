@@ -7,7 +7,8 @@ with jsonschema), the paths (posix, relative, no
 ``..``) and, by default, every blob's size and sha256.
 
 The same bytes come out of the same entries on every machine: sorted keys,
-fixed indent, trailing newline, entries sorted by name.
+fixed indent, trailing newline, entries sorted by name. ``genspirv.reflect`` is
+imported only where reflection is converted: a no-op build reads build facts alone.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
-from .errors import ManifestError
+from .errors import BlobIntegrityError, ManifestError
 from .fsutil import find_project_root
-from .reflect import (ACCESS_KINDS, DESCRIPTOR_TYPES, PUSH_TYPES, SPEC_TYPES, STRUCT, Binding, PushMember,
-                      ShaderInfo, SpecConstant)
-from .reflect import spec_sizes
+
+if TYPE_CHECKING:
+    from .reflect import PushMember, ShaderInfo
 
 SCHEMA = "genspirv/1"
 
@@ -112,7 +113,6 @@ class Manifest:
 
 def check_blob(entry: ManifestEntry, data: bytes) -> None:
     if len(data) != entry.size or hashlib.sha256(data).hexdigest() != entry.sha256:
-        from .errors import BlobIntegrityError
         raise BlobIntegrityError(
             f"{entry.name}: blob {entry.spirv} does not match the manifest "
             f"(size {len(data)} vs {entry.size}, sha256 {hashlib.sha256(data).hexdigest()[:16]}… "
@@ -130,20 +130,15 @@ def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
         "entry_point": info.entry_point,
         "local_size": list(info.local_size),
         "local_size_spec_ids": list(info.local_size_spec_ids),
-        "bindings": [
-            {"set": b.set, "binding": b.binding, "name": b.name, "type": b.type,
-             "count": b.count, "access": b.access, "accessed": b.accessed,
-             "written": b.written, "min_size": b.min_size, "array_stride": b.array_stride,
-             **_spec_field("min_size_spec", b.min_size_spec)}
-            for b in info.bindings
-        ],
+        "bindings": [{"set": b.set, "binding": b.binding, "name": b.name, "type": b.type, "count": b.count,
+                      "access": b.access, "accessed": b.accessed, "written": b.written, "min_size": b.min_size,
+                      "array_stride": b.array_stride, **_spec_field("min_size_spec", b.min_size_spec)}
+                     for b in info.bindings],
         "binding_count": info.binding_count,
         "writable_mask": info.writable_mask,
         "readable_mask": info.readable_mask,
-        "spec_constants": [
-            {"id": s.id, "name": s.name, "type": s.type, "default": s.default}
-            for s in info.spec_constants
-        ],
+        "spec_constants": [{"id": s.id, "name": s.name, "type": s.type, "default": s.default}
+                           for s in info.spec_constants],
         "push_constant_size": info.push_constant_size,
         "push_constants": [push_member_to_dict(m) for m in info.push_constants],
         "shared_memory": info.shared_memory,
@@ -156,6 +151,7 @@ def info_to_dict(info: ShaderInfo) -> dict[str, Any]:
 
 
 def _spec_field(key: str, expr) -> dict[str, Any]:
+    from .reflect import spec_sizes
     return {} if expr is None else {key: spec_sizes.to_text(expr)}
 
 
@@ -165,6 +161,7 @@ def _spec_expr(d: Mapping[str, Any], key: str, where: str):
         return None
     if not isinstance(d[key], str):
         raise ManifestError(f"{where}: field {key!r} must be a string, not {d[key]!r:.40}")
+    from .reflect import spec_sizes
     try:
         return spec_sizes.from_text(d[key])
     except ValueError as exc:
@@ -173,6 +170,7 @@ def _spec_expr(d: Mapping[str, Any], key: str, where: str):
 
 def push_member_to_dict(m: PushMember) -> dict[str, Any]:
     """One push-constant member; a struct's ``members`` only where it has them."""
+    from .reflect import STRUCT
     d = {"name": m.name, "offset": m.offset, "size": m.size, "type": m.type, "vector": m.vector,
          "columns": m.columns, "array": list(m.array), "array_stride": m.array_stride,
          "matrix_stride": m.matrix_stride, "row_major": m.row_major,
@@ -297,6 +295,7 @@ def check_relative_path(path: str, where: str) -> str:
 
 
 def info_from_dict(d: Mapping[str, Any], where: str) -> ShaderInfo:
+    from .reflect import ACCESS_KINDS, DESCRIPTOR_TYPES, SPEC_TYPES, Binding, ShaderInfo, SpecConstant
     bindings = []
     for i, b in enumerate(_need(d, "bindings", list, where)):
         w = f"{where}, binding #{i}"
@@ -361,6 +360,7 @@ def _names(d: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 
 def _push_member(m: Any, where: str) -> PushMember:
+    from .reflect import PUSH_TYPES, STRUCT, PushMember
     name = _need(m, "name", str, where)
     where = f"{where} ({name!r})"
     ptype = _need(m, "type", str, where)

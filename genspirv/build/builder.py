@@ -43,9 +43,8 @@ import dataclasses
 import functools
 import tempfile
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Mapping, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, NoReturn, Optional, Sequence
 
 from .. import manifest as manifest_mod
 from .. import cachestats
@@ -69,11 +68,15 @@ from .outputs import (committed_manifest_current, entry_text, expected_outputs, 
                       outputs_key, remove_stale_temp_files, unavailable_names)
 from .plan import Reason, Plan, Step, make_plan, replaced
 from ..manifest import Unavailable
-from ..reflect import ShaderInfo
 from .selection import choose, left_out, only as only_chosen
 from ..project.variants import CompilerName
 from ..remote.cache import RemoteCache
 from .remote_fetches import ask_remote, remote_fetch
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from ..reflect import ShaderInfo
 
 PROBES_FILE = "slang-glslang.json"    # what slang-glslang predefines, asked of it once per version
 WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
@@ -251,15 +254,21 @@ class Builder:
         """Run the plan into a work folder, each finished compile kept by ``Writers`` while the
         others run; then ``_finish``."""
         config = self.config
-        journal = Journal(config)
-        for step in plan.from_remote:       # kept as a compile is: the next build needs no network
-            self.cache.put(step.record.key, step.blob)
-            journal.append(step.name, step.record)
         staged = StagedFiles()
         # A failure or an interrupt before the commit discards every staged file (and any
         # folder staging made).
         with folders_removed_on_failure(config.path(config.spirv_dir)), staged:
+            if not (plan.to_compile or plan.from_cache or plan.from_remote):
+                # Nothing to compile or keep (a fresh clone's no-op, a re-render): no journal,
+                # work folder or thread; the unavailable variants keep their records.
+                return self._finish(plan, Ran({}, _records_of(plan.unavailable), {}, ()),
+                                    Writers(self, None, staged, None))
+            journal = Journal(config)
+            for step in plan.from_remote:       # kept as a compile is: the next build needs no network
+                self.cache.put(step.record.key, step.blob)
+                journal.append(step.name, step.record)
             # An interrupt still waits for the writers: each finished compile is in the cache.
+            from concurrent.futures import ThreadPoolExecutor      # here: a no-op build starts no thread
             with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="genspirv-write") as pool:
                 writers = Writers(self, journal, staged, pool)
                 try:
@@ -386,7 +395,9 @@ class Writers:
     (renamed into place only when all are ready) and its manifest entry rendered. The build's
     end then renames and joins, and waits on no per-variant work."""
 
-    def __init__(self, builder: Builder, journal: Journal, staged: StagedFiles, pool: ThreadPoolExecutor):
+    def __init__(self, builder: Builder, journal: Optional[Journal], staged: StagedFiles,
+                 pool: Optional[ThreadPoolExecutor]):
+        # journal and pool None: a plan with nothing to keep (``keep`` is never called)
         self.config = builder.config
         self.cache = builder.cache
         self.replace = builder.force        # --force re-seeds the cache: over what it holds

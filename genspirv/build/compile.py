@@ -29,10 +29,9 @@ import os
 import queue
 import re
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Collection, Mapping, Optional, Sequence, Union
 
 from ..toolchain import children
 from .state import include_dirs
@@ -44,6 +43,9 @@ from ..project.variants import compiler_named
 # Compiled and reflect_blob: the rest of the build imports them from here, with compile_all.
 from .variant_compile import Compiled, compile_variant, reflect_blob  # noqa: F401
 from .compile_workers import CompileWorkers, open_workers
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 Log = Optional[Callable[[str], None]]
 
@@ -142,6 +144,7 @@ def compile_all(compilers: Compilers, jobs: Sequence[Job], workers: Optional[int
             return processes.compile(job)
         return compile_variant(compilers, job)
 
+    from concurrent.futures import ThreadPoolExecutor      # here: a no-op build starts no thread
     try:
         with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
             def start(job: Job) -> None:

@@ -28,11 +28,10 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .. import settings
 from ..settings import SettingError
-from ..toolchain import children, glslang_library, validator_library
+from ..toolchain import children
 from ..toolchain.chain import Compilers
 from ..project.config import Variant
 from ..toolchain.compiler import Job
-from ..toolchain.workers import WorkerPool
 from .variant_compile import Compiled, compile_variant
 
 # Processes only when the plan compiles more than this many variants per job. A worker costs
@@ -54,6 +53,7 @@ class CompileWorkers:
     """Worker processes that run ``compile_variant`` for the variants ``Compilers.ships``."""
 
     def __init__(self, compilers: Compilers, max_workers: int):
+        from ..toolchain.workers import WorkerPool      # with the first pool: a no-op build starts none
         self.compilers = compilers
         self.pool = WorkerPool(f"{__name__}:open_handler", compilers.shipped(), max_workers, label="compile",
                                timeout_s=_backstop(), memory_bytes=_memory_cap())
@@ -138,6 +138,7 @@ def open_handler(compilers: Compilers) -> Callable[[Any, Callable[[Any], None]],
     build does not already hold (not the variant), its error raised as it is. Here glslang and
     spirv-val run in their libraries (``glslang_library``, ``validator_library``): a crash there
     costs this worker's one job."""
+    from ..toolchain import glslang_library, validator_library
     validator_library.allow()
     glslang_library.allow()
 

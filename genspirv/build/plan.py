@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Protocol, Sequence
 
 from .state import KeyInputs, Record, sha256_hex
 from ..project.config import Variant
-from ..reflect import ShaderInfo
 from ..project.variants import CompilerName
+
+if TYPE_CHECKING:
+    from ..reflect import ShaderInfo
 
 
 class Action(enum.Enum):

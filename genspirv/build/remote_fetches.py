@@ -11,8 +11,10 @@ docs/GUIDE.md, "Sharing compiles across machines".
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 from .blob_cache import BlobCache
 from .state import Record

@@ -15,16 +15,17 @@ from __future__ import annotations
 import shutil
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from .. import reflect as reflect_mod
 from ..errors import ReflectError, SpirvError
 from ..project.config import Variant
 from ..project.variants import CompilerName
-from ..reflect import ShaderInfo
 from ..toolchain.chain import Compilers
 from ..toolchain.compiler import Job
 from ..toolchain.preamble import refuse_byte_order_mark
+
+if TYPE_CHECKING:
+    from ..reflect import ShaderInfo
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,11 @@ class Compiled:
 
 
 def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
-    """reflect(), with the variant and file named in any refusal."""
+    """reflect(), with the variant and file named in any refusal. The reader and reflection are
+    imported here, at the first blob: a build that reflects nothing (a no-op) never loads them."""
+    from ..reflect import reflect
     try:
-        return reflect_mod.reflect(blob)
+        return reflect(blob)
     except SpirvError as exc:
         raise SpirvError(f"{name} ({where}): {exc}") from None
     except ReflectError as exc:

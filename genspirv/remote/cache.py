@@ -37,9 +37,8 @@ import hashlib
 import sys
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from .. import settings
 from ..cachestats import Stat, Tally
@@ -47,6 +46,9 @@ from ..errors import GenspirvError
 from .entry import Entry, EntryError, EntryKind, decode, encode, index_key
 from ..project.remote_url import RemoteUrl, parse_url, redact, weak_secret
 from ..project.variants import CompilerName
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 COMPILER_NAMES = frozenset(c.value for c in CompilerName)
 
@@ -442,6 +444,7 @@ class RemoteCache:
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor     # with the first request
                 self._pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="genspirv-remote")
             return self._pool
 

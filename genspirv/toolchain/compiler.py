@@ -48,15 +48,17 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ClassVar, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, ClassVar, Optional, Protocol, Sequence
 
 from ..project.config import Config, Variant
 from ..project.variants import DEFAULT_COMPILERS, CompilerName
 from ..errors import GenspirvError, ToolchainError
 from ..project.generated import GENERATED_DIR, is_generated
-from . import glslang_library
 from .spirv_tools import optimize, tool_version, validate
 from .tools import Glslang, Tool, cached_version, compile_glsl, find_glslang, find_tool, uses_include
+
+if TYPE_CHECKING:
+    from .glslang_library import GlslangLibrary
 
 CommandLog = Optional[Callable[[Sequence[str]], None]]
 
@@ -171,9 +173,10 @@ class GlslangCompiler:
         return self.glslang.version
 
     def compile(self, job: Job) -> CompilerOutput:
+        from . import glslang_library     # at the first compile: a no-op build loads no library binding
         return self.compile_with(job, glslang_library.for_tool(self.glslang))
 
-    def compile_with(self, job: Job, library: Optional[glslang_library.GlslangLibrary]) -> CompilerOutput:
+    def compile_with(self, job: Job, library: Optional[GlslangLibrary]) -> CompilerOutput:
         """``compile``, glslang's library (None: glslangValidator alone) given."""
         v = job.variant
         out = job.workdir / f"{v.name}.spv"

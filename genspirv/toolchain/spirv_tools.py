@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..errors import ToolchainError, ValidationError
-from . import validator_library
 from .tools import Tool, written_output
 
 _TOOL_VERSION = re.compile(r"v(\d{4}\.\d+)")
@@ -99,6 +98,7 @@ def validate(spirv_val: Tool, blob_path: Callable[[], Path], blob: bytes, target
         return ["--target-env", target_env, str(blob_path())]
     if on_command is not None:
         on_command([str(spirv_val.path), *command()])
+    from . import validator_library      # at the first blob: a no-op build loads no library binding
     library = validator_library.for_tool(spirv_val)
     verdict = library.check(blob, target_env) if library is not None else None
     if verdict is None:
