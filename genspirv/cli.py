@@ -98,9 +98,15 @@ def _human(args: argparse.Namespace):
     return sys.stderr if getattr(args, "json", None) == "-" else sys.stdout
 
 
-def _emit_results(args: argparse.Namespace, doc: dict, problems, title: str) -> None:
-    from .commands.results import emit
-    emit(args.json, args.annotations, doc, problems, title)
+def _emit_results(args: argparse.Namespace, command: str, config, report, code: int, error=None) -> None:
+    """--json and --annotations, when asked: the results (``genspirv.commands.results``) are made only then."""
+    if not (args.json or args.annotations):
+        return
+    from .commands import results
+    doc = (results.check_result if command == "check" else results.build_result)(config, report, code, error)
+    problems = results.error_problems(error, config) if error is not None else \
+        results.check_problems(report) if command == "check" else []
+    results.emit(args.json, args.annotations, doc, problems, f"genspirv {command}")
 
 
 def _without_progress(log: Callable[[str], None]) -> Callable[[str], None]:
@@ -147,7 +153,6 @@ def _sigterm_interrupts():
 def cmd_build(args: argparse.Namespace) -> int:
     from .build.builder import BuildInterrupted, build
     from .emit.cmake import write_depfile_from_args
-    from .commands.results import build_result, error_problems
     _check_output_file("--depfile", args.depfile)
     if args.json != "-":
         _check_output_file("--json", args.json)
@@ -173,22 +178,21 @@ def cmd_build(args: argparse.Namespace) -> int:
         progress.close()
         _warn(f"genspirv: interrupted: {exc.kept} of {exc.total} compiles finished and are kept; "
               "nothing committed was written; the next build compiles only the rest")
-        _emit_results(args, build_result(config, None, 130), [], "genspirv build")
+        _emit_results(args, "build", config, None, 130)
         return 130
     except GenspirvError as exc:
         error, report = exc, getattr(exc, "report", None)
     finally:
         progress.close()
     if error is not None:
-        _emit_results(args, build_result(config, report, error.exit_code, error), error_problems(error, config),
-                      "genspirv build")
+        _emit_results(args, "build", config, report, error.exit_code, error)
         raise error
     write_depfile_from_args(config, args)
     notes = [*([config.other_stages_note()] if config.other_stages else []),
              *([config.defaults_note()] if config.defaults else [])]
     lines = report.lines(notes, verbose=args.verbose)
     _say("\n".join(lines), out)
-    _emit_results(args, build_result(config, report, 0), [], "genspirv build")
+    _emit_results(args, "build", config, report, 0)
     # The next plain build may be answered from the stamp before anything loads (build.noopreplay),
     # with what this no-op printed, or what the no-op this build stamped would print.
     plain = not (logged or args.targets or args.force or explain or args.verbose or args.json or args.annotations
@@ -204,7 +208,6 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .build.check import check
-    from .commands.results import check_problems, check_result, error_problems
     # `genspirv --check` has none of check's own options: their defaults.
     args = argparse.Namespace(**{"jobs": None, "quiet": False, "verbose": False, "json": None,
                                  "annotations": None, **vars(args)})
@@ -219,8 +222,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                            on_command=progress.command if args.verbose else None, verbose=args.verbose)
     except GenspirvError as exc:
         progress.close()
-        _emit_results(args, check_result(config, None, exc.exit_code, exc), error_problems(exc, config),
-                      "genspirv check")
+        _emit_results(args, "check", config, None, exc.exit_code, exc)
         raise
     finally:
         progress.close()
@@ -232,7 +234,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             _warn(f"genspirv check: {d}")
         _warn(f"genspirv check: {len(report.differences)} of the committed outputs are stale; "
               "run `genspirv build` and commit the result")
-    _emit_results(args, check_result(config, report, code), check_problems(report), "genspirv check")
+    _emit_results(args, "check", config, report, code)
     return code
 
 
