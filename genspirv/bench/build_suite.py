@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from typing import Optional
 from ..project import config
 from ..toolchain import tools as toolchain
 from . import synth
-from .build_outputs import expect_blobs, fresh_copy, output_digests
+from .build_outputs import FRESH_CLONE_FLOOR, expect_blobs, fresh_copy, output_digests
 from .harness import (BenchError, BenchOptions, BenchProgress, RunLog, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed_cpu)
 
@@ -231,8 +232,9 @@ def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
     sizes = opts.sizes or GENERATOR_SIZES
     repeats = {size: opts.repeat or (3 if size <= 400 else 1) for size in sizes}
     # --quick: only what no-op figures need (cold build untimed against a floor, no edit, no check).
-    steps = ("cold",) + ("noop", "fresh clone noop") * QUICK_NOOPS if opts.quick else \
-        SERIES_ARMS if series else ("cold", "floor", "floor+opt", "noop", "fresh clone noop", "edit", "check")
+    steps = ("cold",) + ("noop", "fresh clone noop", "fresh clone floor") * QUICK_NOOPS if opts.quick else \
+        SERIES_ARMS if series else ("cold", "floor", "floor+opt", "noop", "fresh clone noop", "fresh clone floor",
+                                    "edit", "check")
     progress = BenchProgress(sum(repeats.values()) * len(steps) * len(job_counts), opts.quiet)
     scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-gen-"))
     rec.notes.append(
@@ -243,6 +245,8 @@ def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
         "a step; the build's worker processes compile with the same glslang in its library (the "
         "process's bytes, without its start each time) and run spirv-opt as a process; "
         "fresh clone noop = the build in a copy without .genspirv/ (committed outputs only); "
+        "fresh clone floor = what deciding it must read, in a Python importing nothing of genspirv: "
+        "the table, the generator run in-process, the manifest parsed, every blob and source hashed; "
         f"edit = one edit of a header {opts.header_share:.0%} of the sources include; "
         f"jobs = {', '.join(map(str, job_counts))}"
         + (" (a series: cold and floor+opt alone at each)." if series else "."))
@@ -266,6 +270,8 @@ def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
                 if not opts.quick:
                     rec.ratio(case, "cold / floor+opt", "cold", "floor+opt")
                     rec.ratio(case, "cold / floor+opt, CPU time", "cold", "floor+opt", of="cpu_median")
+                if not series:
+                    rec.ratio(case, "fresh clone noop / fresh clone floor", "fresh clone noop", "fresh clone floor")
                 if not opts.quick and not series:
                     rec.ratio(case, "cold / floor", "cold", "floor")
                     rec.ratio(case, "check / floor+opt", "check", "floor+opt")
@@ -324,6 +330,13 @@ def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec,
             if output_digests(clone_project) != clone_before:
                 raise BenchError(f"bench build-generator {case}: the fresh clone's build rewrote outputs")
             rec.add(case, "fresh clone noop", t, repeat=r, run=k, cpu_s=cpu, **info)
+            progress.step(f"{label} fresh clone floor")
+            t, cpu, proc = timed_cpu(lambda: run_command([sys.executable, "-c", FRESH_CLONE_FLOOR, str(clone)],
+                                                         what=f"bench build-generator {case}: fresh-clone floor",
+                                                         env=genspirv_env(code)))
+            if proc.stdout.decode().split()[:2] != [str(size)] * 2:
+                raise BenchError(f"bench build-generator {case}: the fresh-clone floor read {proc.stdout!r}")
+            rec.add(case, "fresh clone floor", t, repeat=r, run=k, cpu_s=cpu, **info)
             shutil.rmtree(clone, ignore_errors=True)
         if quick:
             shutil.rmtree(work.root, ignore_errors=True)
