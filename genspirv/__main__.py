@@ -2,17 +2,23 @@
 
 A plain ``genspirv build`` that has nothing to do is answered first, from the
 last no-op's stamp (``genspirv.build.noopreplay``), before the command line
-parser and the build are imported; anything else goes to ``genspirv.cli``.
+parser and the build are imported; a plain build of a project with no state
+starts its early reads (``genspirv.build.early``); anything goes on to
+``genspirv.cli``.
 """
 
 import sys
 
 
 def main() -> int:
-    from .build.noopreplay import replay
+    from .build.noopreplay import plain_build_root, replay
     status = replay(sys.argv[1:])
     if status is not None:
         return status
+    # A plain build of a project with no state yet (a fresh clone): its reads start now, in a
+    # forked child, while the command line and the build are imported (genspirv.build.early).
+    from .build.early import start_early_reads
+    start_early_reads(plain_build_root(sys.argv[1:]))
     from .cli import main as cli_main
     return cli_main()
 

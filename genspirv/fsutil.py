@@ -17,7 +17,8 @@ for a short read-modify-write (the cache counters), waiting until it is free.
 ``git_commit(folder)`` names the
 checkout's commit (``-dirty`` when tracked files differ), or None outside a git
 checkout. ``find_project_root(start)``: the nearest folder with a ``[tool.genspirv]``
-``pyproject.toml`` (the manifest loader and the config both ask). No genspirv imports.
+``pyproject.toml`` (the manifest loader and the config both ask). ``forks_safely()``:
+whether a child may be forked here. No genspirv imports.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import errno
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -226,6 +228,13 @@ def git_commit(folder: Path) -> Optional[str]:
         return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def forks_safely() -> bool:
+    """This system forks, and safely: not Windows (no fork), not macOS, where the fork of a process
+    whose system frameworks have started threads can crash (why CPython's multiprocessing stopped
+    forking there). Asked at each call, so a test can take fork away."""
+    return hasattr(os, "fork") and sys.platform != "darwin"
 
 
 def find_project_root(start: Path) -> Optional[Path]:

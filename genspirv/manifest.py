@@ -186,8 +186,9 @@ def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
     return d
 
 
-# Build facts written only when they say something (the schema does not require them).
+# Build facts written only when they say something (the schema does not require them); all of them.
 OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env", "compiler", "meta")
+BUILD_FACTS = ("name", "source", "defines", "spirv", "sha256", "size") + OPTIONAL_FACTS
 
 
 def build_facts(entry: ManifestEntry) -> dict[str, Any]:
@@ -469,12 +470,11 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
                     unavailable=unavailable)
 
 
-def read_manifest_json(path) -> Any:
-    """The manifest file's JSON, not yet checked: the one place a manifest file is parsed.
-    ManifestError when it cannot be read or is not JSON."""
+def read_manifest_json(path, raw: Optional[bytes] = None) -> Any:
+    """The one place a manifest is parsed (``raw``: its bytes, where read); ManifestError if unreadable or not JSON."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = path.read_bytes() if raw is None else raw
     except OSError as exc:
         raise ManifestError(f"{path}: cannot read manifest: {exc.strerror}") from None
     try:

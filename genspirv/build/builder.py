@@ -52,8 +52,10 @@ from . import noopstamp
 from .blob_cache import BlobCache, local_cache_dir
 from .report import BuildReport
 from ..cachestats import Stat, Tally
-from .state import (STATE_DIR, TOOLS_FILE, CommittedManifest, FileHashes, Journal, OutputsRecord, Record, State,
-                    committed_manifest, journal_path, load_state, project_lock, sha256_hex, stat_log)
+from .state import (STATE_DIR, TOOLS_FILE, FileHashes, Journal, OutputsRecord, Record, State, journal_path,
+                    load_state, project_lock, sha256_hex, stat_log)
+from .committed import CommittedManifest, committed_manifest, early_manifest
+from .early import take_early_reads
 from .commit import commit, folders_removed_on_failure, save_state, stage_blob
 from .compile import Compiled, Fetch, Log, job_count, raise_failures, reflect_blob
 from .compile_workers import CompileWorkers, early_workers
@@ -142,7 +144,8 @@ class Builder:
 
     # Read under the lock by _load: what the last build kept, and the project's files now.
     state: State
-    committed: Callable[[], CommittedManifest]      # the committed manifest, parsed at the first call
+    committed: Callable[[], CommittedManifest]      # the committed manifest's facts, read at the first call
+    committed_file: Callable[[], CommittedManifest]  # the committed manifest parsed, its reflection with it
     records: dict[str, Record]                      # the last build's, or the committed manifest's
     hashes: FileHashes
     cache: BlobCache
@@ -187,12 +190,18 @@ class Builder:
         """Read what the last build kept and set up the planner's view of the project's files."""
         config = self.config
         self.state = load_state(config)
+        stats = stat_log(config)
+        early = take_early_reads(str(config.root))      # a fresh clone's, read while this process loaded
+        if early is not None:
+            stats.adopt(early["entries"])
+        self.hashes = FileHashes.for_config(config, stats)
         # A fresh clone has no state: the committed manifest's provenance stands in for it. It is
-        # parsed only when some variant has no record of its own (a no-op never reads it).
-        self.committed = functools.cache(lambda: committed_manifest(config))
+        # read only when some variant has no record of its own (a no-op never reads it): the
+        # early reads' build facts where they still hold, else the file through the stat log.
+        self.committed_file = functools.cache(lambda: committed_manifest(config, stats))
+        self.committed = functools.cache(lambda: early_manifest(config, early, stats) or self.committed_file())
         self.records = dict(self.state.records) if all(v.name in self.state.records for v in config.variants) \
             else {**self.committed().records, **self.state.records}
-        self.hashes = FileHashes.for_config(config, stat_log(config))
         self.cache = BlobCache.for_config(config, self.tally)
         self.lookups = ProjectLookups(config, self.versions, self.hashes, self.cache, self.state.inputs)
 
@@ -298,9 +307,10 @@ class Builder:
         unavailable = unavailable_entries(config, records)
         facts = self.compilers.manifest_facts()
         if self._committed_current(plan, ran, records, unavailable, facts):
-            # Nothing to render or write: the state takes the committed manifest as this build's.
-            manifest_sha = sha256_hex(config.path(config.manifest).read_bytes())
-            outputs_record = OutputsRecord(outputs_key(config, self.versions, keys), {config.manifest: manifest_sha})
+            # Nothing to render or write: the state takes the committed manifest (the bytes this
+            # build checked) as this build's.
+            outputs_record = OutputsRecord(outputs_key(config, self.versions, keys),
+                                           {config.manifest: self.committed().sha256})
             save_state(config, records, outputs_record, state.inputs, self.hashes.stats)
             return self._report(plan, records)
         compiled = {**ran.compiled, **self._up_to_date(plan)}
@@ -363,7 +373,7 @@ class Builder:
         for step in plan.up_to_date:
             rel = config.blob_relpath(step.variant)
             blob = config.path(rel).read_bytes()
-            info = (_manifest_info(self.committed(), step.name, step.record.sha256) if trusted else None) \
+            info = (_manifest_info(self.committed_file(), step.name, step.record.sha256) if trusted else None) \
                 or reflect_blob(step.name, rel, blob)
             compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info, step.record.compiler)
         return compiled

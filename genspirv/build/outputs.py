@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Callable, Collection, Mapping, Optional, Sequence
 
 from .. import manifest as manifest_mod
-from .state import STATE_DIR, CommittedManifest, OutputsRecord, Record, sha256_hex
+from .committed import CommittedManifest
+from .state import STATE_DIR, OutputsRecord, Record, sha256_hex
 from ..toolchain.compiler import Versions
 from .compile import Compiled
 from ..project.config import Config

@@ -18,9 +18,6 @@ Takes a ``Config`` and gives the facts the build plans with:
   ``.genspirv/journal.jsonl``, one record appended as each compile finishes
   (``Journal``), so an interrupted build keeps its work: ``load_state``
   applies it over the state file, and the next state written folds it in;
-- ``committed_manifest``: the committed manifest's provenance (``inputs``,
-  ``depends``) as records, so a fresh clone with no state builds as a no-op
-  when the committed outputs match;
 - ``project_lock``: ``.genspirv/lock``, held by a build for as long as it runs.
 
 The blobs themselves, by content key, are ``genspirv.build.blob_cache``'s.
@@ -41,10 +38,9 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 from .. import settings
 
 from ..project.config import Config, Variant
-from ..errors import LockError, ManifestError, OutputError
+from ..errors import LockError, OutputError
 from ..fsutil import StagedFiles, try_lock, unlock
-from ..project.generated import compiled_deps, is_generated
-from ..manifest import read_manifest_json
+from ..project.generated import is_generated
 from .statlog import STATS_FILE, StatLog
 from ..project.variants import CompilerName, compiler_named
 from ..toolchain.compiler import Versions
@@ -396,51 +392,6 @@ class Journal:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-
-# -- the committed manifest ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CommittedManifest:
-    """The committed manifest as plain JSON, unverified, and its provenance as records."""
-
-    doc: Mapping[str, Any]
-    records: Mapping[str, Record]
-    entries: Mapping[str, Mapping[str, Any]]       # shader entries by name
-
-
-def committed_manifest(config: Config) -> CommittedManifest:
-    """What the committed manifest says ({} if absent or unreadable)."""
-    try:
-        doc = read_manifest_json(config.path(config.manifest))
-    except ManifestError:
-        doc = {}
-    if not isinstance(doc, dict):
-        doc = {}
-    records: dict[str, Record] = {}
-    entries: dict[str, Mapping[str, Any]] = {}
-    files = config.generated_files
-
-    def deps(depends: list) -> tuple[str, ...]:
-        # depends lists the templates behind generated files too; the key covers what was compiled.
-        return compiled_deps(tuple(map(str, depends)), files, config.generator, config.glsl_dir)
-
-    for e in doc.get("shaders", ()) if isinstance(doc.get("shaders"), list) else ():
-        if isinstance(e, dict) and isinstance(e.get("name"), str):
-            entries[e["name"]] = e
-            compiler = compiler_named(e.get("compiler"))
-            if isinstance(e.get("inputs"), str) and isinstance(e.get("depends"), list) and compiler is not None:
-                sha = e.get("sha256")
-                records[e["name"]] = Record(e["inputs"], deps(e["depends"]), sha if isinstance(sha, str) else None,
-                                            compiler=compiler)
-    for u in doc.get("unavailable", ()) if isinstance(doc.get("unavailable"), list) else ():
-        compiler = compiler_named(u.get("compiler")) if isinstance(u, dict) else None
-        if isinstance(u, dict) and isinstance(u.get("name"), str) and isinstance(u.get("inputs"), str) \
-                and isinstance(u.get("depends"), list) and u.get("missing") and compiler is not None:
-            records[u["name"]] = Record(u["inputs"], deps(u["depends"]), missing=tuple(map(str, u["missing"])),
-                                        compiler=compiler)
-    return CommittedManifest(doc, records, entries)
 
 
 # -- the lock -----------------------------------------------------------------

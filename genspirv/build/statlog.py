@@ -89,15 +89,41 @@ class StatLog:
         if isinstance(entry, list) and len(entry) == 5 and entry[:4] == sig:
             self.consulted[rel] = sig
             return entry[4]
+        return self._hashed(rel, path, st)[1]
+
+    def read(self, rel: str) -> Optional[tuple[bytes, str]]:
+        """The bytes of the file at ``rel`` and their sha256, logged as ``sha256`` logs them
+        (None: unreadable or absent): a file the build parses is read once."""
+        path = os.path.join(self._root, rel)
+        self.consulted[rel] = None
+        try:
+            data, digest = self._hashed(rel, path, os.stat(path))
+        except OSError:
+            return None
+        return (data, digest) if data is not None else None
+
+    def _hashed(self, rel: str, path: str, st: os.stat_result) -> tuple[Optional[bytes], Optional[str]]:
         try:
             data = _read(path, st.st_size)
         except OSError:
-            return None
+            return None, None
         digest = hashlib.sha256(data).hexdigest()
         self.note(rel, st, digest)
         if rel in self._entries:
-            self.consulted[rel] = sig
-        return digest
+            self.consulted[rel] = signature(st)
+        return data, digest
+
+    def logged(self) -> dict[str, list]:
+        """Every entry: path -> stat() signature and sha256."""
+        return dict(self._entries)
+
+    def adopt(self, entries: dict) -> None:
+        """Take the entries another reader logged (``genspirv.build.early``) for the paths this log
+        has none of: each is trusted, at use, only while the file's stat() is the one it names."""
+        for rel, entry in entries.items():
+            if rel not in self._entries and isinstance(entry, list) and len(entry) == 5:
+                self._entries[rel] = entry
+                self.changed = True
 
     def note(self, rel: str, st: os.stat_result, digest: str) -> None:
         """Log that the file whose stat() is ``st`` has ``digest`` (unless it is racily new)."""

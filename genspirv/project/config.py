@@ -205,6 +205,15 @@ def _missing_glsl_dir(glsl_dir: str, configured: bool) -> ConfigError:
                        "pyproject.toml; run `genspirv init` to start a project, or name one with --root DIR")
 
 
+def project_folders(root: Path) -> tuple[str, str, str]:
+    """glsl_dir, spirv_dir and manifest of the project at ``root``, from its table alone (the
+    generator not run): what a fresh clone's early reads need (``genspirv.build.early``)."""
+    table = _read_table(root) or {}
+    glsl_dir, spirv_dir, manifest = (relative_path(table.get(k, DEFAULTS[k]), f"tool.genspirv.{k}")
+                                     for k in ("glsl_dir", "spirv_dir", "manifest"))
+    return glsl_dir, spirv_dir, manifest
+
+
 def load_config(root: Path | str) -> Config:
     """Read and check the config of the project at ``root``."""
     if not Path(root).is_dir():

@@ -10,7 +10,7 @@ for a project's own Python (a generator file), which may never return: a thread
 cannot be stopped, a process can. The child also arms its own alarm, so it dies
 at the deadline even if this process is killed first.
 
-Two ways to start the child (``_forks``), with the same frames, answers and errors:
+Two ways to start the child (``fsutil.forks_safely``), with the same frames, answers and errors:
 
 - fork, on Linux and the other POSIX systems but macOS: the child is this
   process's copy and calls ``fn`` at once.
@@ -47,6 +47,8 @@ import time
 import warnings
 from typing import Any, BinaryIO, Callable, Optional
 
+from ..fsutil import forks_safely
+
 _HEAD = struct.Struct("<cI")        # a frame: its kind and its length, then the payload
 _STAGE, _RESULT, _ERROR = b"S", b"R", b"E"
 GRACE = 1.0                          # the child's own alarm rings this long after the parent's deadline
@@ -81,7 +83,7 @@ def call_in_child(fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
     """``fn(stage, *args)`` in a child process; its result, or Overran, Died or Raised."""
     deadline = time.monotonic() + timeout
     frames: queue.Queue = queue.Queue()
-    kill, wait = (_fork if _forks() else _spawn)(fn, args, timeout, frames)
+    kill, wait = (_fork if forks_safely() else _spawn)(fn, args, timeout, frames)
     answer, stage, answered = None, None, False
     try:
         answer, stage = _wait(frames, deadline)
@@ -96,12 +98,6 @@ def call_in_child(fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
     if kind == _ERROR:
         raise Raised(payload.decode("utf-8", "replace"))
     return pickle.loads(payload)
-
-
-def _forks() -> bool:
-    """Fork where it exists and is safe: not on Windows (none), not on macOS (see above). Asked
-    at each call, so a test can take fork away."""
-    return hasattr(os, "fork") and sys.platform != "darwin"
 
 
 def _wait(frames: queue.Queue, deadline: float) -> tuple[Optional[tuple[bytes, bytes]], Optional[str]]:
