@@ -292,7 +292,9 @@ def timed_cpu(fn: Callable[[], Any]) -> tuple[float, float, Any]:
 
 
 def genspirv_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "genspirv", *args]
+    # -P (Python 3.11+): the working folder is not put first on sys.path, so a benchmark run from
+    # a checkout times the package on PYTHONPATH (genspirv_env's snapshot), not the checkout's.
+    return [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []), "-m", "genspirv", *args]
 
 
 def snapshot_package(scratch: Path) -> Path:
