@@ -32,6 +32,8 @@ from typing import Any, Optional
 
 STATE_FILE = os.path.join(".genspirv", "state.json")    # genspirv.build.state's; kept equal by the tests
 
+LARGEST_FILE = 16 << 20     # larger than any source or blob: not read early (the build reads it if it must)
+
 _started: list[tuple[str, int, int]] = []      # (root, pid, the read end of its pipe), until taken
 
 
@@ -80,6 +82,7 @@ def _read(root: str) -> dict[str, Any]:
     """In the child: every file under glsl_dir and spirv_dir hashed (its entry logged unless racily
     new), and the manifest parsed down to its build facts while its entry is logged."""
     from pathlib import Path
+    from stat import S_ISREG
     from ..errors import GenspirvError
     from ..manifest import BUILD_FACTS, read_manifest_json
     from ..project.config import project_folders
@@ -89,7 +92,13 @@ def _read(root: str) -> dict[str, Any]:
     for folder in (glsl_dir, spirv_dir):
         for parent, _, names in os.walk(os.path.join(root, folder)):
             for name in names:
-                stats.sha256(os.path.relpath(os.path.join(parent, name), root))
+                path = os.path.join(parent, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                if S_ISREG(st.st_mode) and st.st_size <= LARGEST_FILE:
+                    stats.sha256(os.path.relpath(path, root))
     read = stats.read(manifest)
     try:
         doc = read_manifest_json(os.path.join(root, manifest), read[0]) if read is not None else None
