@@ -405,3 +405,39 @@ def test_check_runs_the_same_plan_forced_into_a_temporary_folder(built):
     report = check(load_config(built), compiler=FakeCompiler())
     assert [d.path for d in report.differences] == ["spirv/neg.spv", "manifests/shaders.json"]
     assert not list((built / ".genspirv").glob("compile-*"))
+
+
+def test_the_cyclic_collector_is_off_while_a_build_decides_and_on_while_it_compiles(tmp_path, monkeypatch):
+    """A build decides with gc off (no cycles to find among its records and keys) and compiles with
+    it on; it leaves gc as it found it, also when a compile fails."""
+    import gc
+    import genspirv.build.builder as builder_mod
+    from genspirv.errors import GenspirvError
+    root = make_project(tmp_path)
+    seen = {}
+    make_plan = builder_mod.make_plan
+
+    def watched_plan(*args, **kwargs):
+        seen["plan"] = gc.isenabled()
+        return make_plan(*args, **kwargs)
+
+    class Watching(FakeCompiler):
+        def compile(self, job):
+            seen["compile"] = gc.isenabled()
+            if seen.get("fail"):
+                raise GenspirvError("this compile fails")
+            return super().compile(job)
+    monkeypatch.setattr(builder_mod, "make_plan", watched_plan)
+    assert gc.isenabled()
+    build(load_config(root), compiler=Watching(), jobs=1)
+    assert seen == {"plan": False, "compile": True} and gc.isenabled()
+    seen["fail"] = True
+    with pytest.raises(GenspirvError):
+        build(load_config(root), compiler=Watching(), jobs=1, force=True)
+    assert gc.isenabled()
+    gc.disable()        # control: a caller's choice stands; the build does not switch gc on behind it
+    try:
+        build(load_config(root), compiler=Watching(), jobs=1)      # a no-op: nothing compiles
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
