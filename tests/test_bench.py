@@ -341,7 +341,8 @@ def test_build_generator_suite_quick_records_noops_and_checks_them(tiny_project,
     bench_build_generator(BenchOptions(suite="build-generator", sizes=(4,), jobs=(2,), repeat=1, quiet=True,
                                        root=tiny_project(), per_source=1, quick=True, keep=tmp_path / "kept"), rec)
     arms = [r["arm"] for r in rec.runs]
-    assert arms == ["cold"] + ["noop", "fresh clone noop"] * QUICK_NOOPS
+    assert arms == ["cold"] + ["noop", "fresh clone noop", "fresh clone floor"] * QUICK_NOOPS
+    assert [d["label"] for d in rec.derived] == ["fresh clone noop / fresh clone floor"]
     assert rec.extra["projects"]["4"]["variants"] == 4
     assert (tmp_path / "kept/pristine-4/shaders/variants.py").is_file()     # --keep kept the project
 
