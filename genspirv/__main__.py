@@ -2,8 +2,8 @@
 
 A plain ``genspirv build`` that has nothing to do is answered first, from the
 last no-op's stamp (``genspirv.build.noopreplay``), before the command line
-parser and the build are imported; a plain build of a project with no state
-starts its early reads (``genspirv.build.early``); anything goes on to
+parser and the build are imported. A plain build of a project with no state
+starts its early reads (``genspirv.build.early``); then the command goes to
 ``genspirv.cli``.
 """
 

@@ -7,7 +7,11 @@ manifest), its size, mtime, ctime and inode with the sha256 they went with.
 A file whose stat() matches its entry is not read; any other is read and
 hashed (the fallback that makes a touched but unchanged file rebuild
 nothing), and its new entry is logged. Entries are only a cache of hashes:
-the build's decisions still come from content keys.
+the build's decisions still come from content keys. ``read`` gives a file's
+bytes with their sha256, logged the same way (the manifest a build parses is
+read once); ``adopt`` takes the entries another reader logged (a fresh clone's
+early reads, ``genspirv.build.early``), each trusted at use by the same
+stat-first check.
 
 A file changed within the timestamps' granularity of when it was logged would
 keep its stat() (git's "racily clean" entries): an entry is logged only when
