@@ -100,13 +100,14 @@ def _read(root: str) -> dict[str, Any]:
                 if S_ISREG(st.st_mode) and st.st_size <= LARGEST_FILE:
                     stats.sha256(os.path.relpath(path, root))
     read = stats.read(manifest)
+    entries = stats.logged()
     try:
         doc = read_manifest_json(os.path.join(root, manifest), read[0]) if read is not None else None
     except GenspirvError:
         doc = None
-    if not isinstance(doc, dict) or manifest not in stats.logged():
-        return {"entries": stats.logged(), "manifest": None}
+    if not isinstance(doc, dict) or manifest not in entries:
+        return {"entries": entries, "manifest": None}
     if isinstance(doc.get("shaders"), list):
         doc["shaders"] = [{k: e[k] for k in BUILD_FACTS if k in e} if isinstance(e, dict) else e
                           for e in doc["shaders"]]
-    return {"entries": stats.logged(), "manifest": (manifest, read[1], doc)}
+    return {"entries": entries, "manifest": (manifest, read[1], doc)}
