@@ -425,6 +425,9 @@ class Writers:
     def keep(self, name: str, record: Record, result: Optional[Compiled], fetched: bool = False) -> None:
         """A compile finished (``result`` None: unavailable), or a remote hit (``fetched``) returned."""
         self.kept, self.hits = self.kept + (not fetched), self.hits + fetched
+        # The journal first: an interrupt landing in here must not leave a blob in the cache (the
+        # writers are waited for) that the journal does not know, taken next time for another reason.
+        self.journal.append(name, record)
         if result is not None and record.key is not None and self.remote.writable and not fetched:
             # queued for the remote cache's pool: the progress loop goes on
             self.remote.publish(record.key, record.deps, result.blob, self.lookups.inputs(self.by_name[name], ()).key,
@@ -432,7 +435,6 @@ class Writers:
         if result is not None:
             self.staging[self.config.blob_relpath(result.variant)] = self.pool.submit(self._write, name, record,
                                                                                       result)
-        self.journal.append(name, record)
 
     def _write(self, name: str, record: Record, result: Compiled) -> Optional[bool]:
         if record.key is not None:
