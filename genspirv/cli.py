@@ -151,7 +151,7 @@ def _sigterm_interrupts():
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build.builder import BuildInterrupted, build
+    from .buildsys.builder import BuildInterrupted, build
     from .emit.cmake import write_depfile_from_args
     _check_output_file("--depfile", args.depfile)
     if args.json != "-":
@@ -198,7 +198,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     plain = not (logged or args.targets or args.force or explain or args.verbose or args.json or args.annotations
                  or args.depfile)
     if (report.did_nothing and plain) or report.stamped is not None:
-        from .build.noopstamp import seal
+        from .buildsys.noopstamp import seal
         seal(config, lines if report.did_nothing else report.stamped.lines(notes))
     return 0
 
@@ -207,7 +207,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .build.check import check
+    from .buildsys.check import check
     # `genspirv --check` has none of check's own options: their defaults.
     args = argparse.Namespace(**{"jobs": None, "quiet": False, "verbose": False, "json": None,
                                  "annotations": None, **vars(args)})
@@ -340,34 +340,6 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- bench --------------------------------------------------------------------
-
-
-def _bench_args(p: argparse.ArgumentParser) -> None:
-    from .bench import add_arguments   # a light module: the suites load only when run
-    add_arguments(p)
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run_from_args
-    _check_output_file("--json", args.json)
-    return run_from_args(args)
-
-
-# -- demo ---------------------------------------------------------------------
-
-
-def _demo_args(p: argparse.ArgumentParser) -> None:
-    from .llm.demo import add_arguments
-    add_arguments(p)
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from .llm.demo import run
-    _check_output_file("--json", args.json)
-    return run(args)
-
-
 # -- cmake-dir ----------------------------------------------------------------
 
 
@@ -412,12 +384,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("show", "one manifest entry", _show_args, cmd_show),
     Command("lint", "findings such as a writable binding never written", _lint_args, cmd_lint),
     Command("init", "scaffold a new genspirv project in DIR", _init_args, cmd_init),
-    Command("bench", "benchmarks: build, reflect, runtime, demo (--json FILE for every run)",
-            _bench_args, cmd_bench),
     Command("cmake-dir", "the folder of genspirv's CMake package (for -Dgenspirv_DIR=...)",
             lambda p: None, cmd_cmake_dir),
-    Command("demo", "greedy decode of a small transformer on the device, checked against numpy",
-            _demo_args, cmd_demo),
 )
 
 
@@ -426,8 +394,7 @@ ROOT_HELP = ("the project to work on (default: the nearest folder at or above th
 
 
 def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
-    """The command line; given ``argv``, only the commands it names get their options (a build
-    imports no benchmark)."""
+    """The command line; given ``argv``, only the commands it names get their options."""
     parser = argparse.ArgumentParser(prog="genspirv", description=(
         "Reproducible SPIR-V builds, reflection manifests and a dependency-aware Vulkan runtime."))
     parser.add_argument("--root", metavar="DIR", default=None, help=ROOT_HELP)

@@ -105,7 +105,7 @@ def _built_tiny(tmp_path_factory):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
     (root / "pyproject.toml").write_text(TINY_PYPROJECT)
-    from genspirv.build.builder import build
+    from genspirv.buildsys.builder import build
     from genspirv.project.config import load_config
     build(load_config(root))
     return root
@@ -180,8 +180,8 @@ def dev():
 def fake_genspirv(genspirv, monkeypatch):
     """``genspirv`` (the CLI in-process) with builds and checks compiling through the fake compiler
     (tests/fake_compiler.py) unless a test hands them another; returns the run function."""
-    import genspirv.build.builder as build_mod
-    import genspirv.build.check as check_mod
+    import genspirv.buildsys.builder as build_mod
+    import genspirv.buildsys.check as check_mod
     from fake_compiler import FakeCompiler
 
     for module in (build_mod, check_mod):

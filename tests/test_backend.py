@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from backend_project import COPY_VARIANTS, write_backend
-from genspirv.build.builder import build
-from genspirv.build.check import check
+from genspirv.buildsys.builder import build
+from genspirv.buildsys.check import check
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError
 from genspirv.manifest import load_manifest
@@ -163,7 +163,7 @@ def test_a_shared_cache_serves_a_clone_without_outputs(backend, tmp_path, monkey
 
 
 def test_the_cache_is_trimmed_least_recently_used_first(tmp_path):
-    from genspirv.build.blob_cache import BlobCache
+    from genspirv.buildsys.blob_cache import BlobCache
     import os
     cache = BlobCache([tmp_path / "c"])
     for i in range(10):

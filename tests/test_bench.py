@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from genspirv.bench import harness, synth
-from genspirv.bench.build_suite import bench_build, build_plan
-from genspirv.bench.harness import BenchError, BenchOptions, RunLog
+from benchmarks import harness, synth
+from benchmarks.build_suite import bench_build, build_plan
+from benchmarks.harness import BenchError, BenchOptions, RunLog
 from genspirv.errors import ConfigError, GenspirvError
 
 
@@ -214,7 +214,7 @@ def test_build_suite_catches_an_edit_that_rebuilds_nothing(tiny_project, monkeyp
 
 @pytest.mark.slow
 def test_synthetic_reflect_shader_reflects_what_it_declares(tmp_path):
-    from genspirv.bench import reflect_suite
+    from benchmarks import reflect_suite
     from genspirv.reflect import reflect
 
     repo = Path(__file__).resolve().parent.parent
@@ -232,10 +232,10 @@ def test_synthetic_reflect_shader_reflects_what_it_declares(tmp_path):
 # -- the command ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [["bench", "nosuch"], ["bench", "build", "--repeat", "0"],
-                                  ["bench", "build", "--sizes", "10,x"], ["bench", "build", "--header-share", "2"]])
+@pytest.mark.parametrize("argv", [["nosuch"], ["build", "--repeat", "0"],
+                                  ["build", "--sizes", "10,x"], ["build", "--header-share", "2"]])
 def test_bench_usage_errors_exit_2(argv, capsys):
-    from genspirv.cli import main
+    from benchmarks import main
 
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -253,8 +253,8 @@ def test_bench_error_is_a_genspirv_error():
 def test_demo_suite_checks_values_and_counts_barriers(monkeypatch):
     pytest.importorskip("vulkan")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
-    from genspirv.llm import demo, driver
-    from genspirv.bench import runtime_suite
+    from examples.llm import demo, driver
+    from benchmarks import runtime_suite
 
     rec = RunLog("demo")
     try:
@@ -279,7 +279,7 @@ def test_demo_suite_passes_rows_per_group_to_the_model(monkeypatch):
     """--demo-args '... --rows-per-group 2' reaches the model (it was parsed and dropped)."""
     pytest.importorskip("vulkan")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
-    from genspirv.bench import runtime_suite
+    from benchmarks import runtime_suite
 
     rec = RunLog("demo")
     opts = BenchOptions(suite="demo", repeat=1, quiet=True,
@@ -294,7 +294,7 @@ def test_demo_suite_passes_rows_per_group_to_the_model(monkeypatch):
 
 
 def test_runtime_rows_are_every_raw_sample():
-    from genspirv.bench import runtime_suite
+    from benchmarks import runtime_suite
 
     barriers = {"workloads": {"chain": {
         "gpu_ms_median": {"smart": 2.0, "always": 3.0},
@@ -336,7 +336,7 @@ def test_generator_project_lists_the_same_variants_with_a_backend_mix(tiny_proje
 
 @pytest.mark.slow
 def test_build_generator_suite_quick_records_noops_and_checks_them(tiny_project, tmp_path):
-    from genspirv.bench.build_suite import QUICK_NOOPS, bench_build_generator
+    from benchmarks.build_suite import QUICK_NOOPS, bench_build_generator
     rec = RunLog("build-generator")
     bench_build_generator(BenchOptions(suite="build-generator", sizes=(4,), jobs=(2,), repeat=1, quiet=True,
                                        root=tiny_project(), per_source=1, quick=True, keep=tmp_path / "kept"), rec)
@@ -351,7 +351,7 @@ def test_build_generator_suite_quick_records_noops_and_checks_them(tiny_project,
 
 
 def test_peer_rows_are_every_raw_sample_with_the_ratio():
-    from genspirv.bench import runtime_suite
+    from benchmarks import runtime_suite
 
     samples = {k: {"genspirv": [2.0, 4.0], "wgpu-py": [6.0, 8.0]} for k in ("record", "step", "step_cpu")}
     samples.update({k: {"genspirv": [1.0]} for k in ("record_checks", "step_split", "step_split_cpu", "replay",
@@ -374,7 +374,7 @@ def test_peer_arms_check_their_results(monkeypatch):
     and the paired run gives every workload a sample per repeat and arm."""
     pytest.importorskip("vulkan")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/tmp")
-    from genspirv.bench import peer
+    from benchmarks import peer
     from genspirv.runtime import Device
 
     with Device() as dev:
@@ -415,7 +415,7 @@ def test_peer_arms_check_their_results(monkeypatch):
 def test_plan_bytes_counts_each_binding_once():
     from types import SimpleNamespace as NS
 
-    from genspirv.bench import roofline
+    from benchmarks import roofline
 
     plan = [NS(args=(NS(size=4096), NS(size=64), NS(size=16)), touched_bytes=None),
             NS(args=(NS(size=16),), touched_bytes=None)]
@@ -430,9 +430,9 @@ def test_bytes_per_token_counts_the_kv_prefix_not_the_whole_caches_bound():
     """The attention binds whole KV caches and reads their first rows: a model with a
     longer context (larger caches) binds more and reads the same per token."""
     pytest.importorskip("vulkan")
-    from genspirv.bench import roofline
-    from genspirv.llm import model as ref
-    from genspirv.llm.driver import GpuModel
+    from benchmarks import roofline
+    from examples.llm import model as ref
+    from examples.llm.driver import GpuModel
     from genspirv.runtime import Device
 
     per_token = []
@@ -449,7 +449,7 @@ def test_bytes_per_token_counts_the_kv_prefix_not_the_whole_caches_bound():
 
 def test_the_bandwidth_probe_measures_and_frees_its_buffers(monkeypatch):
     pytest.importorskip("vulkan")
-    from genspirv.bench import roofline
+    from benchmarks import roofline
     from genspirv.runtime import Device
 
     with Device() as dev:
@@ -463,7 +463,7 @@ def test_the_bandwidth_probe_measures_and_frees_its_buffers(monkeypatch):
 @pytest.mark.slow
 def test_a_peer_that_cannot_open_the_device_is_skipped_with_the_reason(monkeypatch):
     pytest.importorskip("vulkan")
-    from genspirv.bench import peer
+    from benchmarks import peer
     from genspirv.runtime import Device
 
     class Broken:

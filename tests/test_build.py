@@ -11,8 +11,8 @@ import pytest
 
 from genspirv.settings import SettingError
 
-from genspirv.build.builder import build
-from genspirv.build.state import project_lock
+from genspirv.buildsys.builder import build
+from genspirv.buildsys.state import project_lock
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ValidationError
 from genspirv.manifest import load_manifest
@@ -56,7 +56,7 @@ def test_noop_rebuild_compiles_and_writes_nothing(tiny_project, snapshot):
 
 
 def test_noop_build_skips_reflection_but_repairs_a_touched_output(built_tiny, monkeypatch):
-    from genspirv.build import builder as build_mod
+    from genspirv.buildsys import builder as build_mod
     config = load_config(built_tiny)
     good = (built_tiny / "manifests/shaders.json").read_bytes()
     calls = []

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from genspirv.bench import c_backend_suite as suite
+from benchmarks import c_backend_suite as suite
 from genspirv.emit.cmake import cmake_dir
 
 REPO = Path(__file__).resolve().parent.parent
@@ -196,7 +196,7 @@ def test_guide_shows_what_the_program_prints(built):
 def test_bench_suite_records_both_arms_on_the_same_graph():
     """`genspirv bench c-backend --quick`: every sample of both arms, paired, and the ratio
     (the suite itself stops if the two paths placed different barriers)."""
-    from genspirv.bench.harness import BenchOptions, RunLog
+    from benchmarks.harness import BenchOptions, RunLog
     rec = RunLog("c-backend")
     suite.bench_c_backend(BenchOptions(suite="c-backend", quick=True, quiet=True), rec)
     host = [r for r in rec.runs if r["case"] == "host per recorded dispatch"]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from genspirv.build.check import check, first_difference
+from genspirv.buildsys.check import check, first_difference
 from genspirv.project.config import load_config
 
 

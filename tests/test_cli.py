@@ -286,7 +286,7 @@ def test_a_depfile_in_a_missing_folder_is_refused_before_the_build(built, genspi
     assert result.code == 2 and result.out == ""
     assert one_error_line(result) == f"--depfile {depfile}: no folder {depfile.parent}; create it first"
     assert not (tmp_path / "no").exists()
-    result = genspirv("bench", "build", "--quick", "--json", depfile)       # the same check, before any run
+    result = genspirv("check", "--root", built, "--json", depfile)       # the same check, before any run
     assert result.code == 2 and one_error_line(result).startswith(f"--json {depfile}: no folder")
     # Negative control: a depfile in a folder that exists is written.
     result = genspirv("build", "--root", built, "--depfile", tmp_path / "x.d")

@@ -1,4 +1,4 @@
-"""Compiles in worker processes (genspirv/build/compile_workers.py) against compiles on threads.
+"""Compiles in worker processes (genspirv/buildsys/compile_workers.py) against compiles on threads.
 
 The two paths must be one behaviour: the same blobs and manifest byte for byte,
 the same ``-v`` command lines and progress lines, the same error (type, message,
@@ -24,12 +24,12 @@ import pytest
 
 from faults import (ADD_COMP, SCALE_COMP, SHADER_TABLE, alive, children_running, committed_files, fake_glslang,
                     start_hanging_build, write_project)
-from genspirv.build import compile as compile_mod
-from genspirv.build import compile_workers
-import genspirv.build.builder as builder_mod
-import genspirv.build.check as check_mod
-from genspirv.build.builder import build
-from genspirv.build.check import check
+from genspirv.buildsys import compile as compile_mod
+from genspirv.buildsys import compile_workers
+import genspirv.buildsys.builder as builder_mod
+import genspirv.buildsys.check as check_mod
+from genspirv.buildsys.builder import build
+from genspirv.buildsys.check import check
 from genspirv.errors import (CompileError, CompilerCrashError, GenspirvError, SpirvError, ToolchainError,
                              UnavailableError)
 from genspirv.project.config import load_config
@@ -355,7 +355,7 @@ def _gone(pids: list[int], within_s: float = 30) -> bool:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupt_kills_every_worker_and_the_compilers_they_started(tmp_path, sig):
     proc, started, pids = _hanging_build(tmp_path)
-    workers = children_running(proc.pid, "genspirv.build.compile_workers")
+    workers = children_running(proc.pid, "genspirv.buildsys.compile_workers")
     try:
         assert len(started) == 2 and all(alive(p) for p in started)
         assert len(workers) == 2 and all(alive(p) for p in workers), "not the process path"
@@ -379,7 +379,7 @@ def test_a_build_killed_outright_takes_its_workers_compilers_with_it(tmp_path):
     """SIGKILL gives the build no say: each worker sees its end of the job pipe close and kills
     its own process group, so the compilers do not run on for minutes."""
     proc, started, _ = _hanging_build(tmp_path)
-    workers = children_running(proc.pid, "genspirv.build.compile_workers")
+    workers = children_running(proc.pid, "genspirv.buildsys.compile_workers")
     try:
         assert len(started) == 2 and len(workers) == 2
         proc.kill()

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from fake_compiler import FakeCompiler
-from genspirv.build.builder import build
+from genspirv.buildsys.builder import build
 from genspirv.toolchain.chain import Compilers
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ConfigError, ToolchainError

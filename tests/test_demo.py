@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from genspirv.llm import compare, demo, driver, reorder
-from genspirv.llm import model as ref
+from examples.llm import compare, demo, driver, reorder
+from examples.llm import model as ref
 
 runtime = pytest.importorskip("genspirv.runtime")
 
@@ -248,9 +248,9 @@ def test_compare_accepts_a_near_tie_and_refuses_a_clear_miss():
 
 @pytest.mark.slow
 def test_cli_json_and_exit_code(lavapipe_ok, tmp_path, capsys):
-    from genspirv.cli import main
+    from examples.llm.demo import main
     out = tmp_path / "demo.json"
-    code = main(["demo", "--layers", "1", "--dim", "32", "--heads", "2", "--kv-heads", "1", "--ffn", "40",
+    code = main(["--layers", "1", "--dim", "32", "--heads", "2", "--kv-heads", "1", "--ffn", "40",
                  "--vocab", "50", "--tokens", "3", "--json", str(out)])
     text = capsys.readouterr().out
     assert code == 0, text
@@ -272,10 +272,10 @@ def test_cli_json_and_exit_code(lavapipe_ok, tmp_path, capsys):
     (["--rows-per-group", "0"], "--rows-per-group must be at least 1"),
 ])
 def test_cli_refuses_bad_shapes(lavapipe_ok, capsys, argv, message):
-    from genspirv.cli import main
-    assert main(["demo", *argv]) != 0
+    from examples.llm.demo import main
+    assert main(argv) != 0
     err = capsys.readouterr().err
-    assert "genspirv: error:" in err and message in err and "Traceback" not in err
+    assert "python -m examples.llm: error:" in err and message in err and "Traceback" not in err
 
 
 class _FakeDevice:
@@ -298,7 +298,7 @@ def test_matvec_variant_follows_what_the_device_reports():
 def test_decode_with_the_noshuffle_variant_and_two_rows_per_group(lavapipe_ok, monkeypatch):
     """The driver's group counts follow the variant's rows per group; the shared-memory
     fallback decodes the same tokens as the reference."""
-    from genspirv.llm import kernel_groups
+    from examples.llm import kernel_groups
     monkeypatch.setattr(driver, "matvec_variant", lambda dev, wt, rows_per_group: kernel_groups.MatVecVariant(
         f"mul_mat_vec_{wt}_noshuffle", block_size=32, rows_per_group=2))
     config = ref.ModelConfig(n_layers=2, dim=64, n_heads=4, n_kv_heads=2, ffn_dim=96, vocab=101,

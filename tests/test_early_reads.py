@@ -1,4 +1,4 @@
-"""A fresh clone's early reads (genspirv.build.early): started in a forked child, taken by the
+"""A fresh clone's early reads (genspirv.buildsys.early): started in a forked child, taken by the
 build only through the stat log's rules and the manifest's sha256.
 
 Each safety case hands the build reads made before a file changed and asserts the
@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from genspirv.build import committed, early, state, statlog
+from genspirv.buildsys import committed, early, state, statlog
 from genspirv.fsutil import forks_safely
 
 pytestmark = pytest.mark.skipif(not forks_safely(), reason="early reads only where forking is safe")
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not forks_safely(), reason="early reads only whe
 @pytest.fixture
 def clone(built_tiny, tmp_path, monkeypatch):
     """A fresh clone of the built tiny project (no .genspirv/), its files counted as settled."""
-    monkeypatch.setattr("genspirv.build.statlog.RACY_S", -1.0)
+    monkeypatch.setattr("genspirv.buildsys.statlog.RACY_S", -1.0)
     root = tmp_path / "clone"
     shutil.copytree(built_tiny, root, ignore=shutil.ignore_patterns(".genspirv"))
     return root.resolve()
@@ -57,8 +57,8 @@ def test_a_fresh_clone_builds_from_the_early_reads(clone, genspirv, monkeypatch)
     runs = []
     for root, started in ((clone, True), (control, False)):
         parsed, read = [], []
-        monkeypatch.setattr("genspirv.build.builder.committed_manifest", _counted(parsed, committed.committed_manifest))
-        monkeypatch.setattr("genspirv.build.statlog._read", _counted(read, statlog._read))
+        monkeypatch.setattr("genspirv.buildsys.builder.committed_manifest", _counted(parsed, committed.committed_manifest))
+        monkeypatch.setattr("genspirv.buildsys.statlog._read", _counted(read, statlog._read))
         if started:
             early.start_early_reads(str(root))
         result = genspirv("build", "--root", root)
@@ -83,7 +83,7 @@ def test_a_blob_edited_after_the_early_reads_is_read_again(clone, genspirv, monk
     blob.write_bytes(blob.read_bytes() + b"\0\0\0\0")
     # Control: the reads hold the blob's old sha256, which a blind build would have taken.
     assert hashlib.sha256(blob.read_bytes()).hexdigest() != old
-    monkeypatch.setattr("genspirv.build.builder.take_early_reads", lambda root: found)
+    monkeypatch.setattr("genspirv.buildsys.builder.take_early_reads", lambda root: found)
     result = genspirv("build", "--root", clone)
     assert result.code == 0 and "1 compiled, 2 up to date" in result.out, result.out + result.err
     assert hashlib.sha256(blob.read_bytes()).hexdigest() == old     # rebuilt as committed
@@ -96,7 +96,7 @@ def test_a_manifest_edited_after_the_early_reads_is_parsed_again(clone, genspirv
     old_inputs = doc["shaders"][0]["inputs"]
     doc["shaders"][0]["inputs"] = "0" * 64         # a key no input gives: that variant must rebuild
     manifest.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    monkeypatch.setattr("genspirv.build.builder.take_early_reads", lambda root: found)
+    monkeypatch.setattr("genspirv.buildsys.builder.take_early_reads", lambda root: found)
     result = genspirv("build", "--root", clone)
     assert result.code == 0 and "1 compiled, 2 up to date" in result.out, result.out + result.err
     assert json.loads(manifest.read_text())["shaders"][0]["inputs"] == old_inputs
@@ -121,7 +121,7 @@ def test_no_child_where_there_is_state_or_no_safe_fork(built_tiny, clone, monkey
 
 
 def test_a_child_that_fails_leaves_the_build_to_read_for_itself(clone, genspirv, monkeypatch):
-    monkeypatch.setattr("genspirv.build.early._read", lambda root: 1 / 0)      # the forked child inherits it
+    monkeypatch.setattr("genspirv.buildsys.early._read", lambda root: 1 / 0)      # the forked child inherits it
     early.start_early_reads(str(clone))
     assert early.take_early_reads(str(clone)) is None and not early._started
     early.start_early_reads(str(clone))

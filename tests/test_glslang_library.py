@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from genspirv.build import compile_workers
-from genspirv.build.variant_compile import compile_variant
+from genspirv.buildsys import compile_workers
+from genspirv.buildsys.variant_compile import compile_variant
 from genspirv.errors import CompileError, ToolchainError
 from genspirv.project.config import load_config
 from genspirv.toolchain import children, glslang_library, validator_library
@@ -229,7 +229,7 @@ def test_only_an_allowed_process_with_a_zeroed_heap_and_the_wheels_glslang_use_i
 WORKER_PROBE = """
 import json, sys
 from pathlib import Path
-from genspirv.build import compile_workers
+from genspirv.buildsys import compile_workers
 from genspirv.project.config import load_config
 from genspirv.toolchain.chain import open_compilers
 from genspirv.toolchain.compiler import Job

@@ -10,7 +10,7 @@ _PROBE = """
 import json, sys
 sys.modules["vulkan"] = None          # "import vulkan" now raises ImportError
 import genspirv.reflect.spirv, genspirv.reflect, genspirv.manifest, genspirv.runtime.hazards
-import genspirv.runtime.trust, genspirv.runtime.sharing, genspirv.llm.kernel_groups
+import genspirv.runtime.trust, genspirv.runtime.sharing, examples.llm.kernel_groups
 import genspirv.runtime.limits
 import genspirv.runtime
 print(json.dumps(sorted(m for m, mod in sys.modules.items() if mod is not None)))
@@ -27,7 +27,7 @@ def test_pure_cores_import_without_vulkan():
     loaded = _loaded(_PROBE)
     assert {"genspirv.reflect.spirv", "genspirv.reflect", "genspirv.manifest",
             "genspirv.runtime.hazards", "genspirv.runtime.trust", "genspirv.runtime.sharing",
-            "genspirv.llm.kernel_groups", "genspirv.runtime.limits"} <= loaded
+            "examples.llm.kernel_groups", "genspirv.runtime.limits"} <= loaded
     assert "vulkan" not in loaded and "genspirv.runtime.device" not in loaded
     assert "genspirv.runtime._vk" not in loaded and "numpy" not in loaded
 
@@ -92,7 +92,7 @@ assert "Device" in genspirv.runtime.__all__
 # What only compiling, reflecting or running worker processes needs: a no-op build loads none.
 _ONLY_TO_COMPILE = {"genspirv.reflect", "genspirv.reflect.spirv", "genspirv.toolchain.glslang_library",
                     "genspirv.toolchain.validator_library", "genspirv.toolchain.workers", "multiprocessing",
-                    "concurrent.futures", "ctypes", "genspirv.bench"}
+                    "concurrent.futures", "ctypes", "benchmarks"}
 _BUILD = """
 import json, sys
 from genspirv.cli import main

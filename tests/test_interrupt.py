@@ -258,7 +258,7 @@ def test_an_interrupted_build_keeps_its_finished_compiles(tmp_path, sig):
     """A real build of 48 variants stopped after 12 finished: exit 130 with one line, no
     compiler left running, nothing committed written; the next build takes every variant
     whose progress line was printed from the cache and compiles only the others."""
-    from genspirv.build.builder import build
+    from genspirv.buildsys.builder import build
     from genspirv.project.config import load_config
     root = write_project(tmp_path / "proj", salt="1", shader_table=MANY, sources={"add.comp": ADD_COMP.format()})
     assert run_cli(["build", "--quiet"], root).returncode == 0

@@ -13,8 +13,8 @@ pytest.importorskip("genspirv.runtime")
 
 @pytest.mark.slow
 def test_kernel_suite_quick():
-    from genspirv.bench import kernel_suite
-    from genspirv.bench.harness import BenchOptions, RunLog, resolve_derived, summarize
+    from benchmarks import kernel_suite
+    from benchmarks.harness import BenchOptions, RunLog, resolve_derived, summarize
     rec = RunLog("kernel")
     kernel_suite.bench_kernel(BenchOptions(suite="kernel", quick=True, repeat=2, quiet=True), rec)
     cases = {r["case"] for r in rec.runs}
@@ -39,16 +39,16 @@ def test_kernel_suite_quick():
 
 
 def test_kernel_suite_rejects_bad_sizes():
-    from genspirv.bench import kernel_suite
-    from genspirv.bench.harness import BenchError, BenchOptions, RunLog
+    from benchmarks import kernel_suite
+    from benchmarks.harness import BenchError, BenchOptions, RunLog
     with pytest.raises(BenchError, match="DIM,FFN,VOCAB"):
         kernel_suite.bench_kernel(BenchOptions(suite="kernel", quick=True, sizes=(64, 64), quiet=True),
                                   RunLog("kernel"))
 
 
 def test_kernel_suite_rejects_a_bad_pool_size(monkeypatch):
-    from genspirv.bench import kernel_suite
-    from genspirv.bench.harness import BenchOptions, RunLog
+    from benchmarks import kernel_suite
+    from benchmarks.harness import BenchOptions, RunLog
     from genspirv.settings import SettingError
     monkeypatch.setenv("GENSPIRV_BENCH_POOL_BYTES", "lots")
     with pytest.raises(SettingError, match="GENSPIRV_BENCH_POOL_BYTES"):

@@ -13,7 +13,7 @@ import struct
 import numpy as np
 import pytest
 
-from genspirv.llm import model as ref
+from examples.llm import model as ref
 from genspirv.errors import DeviceFeatureError
 
 runtime = pytest.importorskip("genspirv.runtime")
@@ -106,7 +106,7 @@ MMV_VARIANTS = ["", "_noshuffle"]
     (1, 1, 32, 1), (67, 300, 128, 2), (513, 129, 64, 4), (5, 1031, 256, 3), (9, 777, 100, 2),
     (7, 520, 48, 4), (3, 4096, 128, 2), (31, 8, 32, 8)])
 def test_mul_mat_vec(dev, variant, wt, dtype, rows, cols, block, rows_per_group):
-    from genspirv.llm.kernel_groups import mul_mat_vec_groups
+    from examples.llm.kernel_groups import mul_mat_vec_groups
     w = _rand(rows, cols, dtype=dtype)
     x = _rand(cols)
     k = dev.kernel(f"mul_mat_vec_{wt}{variant}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": rows_per_group})
@@ -126,7 +126,7 @@ def test_mul_mat_vec(dev, variant, wt, dtype, rows, cols, block, rows_per_group)
     (3, 4096, 128, 2)])
 def test_mul_mat_vec_silu_input(dev, variant, wt, dtype, rows, cols, block, rows_per_group):
     """mul_mat_vec_silu_*: y = W (silu(gate) * up), gate at binding 1, up at binding 3."""
-    from genspirv.llm.kernel_groups import mul_mat_vec_groups
+    from examples.llm.kernel_groups import mul_mat_vec_groups
     w = _rand(rows, cols, dtype=dtype)
     gate, up = _rand(cols) * 4, _rand(cols)
     gate[0] = -200.0        # exp(-g) overflows to +inf: silu's limit -0, not NaN
@@ -153,7 +153,7 @@ def test_mul_mat_vec_silu_input(dev, variant, wt, dtype, rows, cols, block, rows
     (2, 16, 300, 1, 100, 3)])
 def test_mul_mat_vec_rope_output(dev, variant, wt, dtype, n_heads, head_dim, cols, pos, block, pairs):
     """mul_mat_vec_rope_*: y = rope(W x) at pos ("normal" mode), ROWS_PER_GROUP pairs of rows."""
-    from genspirv.llm.kernel_groups import mul_mat_vec_groups
+    from examples.llm.kernel_groups import mul_mat_vec_groups
     rows = n_heads * head_dim
     w, x = _rand(rows, cols, dtype=dtype), _rand(cols)
     k = dev.kernel(f"mul_mat_vec_rope_{wt}{variant}", spec={"BLOCK_SIZE": block, "ROWS_PER_GROUP": pairs})
@@ -194,7 +194,7 @@ def test_mul_mat_vec_2d_grid(dev, variant):
 def test_mul_mat_vec_fewer_groups_than_blocks(dev, variant, wt, dtype, cols):
     """A grid smaller than the blocks of rows: each group loops over several blocks
     (the shared partial sums are reused from block to block)."""
-    from genspirv.llm.kernel_groups import mul_mat_vec_groups
+    from examples.llm.kernel_groups import mul_mat_vec_groups
     rows, per_group = 203, 3
     w, x = _rand(rows, cols, dtype=dtype), _rand(cols)
     k = dev.kernel(f"mul_mat_vec_{wt}{variant}", spec={"BLOCK_SIZE": 64, "ROWS_PER_GROUP": per_group})
@@ -210,7 +210,7 @@ def test_mul_mat_vec_fewer_groups_than_blocks(dev, variant, wt, dtype, cols):
 def test_mul_mat_vec_past_65535_groups(dev):
     """More groups than maxComputeWorkGroupCount[0] guarantees: the 2-D grid of
     mul_mat_vec_groups covers every row, with a partial last group."""
-    from genspirv.llm.kernel_groups import mul_mat_vec_groups
+    from examples.llm.kernel_groups import mul_mat_vec_groups
     rows, cols, per_group = 65535 * 2 + 3, 8, 2
     groups = mul_mat_vec_groups(rows, per_group)
     assert groups == (65535, 2, 1)
@@ -224,7 +224,7 @@ def test_mul_mat_vec_past_65535_groups(dev):
 
 
 def test_mul_mat_vec_groups_and_pick():
-    from genspirv.llm import kernel_groups as kg
+    from examples.llm import kernel_groups as kg
     assert kg.mul_mat_vec_groups(1) == (1, 1, 1)
     assert kg.mul_mat_vec_groups(4096, 2) == (2048, 1, 1)
     assert kg.mul_mat_vec_groups(4097, 2) == (2049, 1, 1)
@@ -259,7 +259,7 @@ def test_mul_mat_vec_groups_and_pick():
 
 def test_pick_mul_mat_vec_follows_the_rows_per_group_table(monkeypatch):
     """Negative control for the default: a changed table entry changes only its type."""
-    from genspirv.llm import kernel_groups as kg
+    from examples.llm import kernel_groups as kg
     monkeypatch.setitem(kg.ROWS_PER_GROUP_BY_WEIGHTS, "f16", 3)
     nvidia = dict(supported_operations=0xFF, supported_stages=0x7FFFFFFF, subgroup_size=32)
     assert kg.pick_mul_mat_vec("f16", **nvidia).rows_per_group == 3

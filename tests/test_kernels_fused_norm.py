@@ -17,8 +17,8 @@ import struct
 import numpy as np
 import pytest
 
-from genspirv.llm.kernel_groups import mul_mat_vec_groups
-from genspirv.llm import model as ref
+from examples.llm.kernel_groups import mul_mat_vec_groups
+from examples.llm import model as ref
 
 runtime = pytest.importorskip("genspirv.runtime")
 from helpers import filled_buffer, seeded_normal  # noqa: E402

@@ -31,10 +31,8 @@ LAYERS = [
     {"toolchain", "remote"},        # the tools and the compiler seam; the remote cache
     {"runtime"},                    # the Vulkan runtime, on the manifest
     {"emit", "lint"},               # generated C, C++ and CMake; lint's findings and suppressions
-    {"build"},                      # plan, caches, compiles, outputs, commit; build and check
+    {"buildsys"},                   # plan, caches, compiles, outputs, commit; build and check
     {"scaffold"},                   # genspirv init
-    {"llm"},                        # the demo, on the runtime's public API
-    {"bench"},                      # every benchmark
     {"commands"},                   # --json and annotations; `cache`; `reflect`
     {"cli"},
     {"__main__"},
@@ -117,7 +115,7 @@ def test_relative_imports_are_read_at_the_right_level():
     inner = PACKAGE / "runtime" / "device.py"
     assert imported_units(inner, "from ..manifest import load_manifest\nfrom .kernel import Kernel\n") == {"manifest"}
     top = PACKAGE / "cli.py"
-    assert imported_units(top, "from .build.plan import Plan\nfrom . import settings\n") == {"build", "settings"}
+    assert imported_units(top, "from .buildsys.plan import Plan\nfrom . import settings\n") == {"buildsys", "settings"}
     deep = PACKAGE / "toolchain" / "slang" / "workers.py"
     assert imported_units(deep, "from ... import settings\nfrom .. import children\nfrom ...errors import E\n") \
         == {"settings", "errors"}
@@ -253,5 +251,5 @@ def test_no_import_cycle_between_any_two_modules():
 def test_an_import_cycle_is_reported():
     """Negative control: the plan importing the builder, which imports the plan, is a cycle."""
     graph = module_imports()
-    graph["build.plan"] = graph["build.plan"] | {"build.builder"}
-    assert any({"build.builder", "build.plan"} <= set(c) for c in cycles(graph))
+    graph["buildsys.plan"] = graph["buildsys.plan"] | {"buildsys.builder"}
+    assert any({"buildsys.builder", "buildsys.plan"} <= set(c) for c in cycles(graph))

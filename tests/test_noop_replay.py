@@ -1,4 +1,4 @@
-"""A plain ``genspirv build`` replayed from the sealed no-op stamp (genspirv.build.noopreplay).
+"""A plain ``genspirv build`` replayed from the sealed no-op stamp (genspirv.buildsys.noopreplay).
 
 Each case settles a built project (a build or a no-op through the CLI seals the
 stamp; the replay then answers), changes one input the build's outcome depends on, and
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from genspirv.build import noopreplay, noopstamp, state
+from genspirv.buildsys import noopreplay, noopstamp, state
 from genspirv.fsutil import try_lock
 from genspirv.project import isolated
 from genspirv.project.reads import WHOLE_ENVIRONMENT, watch
@@ -29,7 +29,7 @@ from genspirv.project.reads import WHOLE_ENVIRONMENT, watch
 def settled(built_tiny, genspirv, monkeypatch):
     """The built tiny project after a no-op through the CLI: its stamp sealed. Files written just
     now count as settled, as they would a moment later."""
-    monkeypatch.setattr("genspirv.build.statlog.RACY_S", -1.0)
+    monkeypatch.setattr("genspirv.buildsys.statlog.RACY_S", -1.0)
     result = genspirv("build", "--root", built_tiny)
     assert result.code == 0 and result.out.startswith("genspirv build: 0 compiled"), result.err
     return built_tiny
@@ -68,7 +68,7 @@ def test_the_no_op_after_a_build_that_compiled_is_replayed(settled, genspirv, ca
 
 def test_an_edited_template_is_not_replayed(built_tiny, genspirv, capsys, monkeypatch):
     # A project's template renders a generated file: editing it re-renders, though no source changed.
-    monkeypatch.setattr("genspirv.build.statlog.RACY_S", -1.0)
+    monkeypatch.setattr("genspirv.buildsys.statlog.RACY_S", -1.0)
     (built_tiny / "t").mkdir()
     (built_tiny / "t/x.j2").write_text("{% for s in shaders %}{{ s.name }}\n{% endfor %}")
     pyproject = (built_tiny / "pyproject.toml").read_text()
@@ -194,7 +194,7 @@ def variants():
 
 @pytest.fixture
 def generated(built_tiny, genspirv, monkeypatch):
-    monkeypatch.setattr("genspirv.build.statlog.RACY_S", -1.0)
+    monkeypatch.setattr("genspirv.buildsys.statlog.RACY_S", -1.0)
     monkeypatch.delenv("GEN_SUFFIX", raising=False)
     (built_tiny / "shaders").mkdir()
     (built_tiny / "shaders/variants.py").write_text(GENERATOR)

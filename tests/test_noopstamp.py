@@ -1,4 +1,4 @@
-"""The no-op stamp (genspirv.build.noopstamp): a build that repeats the last no-op is decided from
+"""The no-op stamp (genspirv.buildsys.noopstamp): a build that repeats the last no-op is decided from
 stat() alone, and any input that changed still rebuilds exactly what it should.
 
 Each case first settles the project (a build, then a no-op that writes the stamp) and checks
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-import genspirv.build.builder as build_mod
+import genspirv.buildsys.builder as build_mod
 from fake_compiler import FakeCompiler
-from genspirv.build import noopstamp
-from genspirv.build.builder import build
+from genspirv.buildsys import noopstamp
+from genspirv.buildsys.builder import build
 from genspirv.project.config import load_config
 from test_plan import ALL, TABLE, make_project, set_config
 
@@ -26,7 +26,7 @@ GENERATOR = ('def variants():\n    return [{"name": "gen_a", "source": "neg.comp
 def plans(monkeypatch):
     """How many full plans the builds made (the shortcut makes none); files written just now
     count as settled, as they would a moment later."""
-    monkeypatch.setattr("genspirv.build.statlog.RACY_S", -1.0)
+    monkeypatch.setattr("genspirv.buildsys.statlog.RACY_S", -1.0)
     made = []
     real = build_mod.make_plan
     monkeypatch.setattr(build_mod, "make_plan", lambda *a, **kw: made.append(1) or real(*a, **kw))

@@ -20,12 +20,12 @@ from typing import Optional
 import pytest
 
 from fake_compiler import ERROR_MARK, INVALID_MARK, FakeCompiler
-from genspirv.build.builder import BuildInterrupted, build
-from genspirv.build.state import KeyInputs, Record
-from genspirv.build.check import check
+from genspirv.buildsys.builder import BuildInterrupted, build
+from genspirv.buildsys.state import KeyInputs, Record
+from genspirv.buildsys.check import check
 from genspirv.project.config import Variant, load_config
 from genspirv.errors import CompileError, ValidationError
-from genspirv.build.plan import Action, Found, Reason, decide, found_elsewhere, make_plan
+from genspirv.buildsys.plan import Action, Found, Reason, decide, found_elsewhere, make_plan
 
 ADD = """\
 #version 450
@@ -411,7 +411,7 @@ def test_the_cyclic_collector_is_off_while_a_build_decides_and_on_while_it_compi
     """A build decides with gc off (no cycles to find among its records and keys) and compiles with
     it on; it leaves gc as it found it, also when a compile fails."""
     import gc
-    import genspirv.build.builder as builder_mod
+    import genspirv.buildsys.builder as builder_mod
     from genspirv.errors import GenspirvError
     root = make_project(tmp_path)
     seen = {}

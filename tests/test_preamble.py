@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from fake_compiler import ERROR_MARK, FakeCompiler
-from genspirv.build.builder import build
-from genspirv.build.state import KeyInputs
+from genspirv.buildsys.builder import build
+from genspirv.buildsys.state import KeyInputs
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ConfigError
-from genspirv.build.plan import Action, Reason
+from genspirv.buildsys.plan import Action, Reason
 from genspirv.toolchain.preamble import compose, missing_version, version_line
 
 HEADER = "#version 450\n#define FLOAT float\n"

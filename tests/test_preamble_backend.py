@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from corpus import tools
-from genspirv.build.builder import build
-from genspirv.build.check import check
+from genspirv.buildsys.builder import build
+from genspirv.buildsys.check import check
 from genspirv.project.config import load_config
 from genspirv.lint.findings import lint
 from genspirv.manifest import load_manifest

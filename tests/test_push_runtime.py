@@ -72,7 +72,7 @@ def echo_manifest(tmp_path_factory):
     (root / "glsl").mkdir()
     (root / "glsl" / "echo.comp").write_text(ECHO)
     (root / "pyproject.toml").write_text('[tool.genspirv]\nglslang = "13.1.1"\n')
-    from genspirv.build.builder import build
+    from genspirv.buildsys.builder import build
     from genspirv.project.config import load_config
     build(load_config(root))
     return root / "manifests" / "shaders.json"
@@ -100,7 +100,7 @@ def test_the_shader_reads_what_was_named(echo_manifest):
 @pytest.fixture(scope="module")
 def scaffold_manifest(tmp_path_factory):
     """`genspirv init`'s project, built: its scale_f32 is { float alpha; uint n; }."""
-    from genspirv.build.builder import build
+    from genspirv.buildsys.builder import build
     from genspirv.project.config import load_config
     from genspirv.scaffold import init
     root = tmp_path_factory.mktemp("scaffold")
@@ -169,9 +169,9 @@ def test_a_refused_push_is_one_line_and_records_nothing(push, error, message):
 
 
 def test_the_push_benchmark_runs_both_arms_and_records_every_sample():
-    from genspirv.bench.harness import RunLog
-    from genspirv.bench.runtime_micro import run_push_bench
-    from genspirv.bench.runtime_suite import record_push
+    from benchmarks.harness import RunLog
+    from benchmarks.runtime_micro import run_push_bench
+    from benchmarks.runtime_suite import record_push
     with Device() as dev:
         res = run_push_bench(dev, samples=2, dispatches=4, calls=10)
         assert dev.stats["dispatches"] == 2 * 4 * (1 + 2)      # warm-up, then two samples

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from corpus import tools
-from genspirv.build.compile import reflect_blob
+from genspirv.buildsys.compile import reflect_blob
 from genspirv.errors import ReflectError
 from genspirv.reflect import reflect
 

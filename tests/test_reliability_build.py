@@ -26,8 +26,8 @@ import pytest
 from faults import (ADD_COMP, SHADER_TABLE, assert_refusal, committed_files, fake_glslang,
                     pyproject_text, run_cli, set_salt, stray_files, write_project)
 from genspirv import GenspirvError
-from genspirv.build.builder import build
-from genspirv.build.check import check
+from genspirv.buildsys.builder import build
+from genspirv.buildsys.check import check
 from genspirv.project.config import load_config
 from genspirv.errors import (BlobIntegrityError, CompileError, ConfigError, ManifestError,
                              ToolchainError)
@@ -196,7 +196,7 @@ def test_glslang_absent(proj, tmp_path):
 
 def test_glslang_absent_everywhere(proj, monkeypatch, tmp_path):
     """No override, no wheel, nothing on PATH: the message says what to install."""
-    from genspirv.build import builder as build_mod
+    from genspirv.buildsys import builder as build_mod
     from genspirv.toolchain import tools as toolchain
     from genspirv.project.config import load_config
     monkeypatch.delenv("GENSPIRV_GLSLANG", raising=False)
@@ -324,7 +324,7 @@ def test_unwritable_manifest_folder_changes_no_committed_byte(proj):
 
 def _inprocess_build(root: Path, monkeypatch, fail_on: str, err: int):
     """Build in-process with os.replace failing with ``err`` for files named ``fail_on``."""
-    from genspirv.build import builder as build_mod
+    from genspirv.buildsys import builder as build_mod
     from genspirv.project.config import load_config
     real_replace = os.replace
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from fake_compiler import FakeCompiler
-from genspirv.build.builder import build
-from genspirv.build.check import check
+from genspirv.buildsys.builder import build
+from genspirv.buildsys.check import check
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ConfigError
 

@@ -26,12 +26,12 @@ from pathlib import Path
 import pytest
 
 from fake_compiler import FakeCompiler
-from genspirv.bench.webdav import StoreError, WebdavStore, server_block
-from genspirv.build.builder import BuildInterrupted, build
-from genspirv.build.check import check
+from benchmarks.webdav import StoreError, WebdavStore, server_block
+from genspirv.buildsys.builder import BuildInterrupted, build
+from genspirv.buildsys.check import check
 from genspirv.project.config import load_config
 from genspirv.errors import ConfigError
-from genspirv.build.plan import Action, Reason
+from genspirv.buildsys.plan import Action, Reason
 from genspirv.remote.cache import WORKERS, Lookup, RemoteCache, remote_settings
 from genspirv.remote.entry import Entry, EntryKind, decode, encode
 
@@ -722,8 +722,8 @@ def test_the_guide_shows_the_server_block_the_tests_run():
 
 
 def _bench_remote(tiny_project, repeat: int):
-    from genspirv.bench.harness import BenchOptions, RunLog
-    from genspirv.bench.remote_suite import bench_remote
+    from benchmarks.harness import BenchOptions, RunLog
+    from benchmarks.remote_suite import bench_remote
     rec = RunLog("build-generator")
     bench_remote(BenchOptions(suite="build-generator", sizes=(4,), jobs=(2,), repeat=repeat, quiet=True,
                               root=tiny_project(), per_source=1, remote=True), rec)
@@ -741,7 +741,7 @@ def test_the_remote_benchmark_records_three_cold_builds_and_checks_the_second(ti
     assert arms == [(0, "cold"), (0, "first machine"), (0, "store entries"), (0, "second machine"),
                     (1, "first machine"), (1, "store entries"), (1, "cold"), (1, "second machine")]
     assert [r["value"] for r in rec.runs if r["arm"] == "store entries"] == [8, 8]   # a fresh store each run
-    from genspirv.bench import harness
+    from benchmarks import harness
     labels = {d["label"] for d in harness.resolve_derived(harness.summarize(rec.runs), rec.derived)}
     assert {"second machine / first machine", "second machine / first machine, CPU time"} <= labels
 
@@ -749,8 +749,8 @@ def test_the_remote_benchmark_records_three_cold_builds_and_checks_the_second(ti
 @pytest.mark.slow
 def test_the_remote_benchmark_refuses_a_second_machine_that_compiled(tiny_project, remote, monkeypatch):
     """Control for the check above: a second machine without the store must fail the run."""
-    from genspirv.bench import remote_suite
-    from genspirv.bench.harness import BenchError
+    from benchmarks import remote_suite
+    from benchmarks.harness import BenchError
     remote()
     env = remote_suite._env
     monkeypatch.setattr(remote_suite, "_env", lambda code, **kw: env(code) if kw.get("mode") == "read"

@@ -1,6 +1,6 @@
 """The reorder pass on synthetic dispatch DAGs (no device).
 
-The oracle here is independent of genspirv.llm.reorder and of the runtime's tracker: byte sets per memory object,
+The oracle here is independent of examples.llm.reorder and of the runtime's tracker: byte sets per memory object,
 compared by intersection, and a tracker simulation written from docs/RULES.md#access-and-hazard-rules.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genspirv.llm.reorder import count_barriers, dependencies, levels, reorder
+from examples.llm.reorder import count_barriers, dependencies, levels, reorder
 
 
 @dataclass(frozen=True)

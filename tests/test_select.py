@@ -12,7 +12,7 @@ import pytest
 
 from genspirv.project.config import load_config
 from genspirv.errors import UsageError
-from genspirv.build.selection import choose
+from genspirv.buildsys.selection import choose
 
 from conftest import TINY_VARIANTS
 

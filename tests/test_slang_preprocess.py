@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from genspirv.bench.compiler_suite import corpus
+from benchmarks.compiler_suite import corpus
 from genspirv.toolchain.slang import library, slang_glslang
 from genspirv.toolchain.slang.worker_job import WorkerJob
 from genspirv.toolchain.slang.preprocess import (clean_messages, dependency_paths, preamble,

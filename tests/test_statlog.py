@@ -1,4 +1,4 @@
-"""The stat log (genspirv.build.statlog) and the build's use of it: a no-op decided from stat() results,
+"""The stat log (genspirv.buildsys.statlog) and the build's use of it: a no-op decided from stat() results,
 with content hashes as the fallback, against the fake compiler (tests/fake_compiler.py)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 import os
 
 from fake_compiler import FakeCompiler
-from genspirv.build.builder import build
+from genspirv.buildsys.builder import build
 from genspirv.project.config import load_config
-from genspirv.build.statlog import StatLog
+from genspirv.buildsys.statlog import StatLog
 from test_plan import ALL, make_project
 
 
@@ -18,7 +18,7 @@ def test_a_logged_file_is_not_read_again_and_a_changed_stat_is(tmp_path, monkeyp
     f = tmp_path / "a.txt"
     f.write_bytes(b"one")
     log = StatLog(tmp_path, tmp_path / "stats.json")
-    monkeypatch.setattr("genspirv.build.statlog.RACY_S", -1.0)     # log even a file written just now
+    monkeypatch.setattr("genspirv.buildsys.statlog.RACY_S", -1.0)     # log even a file written just now
     assert log.sha256("a.txt") == hashlib.sha256(b"one").hexdigest() and log.changed
     (tmp_path / "stats.json").write_bytes(log.data())
     again = StatLog(tmp_path, tmp_path / "stats.json")
@@ -41,7 +41,7 @@ def test_a_racily_new_file_is_hashed_but_not_logged(tmp_path):
 
 
 def test_a_noop_build_reads_no_logged_file_and_a_touched_one_rebuilds_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr("genspirv.build.statlog.RACY_S", -1.0)     # files written just now count as settled
+    monkeypatch.setattr("genspirv.buildsys.statlog.RACY_S", -1.0)     # files written just now count as settled
     root = make_project(tmp_path / "proj")
     build(load_config(root), compiler=FakeCompiler(), jobs=1)
     first = build(load_config(root), compiler=FakeCompiler(), jobs=1)     # logs what it hashed
@@ -67,7 +67,7 @@ def test_a_noop_build_reads_no_logged_file_and_a_touched_one_rebuilds_nothing(tm
 
 
 def test_a_file_is_read_whole_whatever_size_stat_gave(tmp_path):
-    from genspirv.build.statlog import _read
+    from genspirv.buildsys.statlog import _read
     for size in (0, 1, 7730, (1 << 20) + 3):
         f = tmp_path / f"f{size}"
         data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)

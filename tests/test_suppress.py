@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from genspirv.build.builder import build
+from genspirv.buildsys.builder import build
 from genspirv.project.config import load_config
 from genspirv.errors import ConfigError
 from genspirv.manifest import load_manifest

@@ -88,14 +88,14 @@ def main() -> int:
 # context manager (the early workers) is marked when it is entered.
 PHASES = (
     ("genspirv.project.config", "load_config", "config loaded"),
-    ("genspirv.build.builder", "Builder._load", "state loaded"),
-    ("genspirv.build.builder", "early_workers", "workers asked to start"),
-    ("genspirv.build.builder", "Builder._plan", "planned"),
-    ("genspirv.build.builder", "Writers.decided", "writers done"),
-    ("genspirv.build.builder", "expected_outputs", "outputs rendered"),
-    ("genspirv.build.builder", "commit", "committed"),
-    ("genspirv.build.builder", "noopstamp.save_after_build", "next no-op stamped"),
-    ("genspirv.build.check", "run_plan", "check's compiles returned"),
+    ("genspirv.buildsys.builder", "Builder._load", "state loaded"),
+    ("genspirv.buildsys.builder", "early_workers", "workers asked to start"),
+    ("genspirv.buildsys.builder", "Builder._plan", "planned"),
+    ("genspirv.buildsys.builder", "Writers.decided", "writers done"),
+    ("genspirv.buildsys.builder", "expected_outputs", "outputs rendered"),
+    ("genspirv.buildsys.builder", "commit", "committed"),
+    ("genspirv.buildsys.builder", "noopstamp.save_after_build", "next no-op stamped"),
+    ("genspirv.buildsys.check", "run_plan", "check's compiles returned"),
 )
 CONTEXTS = {"early_workers"}
 

@@ -10,7 +10,7 @@ position meets dispatch plans it has never made: each is checked, gets its
 descriptor set written, and its access is worked out by the hazard tracker.
 The decode driver binds its caches and logits whole (rows chosen by push
 constants), which leaves the token slots.
-``genspirv bench demo`` times decodes over positions its warm-up already
+``python -m benchmarks demo`` times decodes over positions its warm-up already
 decoded; a generation that runs on never comes back to a position.
 
 Per round: ``--tokens`` decode steps at positions no earlier round reached
@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from genspirv.llm import driver, model as ref  # noqa: E402
+from examples.llm import driver, model as ref  # noqa: E402
 from genspirv.runtime import Device  # noqa: E402
 
 ARMS = ("new", "again")

@@ -44,8 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from genspirv.llm import kernel_groups  # noqa: E402
-from genspirv.llm import driver, model as ref  # noqa: E402
+from examples.llm import kernel_groups  # noqa: E402
+from examples.llm import driver, model as ref  # noqa: E402
 
 
 def _kernel_class(label: str) -> str:

@@ -3,14 +3,14 @@
     git archive REV genspirv | tar -x -C /tmp/genspirv-REV
     python tools/fresh_clone_ab.py PROJECT --baseline /tmp/genspirv-REV --label REV --runs 15 --json F
 
-PROJECT is a built project (``genspirv bench build-generator --keep DIR`` keeps
+PROJECT is a built project (``python -m benchmarks build-generator --keep DIR`` keeps
 its pristine one: build it once). Each sample copies PROJECT without
 ``.genspirv/`` (a fresh clone), lets the copy settle for 0.1 s (a clone's files
 are not racily new by the time its build starts), then times one arm:
 ``python -m genspirv build --root COPY -q`` of one tree, run from that tree's
 folder (``python -m`` puts the working folder first on ``sys.path``; the tree
 is on ``PYTHONPATH`` too), or the fresh-clone floor
-(``genspirv.bench.build_outputs.FRESH_CLONE_FLOOR``: what deciding it must
+(``benchmarks.build_outputs.FRESH_CLONE_FLOOR``: what deciding it must
 read, in a Python importing nothing of genspirv). Every build must say it
 compiled nothing. Rounds alternate the order of the arms and the first two
 are not kept (the CPU clocks up); figures are each arm's median and minimum,
@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from genspirv.bench.build_outputs import FRESH_CLONE_FLOOR  # noqa: E402
+from benchmarks.build_outputs import FRESH_CLONE_FLOOR  # noqa: E402
 
 WARM_ROUNDS = 2
 SETTLE_S = 0.1

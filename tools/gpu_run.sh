@@ -4,17 +4,17 @@
 # 1. the runtime's value, trust, threading and kernel tests (tests/gpu and the runtime tests:
 #    exact values under "smart", wrong ones under the test-only "none", sync validation
 #    where the layers are present);
-# 2. genspirv bench runtime (barrier policies, submission, host cost, the wgpu-py peer
+# 2. python -m benchmarks runtime (barrier policies, submission, host cost, the wgpu-py peer
 #    when wgpu is importable);
-# 3. genspirv bench kernel (mul_mat_vec against the measured peak bandwidth), and
+# 3. python -m benchmarks kernel (mul_mat_vec against the measured peak bandwidth), and
 #    tools/decode_positions.py (recorded decode steps at new positions against the same again);
-# 4. genspirv bench demo --roofline at three model sizes (f32) and the largest with f16
+# 4. python -m benchmarks demo --roofline at three model sizes (f32) and the largest with f16
 #    weights;
 # 5. examples/c-backend, the worked C backend on genspirv/vulkan.h: built with cmake from its
 #    committed table (GENSPIRV_COMPILE_SHADERS=OFF: no shader compiler here), its CTest runs
-#    under sync validation, each barrier policy's values on the GPU, and genspirv bench
+#    under sync validation, each barrier policy's values on the GPU, and python -m benchmarks
 #    c-backend (host time per recorded dispatch, C beside the Python runtime).
-# 6. (only when asked: `build`) the build on the host's 16 cores: genspirv bench build-generator
+# 6. (only when asked: `build`) the build on the host's 16 cores: python -m benchmarks build-generator
 #    at 2,000 variants and 16 jobs (every arm, 2 runs), and its --jobs 1,2,4,8,16 series at 240
 #    variants (cold beside glslang + spirv-opt alone, 2 runs: a series at 2,000 would take
 #    ~18 minutes, its 1-job points alone ~9); needs the compiler wheels in .whl/.
@@ -59,13 +59,13 @@ step 300 tests.log python3 -m pytest -q -rfs -p no:cacheprovider tests/gpu tests
   tests/test_spec_ids.py tests/test_hazards.py tests/test_runtime_misuse.py tests/test_push_runtime.py \
   tests/test_spec_arrays_runtime.py tests/test_runtime_limits.py tests/test_device_limits.py
 fi
-want runtime && step 70 runtime.log python3 -m genspirv bench runtime --repeat 5 --json "$OUT/runtime_h200.json"
+want runtime && step 70 runtime.log python3 -m benchmarks runtime --repeat 5 --json "$OUT/runtime_h200.json"
 if want kernel; then
-step 60 kernel.log python3 -m genspirv bench kernel --json "$OUT/kernel_h200.json"
+step 60 kernel.log python3 -m benchmarks kernel --json "$OUT/kernel_h200.json"
 step 90 positions.log python3 tools/decode_positions.py --host-profile --json "$OUT/decode_positions_h200.json"
 fi
 demo() {   # demo SECONDS REPEATS NAME MODEL-ARGS
-  step "$1" "demo_$3.log" python3 -m genspirv bench demo --roofline --repeat "$2" \
+  step "$1" "demo_$3.log" python3 -m benchmarks demo --roofline --repeat "$2" \
     --json "$OUT/demo_h200_$3.json" --demo-args "$4"
 }
 if want demo; then
@@ -87,12 +87,12 @@ for policy in smart always; do   # values on the GPU: exact under both
 done
 # No barriers: wrong values are what it shows on a GPU, so its exit status is not a failure.
 step 60 c_backend_none.log sh -c "'$cbuild/c_backend' --policy none --layers 16 --n 2048 || true"
-step 120 c_backend_bench.log python3 -m genspirv bench c-backend --json "$OUT/c_backend_h200.json"
+step 120 c_backend_bench.log python3 -m benchmarks c-backend --json "$OUT/c_backend_h200.json"
 fi
 if want build; then
-step 250 build_generator.log python3 -m genspirv bench build-generator --sizes 2000 --jobs 16 --repeat 2 \
+step 250 build_generator.log python3 -m benchmarks build-generator --sizes 2000 --jobs 16 --repeat 2 \
   --json "$OUT/build_generator_2000_h200.json" -q
-step 290 build_jobs.log python3 -m genspirv bench build-generator --sizes 240 --jobs 1,2,4,8,16 --repeat 2 \
+step 290 build_jobs.log python3 -m benchmarks build-generator --sizes 240 --jobs 1,2,4,8,16 --repeat 2 \
   --json "$OUT/build_jobs_h200.json" -q
 fi
 exit $status

@@ -21,8 +21,8 @@ thread's CPU time (``time.thread_time``) per dispatch, on the device
 - ``replay``: the same step captured once and resubmitted, waited for;
 - ``replay_amortised``: that capture run 10 times back to back, then one wait.
 
-The same workloads as ``genspirv bench runtime``'s peer arm
-(``genspirv.bench.peer``), written out here because a baseline tree may
+The same workloads as ``python -m benchmarks runtime``'s peer arm
+(``benchmarks.peer``), written out here because a baseline tree may
 predate that module.
 """
 

@@ -1,4 +1,4 @@
-"""Render benchmark JSON from ``genspirv bench ... --json FILE``: PNG plots, markdown tables.
+"""Render benchmark JSON from ``python -m benchmarks ... --json FILE``: PNG plots, markdown tables.
 
 Takes the JSON files the suites write; gives ``build_scaling.png`` (cold
 build, floor, check and no-op time against the number of variants, one line
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from genspirv.bench.harness import format_range, format_value  # noqa: E402
+from benchmarks.harness import format_range, format_value  # noqa: E402
 
 
 def _series(doc: dict, key: str) -> dict[tuple[str, int], list[tuple[float, float, float, float]]]:
@@ -161,7 +161,7 @@ def plot_reflect(doc: dict, out: Path, plt) -> Path:
 def markdown(doc: dict) -> str:
     """The suite's summary and derived figures as markdown, headed by how they were made."""
     meta = doc["meta"]
-    lines = [f"Command: `{meta.get('command', 'genspirv bench ' + doc['suite'])}` "
+    lines = [f"Command: `{meta.get('command', 'python -m benchmarks ' + doc['suite'])}` "
              f"({doc['suite_seconds']:.0f} s)  ",
              f"Date: {meta['date']} · device: {meta['device']} · {meta['cores']} cores · "
              f"Python {meta['python']} · genspirv {meta.get('genspirv_commit') or 'unknown'}",
@@ -183,7 +183,7 @@ def markdown(doc: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("files", nargs="+", type=Path, help="JSON from genspirv bench build/reflect --json")
+    parser.add_argument("files", nargs="+", type=Path, help="JSON from python -m benchmarks build/reflect --json")
     parser.add_argument("--out", type=Path, default=Path("docs/bench"), help="folder for the PNGs")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables instead of plotting")
     args = parser.parse_args(argv)

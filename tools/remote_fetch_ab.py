@@ -5,7 +5,7 @@
 
 A first machine's cold build of the ``build-generator`` project (``--variants``,
 1,000 by default) in read-write mode against an empty nginx WebDAV store on
-127.0.0.1 (``genspirv.bench.webdav``), stopped at its first compiler command:
+127.0.0.1 (``benchmarks.webdav``), stopped at its first compiler command:
 what it measures is the wait before any compile starts (planning, and, where
 the build asks the store for everything first, every fetch). A third arm,
 ``no remote cache``, is this tree without a store: the floor. Each sample is a
@@ -29,15 +29,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 
-from genspirv.bench import synth  # noqa: E402
-from genspirv.bench.webdav import WebdavStore  # noqa: E402
+from benchmarks import synth  # noqa: E402
+from benchmarks.webdav import WebdavStore  # noqa: E402
 
 SECRET = "genspirv-bench-secret"
 # One sample: the build in this process, from the tree on sys.path[0], until its first command.
 PROBE = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from genspirv.build.builder import build
+from genspirv.buildsys.builder import build
 from genspirv.project.config import load_config
 config = load_config(sys.argv[2])
 start, first = time.monotonic(), []

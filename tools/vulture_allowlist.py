@@ -11,7 +11,7 @@ tests/ can show vulture its use. Spec tables (``OP_*``, ``STORAGE_*``,
 # flake8: noqa
 _ = None
 
-# Looked up by name from genspirv/bench/__init__.py's SUITES table.
+# Looked up by name from benchmarks/__init__.py's SUITES table.
 _.bench_build
 _.bench_reflect_suite
 _.bench_runtime

@@ -45,7 +45,7 @@ function(_genspirv_ask python out_version out_here)
   set(${out_version} "" PARENT_SCOPE)
   set(${out_here} FALSE PARENT_SCOPE)
   execute_process(
-    COMMAND "${python}" -c "import os, sys, genspirv, genspirv.build.builder; sys.stdout.write(genspirv.__version__ + '\\n' + os.path.dirname(os.path.realpath(genspirv.__file__)))"
+    COMMAND "${python}" -c "import os, sys, genspirv, genspirv.buildsys.builder; sys.stdout.write(genspirv.__version__ + '\\n' + os.path.dirname(os.path.realpath(genspirv.__file__)))"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
     WORKING_DIRECTORY "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")   # not the caller's folder: a genspirv/ there would win
   if(NOT rc EQUAL 0)

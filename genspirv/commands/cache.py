@@ -72,7 +72,7 @@ def _level(stats: cachestats.Stats, hits: Stat, misses: Stat, stores: Stat, erro
 
 def stats_document(config: Config) -> dict:
     """What ``cache stats --json`` prints."""
-    from ..build.blob_cache import BlobCache, local_cache_dir
+    from ..buildsys.blob_cache import BlobCache, local_cache_dir
     stats = cachestats.read(local_cache_dir(config))
     folders = [{"path": _shown(config, f), "entries": n, "bytes": size}
                for f, n, size in BlobCache.for_config(config).usage()]
@@ -80,7 +80,7 @@ def stats_document(config: Config) -> dict:
 
 
 def run(config: Config, args: argparse.Namespace, say: Say) -> int:
-    from ..build.blob_cache import BlobCache, local_cache_dir
+    from ..buildsys.blob_cache import BlobCache, local_cache_dir
     folder = local_cache_dir(config)
     if CacheAction(args.cache_action) is CacheAction.CLEAR:
         for where, n, size in BlobCache.for_config(config).clear():

@@ -30,8 +30,8 @@ from ..errors import GenspirvError, UsageError
 from ..fsutil import atomic_write
 
 if TYPE_CHECKING:       # the command line adds --json before the build's modules load
-    from ..build.check import CheckReport
-    from ..build.report import BuildReport
+    from ..buildsys.check import CheckReport
+    from ..buildsys.report import BuildReport
     from ..project.config import Config
 
 SCHEMA = "genspirv-results/1"
@@ -87,7 +87,7 @@ def error_problems(error: Optional[GenspirvError], config: Optional[Config] = No
     failures = getattr(error, "failures", None)
     if not failures:
         return [Problem(str(error).split("\n", 1)[0])]
-    from ..build.compile import error_site
+    from ..buildsys.compile import error_site
     grouped: dict[tuple, list[str]] = {}
     for name, exc in sorted(failures.items()):
         file, line, message = error_site(exc)

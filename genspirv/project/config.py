@@ -207,7 +207,7 @@ def _missing_glsl_dir(glsl_dir: str, configured: bool) -> ConfigError:
 
 def project_folders(root: Path) -> tuple[str, str, str]:
     """glsl_dir, spirv_dir and manifest of the project at ``root``, from its table alone (the
-    generator not run): what a fresh clone's early reads need (``genspirv.build.early``)."""
+    generator not run): what a fresh clone's early reads need (``genspirv.buildsys.early``)."""
     table = _read_table(root) or {}
     glsl_dir, spirv_dir, manifest = (relative_path(table.get(k, DEFAULTS[k]), f"tool.genspirv.{k}")
                                      for k in ("glsl_dir", "spirv_dir", "manifest"))

@@ -4,7 +4,7 @@ Takes nothing; ``watch()``, called in the generator's child process before the
 generator runs, starts recording, and the function it returns gives the
 ``Reads`` so far. A later build may take the generator's last answer instead of
 running it again only while every one of these is as it was
-(``genspirv.build.noopreplay``): each file with the same ``stat()`` (or still
+(``genspirv.buildsys.noopreplay``): each file with the same ``stat()`` (or still
 absent), each folder with the same ``stat()`` (an entry added, removed or
 renamed changes its mtime), each variable with the same value, and the same
 working folder when the generator named a relative path.

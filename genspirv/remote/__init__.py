@@ -3,5 +3,5 @@
 ``entry`` packs and verifies one stored entry; ``cache`` is the client
 (``RemoteCache``): fetches, background stores, the circuit breaker and the
 counters. Takes a variant's content key; knows nothing of the build's plan,
-which asks it through ``genspirv.build.remote_fetches``.
+which asks it through ``genspirv.buildsys.remote_fetches``.
 """

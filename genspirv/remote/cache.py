@@ -10,7 +10,7 @@ caches:
   ``genspirv.remote.entry``: the blob's files hash to its key here, and the
   blob reflects): the build gates each variant's compile on its own future,
   so compiles start while other requests are in flight, and the hits become
-  remote hits in the plan (``genspirv.build.plan.found_step``); ``fetch(lookups,
+  remote hits in the plan (``genspirv.buildsys.plan.found_step``); ``fetch(lookups,
   ...)`` waits for all of a list (what ``--explain`` resolves first);
   ``finish_asking()`` then counts the unverified entries past the named ones;
 - ``publish(...)`` queues a compiled blob for the background pool to store

@@ -54,7 +54,7 @@ class Compilers:
 
     def manifest_facts(self) -> dict[CompilerName, Mapping[str, str]]:
         """What the manifest's toolchain records of each compiler besides the default, written
-        when it built some variant (``genspirv.build.outputs``)."""
+        when it built some variant (``genspirv.buildsys.outputs``)."""
         return {name: c.manifest_facts() for name, c in self.by_name.items()
                 if name is not CompilerName.GLSLANG and hasattr(c, "manifest_facts")}
 

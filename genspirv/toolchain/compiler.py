@@ -1,6 +1,6 @@
 """The compiler seam: what a build asks of a compiler, and the pinned glslang that answers.
 
-The build (``genspirv.build.compile``, ``genspirv.build.builder``) talks to a compiler only
+The build (``genspirv.buildsys.compile``, ``genspirv.buildsys.builder``) talks to a compiler only
 through the ``Compiler`` protocol below; ``GlslangCompiler`` is the real one
 (glslangValidator, then spirv-opt and spirv-val, each a subprocess; in a worker process,
 glslang's and spirv-val's libraries: ``glslang_library``, ``validator_library``), and the
@@ -38,7 +38,7 @@ kills; an in-process one is waited for.
 A compiler that says ``ships_to_workers`` (a class attribute, True) is a plain
 value (tool paths) that pickles and compiles the same in another process: the
 build may then run its variants' whole pipelines in worker processes
-(``genspirv.build.compile_workers``). One that says nothing (an in-memory fake,
+(``genspirv.buildsys.compile_workers``). One that says nothing (an in-memory fake,
 slang-glslang, which has worker processes of its own) runs on threads.
 """
 

@@ -34,7 +34,7 @@ started with zeroed allocations (``children.zeroed_heap``, as compile workers an
 tool are) and each compile on a new thread, whose pool of glslang's nodes starts empty.
 
 Only a process that may die for its job uses it (``allow()``: a compile worker,
-``genspirv.build.compile_workers``), as ``validator_library``: a crash inside glslang
+``genspirv.buildsys.compile_workers``), as ``validator_library``: a crash inside glslang
 takes that worker down, which the build reports as that one variant's loss.
 """
 

@@ -13,7 +13,7 @@ Why: a spirv-val process costs ~2.6 ms of CPU to start for ~0.7 ms of validation
 variant, at 2,000 variants on 16 busy cores that is ~2 % of a cold build's wall time.
 
 Only a process that may die for its job uses it (``allow()``: a compile worker,
-``genspirv.build.compile_workers``): a crash inside the library takes its process down,
+``genspirv.buildsys.compile_workers``): a crash inside the library takes its process down,
 which the build reports as that one variant's loss; the build's own process runs the
 spirv-val process, as before.
 """

@@ -13,7 +13,7 @@ job per thread. A handler may send notes while it works (``tell``), which the
 caller hears through ``run``'s ``note`` as they come.
 
 Used by slang-glslang (``genspirv.toolchain.slang.workers``: the libraries loaded
-once per worker) and by the build (``genspirv.build.compile_workers``: each
+once per worker) and by the build (``genspirv.buildsys.compile_workers``: each
 variant's whole pipeline, so the build's own process, under one GIL, only hands
 out jobs and collects results). docs/COMPILERS.md, "Worker processes".
 

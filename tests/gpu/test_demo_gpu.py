@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from genspirv.llm import compare, demo, driver
+from examples.llm import compare, demo, driver
 
 from genspirv import runtime  # noqa: E402
 
@@ -71,7 +71,7 @@ def test_demo_without_barriers_goes_wrong_on_gpu():
     """Positive control: with the barriers left out (test-only policy "none") the same
     decode must disagree with the reference at least once in three tries, or exactness
     under smart proves nothing about its barriers on this device."""
-    from genspirv.llm import model as ref
+    from examples.llm import model as ref
     args = demo.parse_args(_shape(LARGE))
     config = demo.config_from_args(args)
     weights = ref.make_weights(config, args.seed)
