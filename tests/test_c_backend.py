@@ -154,7 +154,7 @@ def test_trace_parser_reads_every_line_kind():
 
 def test_gpu_run_builds_and_runs_the_example():
     script = (REPO / "tools" / "gpu_run.sh").read_text()
-    assert "examples/c-backend" in script and "ctest" in script and "bench c-backend" in script
+    assert "examples/c-backend" in script and "ctest" in script and "benchmarks c-backend" in script
 
 
 # -- the GUIDE's section quotes the example ----------------------------------------------

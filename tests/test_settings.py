@@ -61,7 +61,10 @@ def test_a_negative_lock_timeout_is_refused(tmp_path, monkeypatch):
 
 
 def _sources() -> dict[Path, str]:
-    return {p: p.read_text() for p in PACKAGE.rglob("*.py") if p.name != "settings.py"}
+    """The package's sources, and the checkout's benchmarks and demo, which read their settings
+    through the same table."""
+    folders = (PACKAGE, ROOT / "benchmarks", ROOT / "examples")
+    return {p: p.read_text() for folder in folders for p in folder.rglob("*.py") if p.name != "settings.py"}
 
 
 def test_every_variable_is_read_through_the_table():
