@@ -152,6 +152,7 @@ def _sigterm_interrupts():
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .buildsys.builder import BuildInterrupted, build
+    from .buildsys.commit import STRAY_NOTE
     from .emit.cmake import write_depfile_from_args
     _check_output_file("--depfile", args.depfile)
     if args.json != "-":
@@ -161,16 +162,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     progress = Progress(out)
     explain = args.explain or args.debug == "explain"
     report, error = None, None
-    logged = []         # lines the build printed besides progress: a no-op that said more is not replayed
-
-    def log(line: str) -> None:
-        if not VARIANT_LINE.match(line):
-            logged.append(line)
-        progress(line)
     try:
         with _sigterm_interrupts():
             report = build(config, jobs=args.jobs, force=args.force,
-                           log=_without_progress(log) if args.quiet else log,
+                           log=_without_progress(progress) if args.quiet else progress,
                            on_command=progress.command if args.verbose else None,
                            explain=progress if explain else None, verbose=args.verbose,
                            only=args.targets or None)
@@ -190,16 +185,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     write_depfile_from_args(config, args)
     notes = [*([config.other_stages_note()] if config.other_stages else []),
              *([config.defaults_note()] if config.defaults else [])]
-    lines = report.lines(notes, verbose=args.verbose)
-    _say("\n".join(lines), out)
+    for rel in report.strays:
+        _warn(f"genspirv build: warning: {rel}: {STRAY_NOTE.format(folder=config.spirv_dir + '/')}")
+    _say("\n".join(report.lines(notes, verbose=args.verbose)), out)
     _emit_results(args, "build", config, report, 0)
-    # The next plain build may be answered from the stamp before anything loads (build.noopreplay),
-    # with what this no-op printed, or what the no-op this build stamped would print.
-    plain = not (logged or args.targets or args.force or explain or args.verbose or args.json or args.annotations
-                 or args.depfile)
-    if (report.did_nothing and plain) or report.stamped is not None:
-        from .buildsys.noopstamp import seal
-        seal(config, lines if report.did_nothing else report.stamped.lines(notes))
     return 0
 
 
@@ -207,7 +196,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .buildsys.check import check
+    from .buildsys.builder import check
     # `genspirv --check` has none of check's own options: their defaults.
     args = argparse.Namespace(**{"jobs": None, "quiet": False, "verbose": False, "json": None,
                                  "annotations": None, **vars(args)})

@@ -186,11 +186,6 @@ def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
     return d
 
 
-# Build facts written only when they say something (the schema does not require them); all of them.
-OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env", "compiler", "meta")
-BUILD_FACTS = ("name", "source", "defines", "spirv", "sha256", "size") + OPTIONAL_FACTS
-
-
 def build_facts(entry: ManifestEntry) -> dict[str, Any]:
     """The entry's fields that are not reflection: names, paths, digests, provenance."""
     d: dict[str, Any] = {"name": entry.name, "source": entry.source, "defines": dict(entry.defines),

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from genspirv.buildsys.check import check, first_difference
+from genspirv.buildsys.builder import check
+from genspirv.buildsys.check import first_difference
 from genspirv.project.config import load_config
 
 

@@ -65,15 +65,6 @@ def refused(d, where="manifests/shaders.json") -> str:
     return str(exc.value)
 
 
-def test_build_facts_are_every_field_of_an_entry_but_its_reflection():
-    """``BUILD_FACTS`` (what a fresh clone's early reads keep of each entry) names every field
-    the writer emits besides the reflection, an entry with every optional fact set."""
-    from genspirv.manifest import BUILD_FACTS, info_to_dict
-    shader = sample_manifest()["shaders"][0]
-    reflection = set(info_to_dict(manifest_from_dict(sample_manifest(), "sample").shaders[0].info))
-    assert set(shader) - reflection == set(BUILD_FACTS) and not reflection & set(BUILD_FACTS)
-
-
 def test_schema_is_a_valid_draft_2020_12_schema():
     jsonschema.Draft202012Validator.check_schema(schema())
 

@@ -26,9 +26,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Protocol, Sequence
 
-from .state import KeyInputs, Record, sha256_hex
-from ..project.config import Variant
-from ..project.variants import CompilerName
+from ..project.variants import CompilerName, Variant
+from .keys import KeyInputs, Record, sha256_hex
 
 if TYPE_CHECKING:
     from ..reflect import ShaderInfo

@@ -40,7 +40,6 @@ from .. import settings
 from ..errors import ConfigError
 from ..fsutil import find_project_root
 from .generated import GENERATED_DIR, GeneratedFile
-from .reads import Reads
 from .remote_url import URL_FORM, parse_url
 # Settings and Variant are re-exported: the build's stages take them from here with the Config.
 from .variants import (DEFAULT_TARGET_ENV, OTHER_STAGES, Settings, Variant, check_compute, check_keys, expect,
@@ -89,7 +88,6 @@ class Config:
     generated: tuple[GeneratedFile, ...] = ()    # the generator's files, sorted by path (under GENERATED_DIR)
     remote_cache: Optional[str] = None       # a remote compile cache's URL (GENSPIRV_REMOTE_CACHE overrides)
     defaults: bool = False                   # no [tool.genspirv] table: every setting is its default
-    generator_reads: Optional[Reads] = None  # what the generator read as it ran (genspirv.project.reads)
 
     def path(self, relative: str) -> Path:
         """An absolute path for a posix path relative to the root."""
@@ -205,15 +203,6 @@ def _missing_glsl_dir(glsl_dir: str, configured: bool) -> ConfigError:
                        "pyproject.toml; run `genspirv init` to start a project, or name one with --root DIR")
 
 
-def project_folders(root: Path) -> tuple[str, str, str]:
-    """glsl_dir, spirv_dir and manifest of the project at ``root``, from its table alone (the
-    generator not run): what a fresh clone's early reads need (``genspirv.buildsys.early``)."""
-    table = _read_table(root) or {}
-    glsl_dir, spirv_dir, manifest = (relative_path(table.get(k, DEFAULTS[k]), f"tool.genspirv.{k}")
-                                     for k in ("glsl_dir", "spirv_dir", "manifest"))
-    return glsl_dir, spirv_dir, manifest
-
-
 def load_config(root: Path | str) -> Config:
     """Read and check the config of the project at ``root``."""
     if not Path(root).is_dir():
@@ -276,12 +265,11 @@ def load_config(root: Path | str) -> Config:
     generator = None
     generated: list[Variant] = []
     files: tuple[GeneratedFile, ...] = ()
-    reads = None
     if "generator" in table:
         from .generator import generator_items
         generator = relative_path(table["generator"], "tool.genspirv.generator")
         output = generator_items(root, generator, glsl_dir)
-        files, reads = output.files, output.reads
+        files = output.files
         _check_shadowing(root, files, f"{glsl_dir}/{INCLUDE_DIR}", generator)
         # Many variants share a source: its checks and its table's settings and meta are made
         # once, in the order they were made per variant (the first variant that fails one is
@@ -333,7 +321,7 @@ def load_config(root: Path | str) -> Config:
                     target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
                     variants=tuple(sorted(variants.values(), key=lambda v: v.name)),
                     include_directive=include_directive, generator=generator, generated=files,
-                    remote_cache=remote_cache, defaults=found is None, generator_reads=reads,
+                    remote_cache=remote_cache, defaults=found is None,
                     other_stages=tuple(f"{glsl_dir}/{rel}" for rel in
                                        discover_sources(root, glsl_dir, tuple(exclude), tuple(OTHER_STAGES))))
     _check_collisions(config)

@@ -35,8 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from ..fsutil import atomic_write
-
-GENERATED_DIR = ".genspirv/generated"     # root-relative; on the include path when there are files
+from ..statedir import GENERATED_DIR     # root-relative; on the include path when there are files
 
 
 @dataclass(frozen=True)
