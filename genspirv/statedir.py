@@ -28,6 +28,7 @@ and treats anything malformed as a cold cache.
 from __future__ import annotations
 
 import contextlib
+import enum
 import json
 import os
 import stat
@@ -39,14 +40,20 @@ from typing import Any, Callable, Iterator, Optional
 STATE_DIR = ".genspirv"
 GENERATED_DIR = f"{STATE_DIR}/generated"     # root-relative, posix: on the include path when there are files
 
-STATE_FILE = "state.json"
-INPUTS_FILE = "inputs.json"
-JOURNAL_FILE = "journal.jsonl"
-STATS_FILE = "stats.json"
-LOCK_FILE = "lock"
-TOOLS_FILE = "tools.json"
-PROBES_FILE = "slang-glslang.json"
-CACHE_DIR = "cache"
+
+class Kept(str, enum.Enum):
+    """What genspirv keeps in the folder, by its name there (the table above)."""
+
+    STATE = "state.json"
+    INPUTS = "inputs.json"
+    JOURNAL = "journal.jsonl"
+    STATS = "stats.json"
+    LOCK = "lock"
+    TOOLS = "tools.json"
+    PROBES = "slang-glslang.json"
+    CACHE = "cache"
+
+
 WORK_PREFIX = "compile-"
 
 # What a reader of the folder reads at most: far past what 2,000 variants' state takes (a few
@@ -58,32 +65,9 @@ def state_dir(root: Path) -> Path:
     return Path(root) / STATE_DIR
 
 
-def state_file(root: Path) -> Path:
-    return state_dir(root) / STATE_FILE
-
-
-def inputs_file(root: Path) -> Path:
-    return state_dir(root) / INPUTS_FILE
-
-
-def journal_file(root: Path) -> Path:
-    return state_dir(root) / JOURNAL_FILE
-
-
-def stats_file(root: Path) -> Path:
-    return state_dir(root) / STATS_FILE
-
-
-def tools_file(root: Path) -> Path:
-    return state_dir(root) / TOOLS_FILE
-
-
-def probes_file(root: Path) -> Path:
-    return state_dir(root) / PROBES_FILE
-
-
-def cache_dir(root: Path) -> Path:
-    return state_dir(root) / CACHE_DIR
+def path(root: Path, kept: Kept) -> Path:
+    """Where ``kept`` lies in the project at ``root``."""
+    return Path(root) / STATE_DIR / kept.value
 
 
 def generated_dir(root: Path) -> Path:
@@ -96,12 +80,12 @@ def work_dirs(root: Path) -> list[Path]:
     return sorted(folder.glob(WORK_PREFIX + "*")) if folder.is_dir() else []
 
 
-def read_bounded(path: Path, limit: int = LARGEST_FILE) -> Optional[bytes]:
-    """The bytes of the regular file at ``path`` when it holds at most ``limit`` of them; None
+def read_bounded(file: Path, limit: int = LARGEST_FILE) -> Optional[bytes]:
+    """The bytes of the regular file ``file`` when it holds at most ``limit`` of them; None
     for anything else (absent, a FIFO, a device, a folder, too large, unreadable), without
     blocking on a FIFO or reading past the limit."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError):
         return None
     try:
@@ -122,10 +106,10 @@ def read_bounded(path: Path, limit: int = LARGEST_FILE) -> Optional[bytes]:
         os.close(fd)
 
 
-def read_state_json(path: Path, limit: int = LARGEST_FILE) -> Any:
+def read_state_json(file: Path, limit: int = LARGEST_FILE) -> Any:
     """The JSON document a file of the folder holds; None for anything unreadable, too large,
     too deeply nested or malformed (a cold cache: the caller starts afresh)."""
-    data = read_bounded(path, limit)
+    data = read_bounded(file, limit)
     if data is None:
         return None
     try:
@@ -155,12 +139,12 @@ def project_lock(root: Path, timeout: Optional[float] = None,
     from .fsutil import try_lock, unlock
     if timeout is None:
         timeout = settings.get("GENSPIRV_LOCK_TIMEOUT")
-    path = state_dir(root) / LOCK_FILE
+    lock_path = path(root, Kept.LOCK)
     try:
         make_state_dir(root)
-        lock_file = open(path, "a+b")
+        lock_file = open(lock_path, "a+b")
     except OSError as exc:
-        raise OutputError(f"{path}: cannot create the build lock: {exc.strerror or exc}") from None
+        raise OutputError(f"{lock_path}: cannot create the build lock: {exc.strerror or exc}") from None
     with lock_file as f:
         deadline = time.monotonic() + timeout
         told = False
@@ -169,13 +153,13 @@ def project_lock(root: Path, timeout: Optional[float] = None,
                 if try_lock(f):
                     break
             except OSError as exc:
-                raise LockError(f"cannot lock {path}: {exc.strerror or exc}") from None
+                raise LockError(f"cannot lock {lock_path}: {exc.strerror or exc}") from None
             if not told:
-                print(f"genspirv: waiting for {path}: another build or check of this project is running",
+                print(f"genspirv: waiting for {lock_path}: another build or check of this project is running",
                       file=sys.stderr, flush=True)
                 told = True
             if time.monotonic() >= deadline:
-                raise LockError(f"{path} is still held by another build or check after {timeout:g} s "
+                raise LockError(f"{lock_path} is still held by another build or check after {timeout:g} s "
                                 "(set GENSPIRV_LOCK_TIMEOUT to wait longer)")
             time.sleep(0.1)
         try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .. import settings, statedir
+from ..statedir import Kept
 from .keys import sha256_hex
 from ..cachestats import Stat, Tally
 from ..project.config import Config
@@ -37,7 +38,7 @@ def _subfolders(folder: Path) -> list[Path]:
 
 def local_cache_dir(config: Config) -> Path:
     """The project's own blob cache, ``.genspirv/cache/`` (its counters live there too)."""
-    return statedir.cache_dir(config.root)
+    return statedir.path(config.root, Kept.CACHE)
 
 
 def shared_cache_dir() -> Optional[Path]:

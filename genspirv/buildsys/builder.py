@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, NoReturn, Optional, Sequence
 
 from .. import cachestats, statedir
+from ..statedir import Kept
 from .. import manifest as manifest_mod
 from ..cachestats import Stat, Tally
 from ..errors import GenspirvError, UnavailableError
@@ -116,8 +117,8 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     chosen = choose(config, only) if only else None     # a word that names nothing: before any work
     tally = Tally()
     remote = RemoteCache.for_config(config, tally)     # a bad URL stops the build before it starts
-    with compilers_for(config, compiler, jobs=jobs, version_cache=statedir.tools_file(config.root),
-                       probe_cache=statedir.probes_file(config.root)) as compilers:
+    with compilers_for(config, compiler, jobs=jobs, version_cache=statedir.path(config.root, Kept.TOOLS),
+                       probe_cache=statedir.path(config.root, Kept.PROBES)) as compilers:
         builder = Builder(config, compilers, Options(jobs, force, log, on_command, explain, verbose, chosen),
                           remote, tally)
         try:
@@ -233,7 +234,7 @@ class Builder:
         with self.remote, statedir.project_lock(root, log=options.log), contextlib.ExitStack() as stack:
             remove_stale_temp_files(self.config, options.log)
             with _collector(enabled=False):
-                self._load(StatLog(root, statedir.stats_file(root)), load_state(root),
+                self._load(StatLog(root, statedir.path(root, Kept.STATS)), load_state(root),
                            BlobCache.for_config(self.config, self.tally))
                 self.started = stack.enter_context(self._early_workers()) if self._compiles_everything() else None
                 plan, fetch = self._plan()

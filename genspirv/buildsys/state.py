@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from .. import statedir
+from ..statedir import Kept
 from ..fsutil import StagedFiles
 from ..project.config import Config
 from ..project.generated import compiled_deps
@@ -88,7 +89,7 @@ def load_state(root: Path) -> State:
     records: dict[str, Record] = {}
     outputs = None
     found = False
-    data = statedir.read_state_json(statedir.state_file(root))
+    data = statedir.read_state_json(statedir.path(root, Kept.STATE))
     if isinstance(data, dict) and data.get("schema") == STATE_SCHEMA and isinstance(data.get("variants"), dict):
         found = True
         for name, doc in data["variants"].items():
@@ -98,7 +99,7 @@ def load_state(root: Path) -> State:
         out = data.get("outputs")
         if isinstance(out, dict) and isinstance(out.get("key"), str) and isinstance(out.get("files"), dict):
             outputs = OutputsRecord(out["key"], {str(k): str(v) for k, v in out["files"].items()})
-    raw = statedir.read_bounded(statedir.journal_file(root))
+    raw = statedir.read_bounded(statedir.path(root, Kept.JOURNAL))
     for line in raw.splitlines() if raw is not None else ():
         try:
             entry = json.loads(line)
@@ -108,7 +109,7 @@ def load_state(root: Path) -> State:
         if record is not None and isinstance(entry.get("name"), str):
             records[entry["name"]] = record
             found = True
-    return State(records, RecordedInputs(statedir.inputs_file(root)), outputs, found)
+    return State(records, RecordedInputs(statedir.path(root, Kept.INPUTS)), outputs, found)
 
 
 def _compact(doc: Any) -> bytes:
@@ -128,8 +129,8 @@ def stage_state(root: Path, staged: StagedFiles, records: Mapping[str, Record],
     inputs = {n: r.inputs_doc if r.inputs_doc is not None else recorded.doc(n, r.key) for n, r in records.items()}
     statedir.make_state_dir(root)
     # The inputs file only explains: losing it to a crash costs no work, so no fsync.
-    for path, data, durable in ((statedir.state_file(root), _compact(doc), True),
-                                (statedir.inputs_file(root), _compact({"schema": INPUTS_SCHEMA, "variants": {
+    for path, data, durable in ((statedir.path(root, Kept.STATE), _compact(doc), True),
+                                (statedir.path(root, Kept.INPUTS), _compact({"schema": INPUTS_SCHEMA, "variants": {
                                     n: d for n, d in inputs.items() if d is not None}}), False)):
         if statedir.read_bounded(path) == data:
             continue
@@ -141,11 +142,11 @@ def stage_state(root: Path, staged: StagedFiles, records: Mapping[str, Record],
 def clear_journal(root: Path) -> None:
     """Forget the journal once the state file holds its records."""
     with contextlib.suppress(FileNotFoundError):
-        statedir.journal_file(root).unlink()
+        statedir.path(root, Kept.JOURNAL).unlink()
 
 
 def journal_exists(root: Path) -> bool:
-    return statedir.journal_file(root).exists()
+    return statedir.path(root, Kept.JOURNAL).exists()
 
 
 class Journal:
@@ -164,7 +165,7 @@ class Journal:
         try:
             if self._file is None:
                 statedir.make_state_dir(self.root)
-                self._file = open(statedir.journal_file(self.root), "ab", buffering=0)
+                self._file = open(statedir.path(self.root, Kept.JOURNAL), "ab", buffering=0)
             self._file.write(line.encode() + b"\n")
         except OSError:
             pass
