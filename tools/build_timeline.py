@@ -89,7 +89,7 @@ def main() -> int:
 PHASES = (
     ("genspirv.project.config", "load_config", "config loaded"),
     ("genspirv.buildsys.builder", "Builder._load", "state loaded"),
-    ("genspirv.buildsys.builder", "early_workers", "workers asked to start"),
+    ("genspirv.buildsys.compile_workers", "early_workers", "workers asked to start"),
     ("genspirv.buildsys.builder", "Builder._plan", "planned"),
     ("genspirv.buildsys.builder", "Staging.decided", "writers done"),
     ("genspirv.buildsys.builder", "expected_outputs", "outputs rendered"),

@@ -64,15 +64,11 @@ from ..remote.cache import RemoteCache
 from ..toolchain.chain import Compilers, compilers_for
 from ..toolchain.compiler import CommandLog, Compiler
 from .blob_cache import BlobCache, local_cache_dir
-from .check import CheckReport, Comparing
 from .commit import (SpareBlobs, commit, folders_removed_on_failure, output_error, owned_blobs,
                      remove_stale_temp_files, save_state, spare_blobs, stage_blob)
-from .compile import (Compiled, Fetch, Fetched, Log, compile_all, job_count, longest_first, make_jobs,
-                      raise_failures, reflect_blob, unavailable_deps)
-from .compile_workers import CompileWorkers, early_workers
-from .keys import KeyInputs, Record, key_inputs, sha256_hex
+from .variant_compile import Compiled, reflect_blob
+from .keys import KeyInputs, Record, key_inputs, settings_digest, sha256_hex
 from .plan import Plan, Reason, Step, make_plan, replaced
-from .remote_fetches import ask_remote, remote_fetch
 from .render import entry_text, expected_outputs, outputs_current, outputs_key
 from .report import BuildReport
 from .selection import choose, left_out, only as only_chosen
@@ -84,6 +80,12 @@ if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
     from ..reflect import ShaderInfo
+    from .check import CheckReport
+    from .compile import Fetch, Fetched, Log
+    from .compile_workers import CompileWorkers
+
+# A no-op build runs no compile and compares nothing: the runner (compile, compile_workers), the
+# remote fetches and check's compare step are imported where they are first used.
 
 WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
 
@@ -191,6 +193,9 @@ class ProjectLookups:
     def recorded(self, name: str, key: Optional[str]) -> Optional[KeyInputs]:
         return self.recorded_inputs.get(name, key) if self.recorded_inputs is not None else None
 
+    def settled(self, rel: str) -> bool:
+        return self.hashes.settled(rel)
+
 
 @dataclass(frozen=True)
 class Ran:
@@ -255,6 +260,8 @@ class Builder:
             else {**self.committed().records, **state.records}
         self.cache = cache
         self.lookups = ProjectLookups(config, self.versions, self.hashes, cache, state.inputs)
+        self.settings = settings_digest(config.variants, self.versions, self.lookups.include_dirs,
+                                        config.include_directive, self.hashes.generated)
 
     def _compiles_everything(self) -> bool:
         """Every variant will compile (``--force``, or a first build with nothing cached and no
@@ -263,21 +270,29 @@ class Builder:
             not self.records and not self.remote.enabled and self.cache.empty()))
 
     def _early_workers(self):
+        from .compile import job_count
+        from .compile_workers import early_workers
         return early_workers(self.compilers, self.config.variants, job_count(self.options.jobs))
 
     def _plan(self) -> tuple[Plan, Fetch]:
         """The plan of the chosen variants, and each compile's remote fetch (None: none to ask)."""
         config, options = self.config, self.options
-        plan = only_chosen(make_plan(config.variants, self.records, self.lookups, options.force), options.chosen,
-                           self.records, lambda v: config.path(config.blob_relpath(v)).is_file())
+        # The records' keys stand unmade while their settings do (no journal of another build's).
+        settled = self.state.settings == self.settings
+        plan = only_chosen(make_plan(config.variants, self.records, self.lookups, options.force, settled),
+                           options.chosen, self.records, lambda v: config.path(config.blob_relpath(v)).is_file())
         # --explain, a dry run, resolves every fetch first to print the exact plan; a build gates
         # each compile on its own fetch, so compiles run while other fetches are in flight.
+        fetch = None
+        if self.remote.enabled:
+            from .remote_fetches import ask_remote, remote_fetch
+            if options.explain is not None:
+                plan = ask_remote(plan, self.remote, self.records, self.lookups, self.cache)
+            else:
+                fetch = remote_fetch(plan, self.remote, self.records, self.lookups, self.cache)
         if options.explain is not None:
-            plan, fetch = ask_remote(plan, self.remote, self.records, self.lookups, self.cache), None
             for line in plan.explanations():
                 options.explain(f"explain: {line}")
-        else:
-            fetch = remote_fetch(plan, self.remote, self.records, self.lookups, self.cache)
         return plan, fetch
 
     def _spare(self, unavailable: set[str]) -> SpareBlobs:
@@ -305,7 +320,7 @@ class Builder:
         known = _records_of(plan.up_to_date + plan.unavailable)
         if journal_exists(self.config.root) or self.hashes.stats.changed:
             save_state(self.config.root, _kept_records(self.config, self.records, known), self.state.outputs,
-                       self.state.inputs, self.hashes.stats)
+                       self.state.inputs, self.hashes.stats, self._settings_kept())
         return self._report(plan, known, spare=spare)
 
     def _run(self, plan: Plan, fetch: Fetch) -> BuildReport:
@@ -349,6 +364,7 @@ class Builder:
         """Every compile of the plan through the runner (``compile.compile_all``), the generator's
         files written first (into ``.genspirv/generated/``, or check's ``generated_dir``); each
         result told to ``keep(name, record, compiled or None, fetched)`` as it finishes."""
+        from .compile import Fetched, compile_all, longest_first, make_jobs, unavailable_deps
         config = self.config
         records: dict[str, Record] = {}
         absent = self.compilers.missing_required([s.variant for s in plan.to_compile])
@@ -411,14 +427,23 @@ class Builder:
         blob_shas = {config.blob_relpath(c.variant): records[c.variant.name].sha256 for c in ordered}
         rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blob_shas}
         written = commit(config, outputs, records, OutputsRecord(outputs_key(config, self.versions, keys), rendered),
-                         state.inputs, self.options.log, staging.staged, decided, spare, self.hashes.stats)
+                         state.inputs, self.options.log, staging.staged, decided, spare, self.hashes.stats,
+                         self._settings_kept())
         if self.cache.stored:
             self.cache.trim()
         return self._report(plan, records, ran.compiled_now, spare.orphans, tuple(written), spare=spare)
 
+    def _settings_kept(self) -> Optional[str]:
+        """The settings digest the state may keep: this build's, when every record it keeps was
+        made or found current under it (not where a build of named variants kept the others'
+        as they were: those may be older)."""
+        return self.settings if self.options.chosen is None else None
+
     def _fail(self, plan: Plan, ran: Ran, records: Mapping[str, Record]) -> NoReturn:
         """Keep what compiled (state and cache): the next build compiles only what failed or
-        changed. Raises the failures' error, its ``report`` set."""
+        changed. Raises the failures' error, its ``report`` set. No settings digest is kept: a
+        variant that failed keeps its old record, made with the settings it had then."""
+        from .compile import raise_failures
         save_state(self.config.root, records, self.state.outputs, self.state.inputs, self.hashes.stats)
         report = self._report(plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
         try:
@@ -468,6 +493,8 @@ class Builder:
 
     def check(self) -> CheckReport:
         """Under the lock: every variant compiled afresh, every output compared."""
+        from .check import Comparing
+        from .compile import raise_failures
         config = self.config
         with statedir.project_lock(config.root, log=self.options.log), self._early_workers() as started:
             self.started = started

@@ -134,10 +134,10 @@ def remove_stale_temp_files(config: Config, log: Log = None) -> None:
 
 
 def save_state(root: Path, records: Mapping[str, Record], outputs: Optional[OutputsRecord],
-               recorded: RecordedInputs, stats: Optional[StatLog] = None) -> None:
+               recorded: RecordedInputs, stats: Optional[StatLog] = None, settings: Optional[str] = None) -> None:
     with StagedFiles() as staged:
         try:
-            stage_state(root, staged, records, outputs, recorded, stats)
+            stage_state(root, staged, records, outputs, recorded, stats, settings)
             staged.commit()
         except OSError as exc:
             raise output_error(exc) from None
@@ -161,7 +161,8 @@ def stage_blob(config: Config, staged: StagedFiles, compiled: Compiled) -> Optio
 
 def commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, Record],
            outputs_record: OutputsRecord, recorded: RecordedInputs, log: Log, staged: StagedFiles,
-           decided: Mapping[str, bool], spare: SpareBlobs, stats: Optional[StatLog] = None) -> list[str]:
+           decided: Mapping[str, bool], spare: SpareBlobs, stats: Optional[StatLog] = None,
+           settings: Optional[str] = None) -> list[str]:
     """Write every output that changed, all or none; then delete the orphan blobs and fold the
     journal into the state. ``staged`` holds the blobs staged as their compiles finished
     (``decided``: each one's path, staged or found the same). Returns the paths written,
@@ -180,7 +181,7 @@ def commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, R
                         continue
                 staged.stage(path, data)
                 written.append(rel)
-            stage_state(config.root, staged, records, outputs_record, recorded, stats)
+            stage_state(config.root, staged, records, outputs_record, recorded, stats, settings)
         except OSError as exc:
             raise output_error(exc) from None      # the with-block removes every temp file
         with signals_deferred():

@@ -96,6 +96,19 @@ def key_inputs(variant: Variant, deps: Sequence[str], digest: Digest, versions: 
                      preamble=variant.preamble)
 
 
+def settings_digest(variants: Sequence[Variant], versions: Versions, include_dirs: tuple[str, ...],
+                    include_directive: bool, generated: Mapping[str, bytes]) -> str:
+    """One digest of everything in every variant's ``KeyInputs`` but the files on disk it read:
+    each variant's settings, the compilers' versions, the include handling and the generator's
+    files' text. The state keeps it: while it is the same, a record's key stands as long as the
+    files it was made from have the stat() the stat log gave them (``plan.decide``)."""
+    rows = [[v.name, v.source, v.defines, v.flags, v.target_env, v.validate, v.optimize, v.preamble,
+             [c.value for c in v.chain]] for v in variants]
+    doc = [rows, versions.compiler, versions.optimizer, [[c.value, label] for c, label in versions.others],
+           include_dirs, include_directive, sorted((path, sha256_hex(data)) for path, data in generated.items())]
+    return sha256_hex(json.dumps(doc).encode())
+
+
 @dataclass(frozen=True)
 class Record:
     """What a build knew of one variant: built (``sha256``) or unavailable (``missing``)."""

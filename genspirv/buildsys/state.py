@@ -82,12 +82,15 @@ class State:
     inputs: RecordedInputs
     outputs: Optional[OutputsRecord] = None
     found: bool = False             # a state file or journal was there (False: a fresh clone)
+    # keys.settings_digest of the build that saved the state; None where a journal adds records
+    # another build made (an interrupted one's, with settings of its own)
+    settings: Optional[str] = None
 
 
 def load_state(root: Path) -> State:
     """The last build's state with the journal applied; anything unreadable is a cold cache."""
     records: dict[str, Record] = {}
-    outputs = None
+    outputs = settings = None
     found = False
     data = statedir.read_state_json(statedir.path(root, Kept.STATE))
     if isinstance(data, dict) and data.get("schema") == STATE_SCHEMA and isinstance(data.get("variants"), dict):
@@ -99,6 +102,7 @@ def load_state(root: Path) -> State:
         out = data.get("outputs")
         if isinstance(out, dict) and isinstance(out.get("key"), str) and isinstance(out.get("files"), dict):
             outputs = OutputsRecord(out["key"], {str(k): str(v) for k, v in out["files"].items()})
+        settings = data.get("settings") if isinstance(data.get("settings"), str) else None
     raw = statedir.read_bounded(statedir.path(root, Kept.JOURNAL))
     for line in raw.splitlines() if raw is not None else ():
         try:
@@ -109,7 +113,8 @@ def load_state(root: Path) -> State:
         if record is not None and isinstance(entry.get("name"), str):
             records[entry["name"]] = record
             found = True
-    return State(records, RecordedInputs(statedir.path(root, Kept.INPUTS)), outputs, found)
+            settings = None
+    return State(records, RecordedInputs(statedir.path(root, Kept.INPUTS)), outputs, found, settings)
 
 
 def _compact(doc: Any) -> bytes:
@@ -118,12 +123,14 @@ def _compact(doc: Any) -> bytes:
     return (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 
-def stage_state(root: Path, staged: StagedFiles, records: Mapping[str, Record],
-                outputs: Optional[OutputsRecord], recorded: RecordedInputs, stats: Optional[StatLog] = None) -> None:
+def stage_state(root: Path, staged: StagedFiles, records: Mapping[str, Record], outputs: Optional[OutputsRecord],
+                recorded: RecordedInputs, stats: Optional[StatLog] = None, settings: Optional[str] = None) -> None:
     """Stage the state file and the inputs file (each unless it holds these bytes) and the stat
     log where it changed; commit, then ``clear_journal``. A record this build did not make
-    keeps its recorded inputs."""
+    keeps its recorded inputs. ``settings``: the digest the records were made with."""
     doc: dict[str, Any] = {"schema": STATE_SCHEMA, "variants": {n: r.to_doc() for n, r in records.items()}}
+    if settings is not None:
+        doc["settings"] = settings
     if outputs is not None:
         doc["outputs"] = {"key": outputs.key, "files": dict(outputs.files)}
     inputs = {n: r.inputs_doc if r.inputs_doc is not None else recorded.doc(n, r.key) for n, r in records.items()}

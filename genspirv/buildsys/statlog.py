@@ -121,6 +121,9 @@ class StatLog:
         data = read_state_json(path) if path is not None else None
         if isinstance(data, dict) and data.get("schema") == STATS_SCHEMA and isinstance(data.get("files"), dict):
             self._entries = data["files"]
+        # The entries as the last build left them, beside its state: what ``settled`` compares
+        # with, whatever this build hashes and logs meanwhile.
+        self._left = dict(self._entries)
 
     def sha256(self, rel: str) -> Optional[str]:
         """sha256 of the file at ``rel`` (None: unreadable, absent, or not a regular file)."""
@@ -132,6 +135,13 @@ class StatLog:
         if isinstance(entry, list) and len(entry) == 5 and st == tuple(entry[:4]):
             return entry[4]
         return self._hashed(rel, path, st)[1]
+
+    def settled(self, rel: str) -> bool:
+        """The file at ``rel`` has the stat() the last build logged for it: its digest is the one
+        that build's records were made from, unread."""
+        st = self.disk.stat(os.path.join(self._root, rel))
+        entry = self._left.get(rel)
+        return st is not None and isinstance(entry, list) and len(entry) == 5 and st == tuple(entry[:4])
 
     def read(self, rel: str) -> Optional[tuple[bytes, str]]:
         """The bytes of the file at ``rel`` and their sha256, logged as ``sha256`` logs them
@@ -185,6 +195,13 @@ class FileHashes:
     def on_disk(self, rel: str) -> Optional[str]:
         """sha256 of the file at ``rel`` as it is on disk."""
         return self.stats.sha256(rel)
+
+    def settled(self, rel: str) -> bool:
+        """The file at ``rel`` has the digest the last build logged (``StatLog.settled``); a
+        generated file's text is the settings digest's (``keys.settings_digest``)."""
+        if rel in self.generated:
+            return True
+        return not is_generated(rel) and self.stats.settled(rel)
 
     def get(self, rel: str) -> Optional[str]:
         """sha256 of the file at ``rel`` as a compile reads it (None: gone)."""
