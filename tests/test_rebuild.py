@@ -215,3 +215,87 @@ def test_a_new_include_folder_rebuilds_every_variant(tmp_path, plans):
     (root / "glsl/include").mkdir()
     report, _ = rebuild(root)
     assert sorted(report.compiled) == list(ALL)
+
+
+# -- the records' keys stand unmade only while the settings they were made with do -----------------
+
+
+@pytest.fixture
+def keys_made(monkeypatch):
+    """The variants whose content key the plan made (a settled one keeps its record's)."""
+    import genspirv.buildsys.builder as builder_mod
+    made = []
+    real = builder_mod.key_inputs
+    monkeypatch.setattr(builder_mod, "key_inputs", lambda v, *a: made.append(v.name) or real(v, *a))
+    return made
+
+
+def test_a_settled_no_op_makes_no_key_and_a_touched_file_makes_its_dependents(tmp_path, plans, keys_made):
+    root = make_project(tmp_path / "p")
+    settle(root, plans)
+    keys_made.clear()
+    report, _ = rebuild(root)
+    assert report.compiled == () and keys_made == []
+    # Control: a touched include makes the keys of the variants that read it, and only theirs.
+    inc = root / "glsl/include/common.glsl"
+    inc.write_bytes(inc.read_bytes())
+    report, _ = rebuild(root)
+    assert report.compiled == () and sorted(keys_made) == ["add_f32", "add_i32"]
+
+
+class FailsFor(FakeCompiler):
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def compile(self, job):
+        if job.variant.name == self.name:
+            from genspirv.errors import CompileError
+            raise CompileError(f"{job.variant.source}:1: error: no", source=job.variant.source)
+        return super().compile(job)
+
+
+def test_a_record_older_than_the_settings_is_never_taken_as_current(tmp_path, plans, keys_made):
+    """Records a build keeps from before its settings changed (a variant that failed, the
+    others of a build of named variants, an interrupted build's journal) are decided by their
+    keys: each rebuild below compiles what its settings say, however its files' stat() stand."""
+    from genspirv.errors import GenspirvError
+    root = make_project(tmp_path / "p")
+    settle(root, plans)
+    changed = TABLE.replace('i32 = "int"', 'i32 = "uint"')
+    set_config(root, changed)
+    with pytest.raises(GenspirvError):
+        build(load_config(root), compiler=FailsFor("add_i32"), jobs=1)      # keeps its old record
+    report, _ = rebuild(root)
+    assert report.compiled == ("add_i32",)
+    set_config(root, TABLE)
+    report = build(load_config(root), compiler=FakeCompiler(), jobs=1, only=["neg"])     # keeps add_i32's
+    assert report.compiled == ()
+    report, _ = rebuild(root)
+    assert report.cached == ("add_i32",) and "add_i32" not in report.up_to_date     # its old blob, by key
+    # An interrupted build's journal holds a record made with settings since put back.
+    set_config(root, TABLE.replace('f32 = "float", i32 = "int"', 'f32 = "half", i32 = "long"'))
+    with pytest.raises(KeyboardInterrupt):
+        build(load_config(root), compiler=Interrupts(), jobs=1)
+    assert (root / ".genspirv/journal.jsonl").read_text().count('"name":') == 1
+    set_config(root, TABLE)
+    report, _ = rebuild(root)
+    assert "add_f32" not in report.up_to_date
+    assert (root / "spirv/add_f32.spv").read_bytes() == build_bytes(tmp_path, TABLE, "add_f32")
+
+
+class Interrupts(FakeCompiler):
+    """Compiles the first variant (its record reaches the journal), then stops the build at the
+    next as Ctrl-C does."""
+
+    def compile(self, job):
+        if self.compiles:
+            raise KeyboardInterrupt
+        return super().compile(job)
+
+
+def build_bytes(tmp_path, table, name) -> bytes:
+    """The blob a fresh project of ``table`` builds for ``name``."""
+    root = make_project(tmp_path / f"fresh-{len(list(tmp_path.iterdir()))}", table)
+    build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    return (root / f"spirv/{name}.spv").read_bytes()
