@@ -126,3 +126,18 @@ def test_a_fresh_clones_no_op_build_loads_nothing_only_a_compile_needs(built_tin
     code, loaded, reflected = _build_loads(clone)
     assert code == 0
     assert {"genspirv.toolchain.glslang_library", "concurrent.futures"} <= loaded
+
+
+def test_the_plan_imports_only_what_planning_needs():
+    """Keys and versions live below the plan: importing it loads the keys and the variants'
+    vocabulary, not the config, the toolchain, the state or the stat log. Control: the loop
+    that runs it loads those."""
+    code = "import json, sys\nimport genspirv.buildsys.{}\n" \
+           "print(json.dumps(sorted(m for m in sys.modules if m.startswith('genspirv'))))"
+    plan = _loaded(code.format("plan"))
+    assert plan == {"genspirv", "genspirv.errors", "genspirv.project", "genspirv.project.lint_rules",
+                    "genspirv.project.variant_names", "genspirv.project.variants", "genspirv.buildsys",
+                    "genspirv.buildsys.keys", "genspirv.buildsys.plan"}, plan
+    loop = _loaded(code.format("builder"))
+    assert {"genspirv.project.config", "genspirv.toolchain.compiler", "genspirv.buildsys.state",
+            "genspirv.buildsys.statlog"} <= loop
