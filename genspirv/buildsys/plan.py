@@ -165,8 +165,8 @@ def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool =
         return Step(v, Action.COMPILE, Reason.FORCED, "--force")
     if record is None:
         return Step(v, Action.COMPILE, Reason.NEW_VARIANT, "new variant (no earlier build of it)")
-    if settled and record.key is not None and lookups.settled(v.source) and \
-            (v.preamble is None or lookups.settled(v.preamble)) and all(map(lookups.settled, record.deps)):
+    if settled and record.key is not None and all(map(lookups.settled, record.deps)) and \
+            (v.source in record.deps or lookups.settled(v.source)) and (v.preamble is None or lookups.settled(v.preamble)):
         now, key, kept = None, record.key, record
     else:
         now = lookups.inputs(v, record.deps)

@@ -191,6 +191,7 @@ class FileHashes:
     stats: StatLog
     generated: Mapping[str, bytes] = field(default_factory=dict)
     _seen: dict = field(default_factory=dict)
+    _settled: dict = field(default_factory=dict)
 
     def on_disk(self, rel: str) -> Optional[str]:
         """sha256 of the file at ``rel`` as it is on disk."""
@@ -199,9 +200,10 @@ class FileHashes:
     def settled(self, rel: str) -> bool:
         """The file at ``rel`` has the digest the last build logged (``StatLog.settled``); a
         generated file's text is the settings digest's (``keys.settings_digest``)."""
-        if rel in self.generated:
-            return True
-        return not is_generated(rel) and self.stats.settled(rel)
+        found = self._settled.get(rel)
+        if found is None:
+            found = self._settled[rel] = rel in self.generated or (not is_generated(rel) and self.stats.settled(rel))
+        return found
 
     def get(self, rel: str) -> Optional[str]:
         """sha256 of the file at ``rel`` as a compile reads it (None: gone)."""
