@@ -45,7 +45,7 @@ def _manifest(args: argparse.Namespace, config=None):
     if getattr(args, "manifest", None):
         return load_manifest(args.manifest)
     config = config or _config(args)
-    if not config.path(config.manifest).is_file():
+    if not config.path(config.manifest).exists():      # a FIFO or a device there: the reader names it
         raise ManifestError(f"{config.manifest}: no manifest yet; run `genspirv build` to make it")
     return load_manifest(config.path(config.manifest), root=config.root)
 
