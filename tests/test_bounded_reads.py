@@ -93,6 +93,17 @@ def _huge(root: Path) -> None:
         f.truncate(MANIFEST_MAX + 1)
 
 
+def _deep_push_structs(root: Path) -> None:
+    """JSON the parser takes (400 levels) that jsonschema cannot check within the recursion limit."""
+    doc = json.loads((root / MANIFEST).read_text())
+    member = {"name": "x", "offset": 0, "size": 4, "type": "uint32", "vector": 1, "columns": 1, "array": [],
+              "array_stride": 0, "matrix_stride": 0, "row_major": False}
+    for _ in range(200):
+        member = {**member, "name": "s", "type": "struct", "members": [member]}
+    doc["shaders"][0]["push_constants"] = [member]
+    (root / MANIFEST).write_text(json.dumps(doc))
+
+
 def _blob_grown(root: Path) -> None:
     with open(root / BLOB, "ab") as f:
         f.write(b"\0" * 4096)
@@ -102,6 +113,7 @@ def _blob_grown(root: Path) -> None:
 HOSTILE = {
     "manifest nested 100,000 deep": (_nested, MANIFEST, "nested"),
     "manifest of 50,000 bad entries": (_bad_entries, MANIFEST, "$.shaders[0]"),
+    "manifest of push structs 200 deep": (_deep_push_structs, MANIFEST, "nested too deeply to check"),
     "manifest past MANIFEST_MAX": (_huge, MANIFEST, f"more than the {MANIFEST_MAX} bytes"),
     "manifest a FIFO": (lambda root: _replace(root / MANIFEST, os.mkfifo), MANIFEST, "a FIFO"),
     "manifest a link to /dev/zero": (lambda root: _replace(root / MANIFEST, lambda p: p.symlink_to("/dev/zero")),
@@ -130,6 +142,18 @@ def test_a_hostile_manifest_or_blob_is_one_line_naming_it(project, hostile, comm
     spoil, named, says = HOSTILE[hostile]
     spoil(project)
     one_line(run(cli_command(*READERS[command], "--root", str(project)), project), 1, named, says)
+
+
+def test_lint_reads_no_fifo_a_manifests_depends_names(project):
+    """lint reads each entry's depends for suppression comments; a hand-edited depends may name a
+    FIFO in the project, which is skipped as unreadable (control: the same lint without it)."""
+    control = run(cli_command("lint", "--root", str(project)), project)
+    doc = json.loads((project / MANIFEST).read_text())
+    doc["shaders"][0]["depends"].append("glsl/fifo")
+    (project / MANIFEST).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    os.mkfifo(project / "glsl" / "fifo")
+    proc = run(cli_command("lint", "--root", str(project)), project)
+    assert (proc.returncode, proc.stdout) == (control.returncode, control.stdout) and "Traceback" not in proc.stderr
 
 
 RUNTIME = textwrap.dedent("""\
