@@ -14,7 +14,8 @@ exclusive lock on an open file that the system drops when its holder dies (``fcn
 ``msvcrt.locking`` of the file's first byte where there is no fcntl, as on Windows; chosen
 at run time, so this module imports everywhere). ``exclusive_lock(path)`` holds such a lock
 for a short read-modify-write (the cache counters), waiting until it is free.
-``git_commit(folder)`` names the
+``write_report(path, data)`` writes a file a user named on the command line
+(through a symlink; into a device or FIFO as it is). ``git_commit(folder)`` names the
 checkout's commit (``-dirty`` when tracked files differ), or None outside a git
 checkout. ``find_project_root(start)``: the nearest folder with a ``[tool.genspirv]``
 ``pyproject.toml`` (the manifest loader and the config both ask). ``forks_safely()``:
@@ -139,6 +140,22 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     with StagedFiles() as staged:
         staged.stage(path, data, durable=durable)
         staged.commit()
+
+
+def write_report(path, data: bytes) -> None:
+    """``data`` to a report file a user named (``--json``, ``--depfile``): atomically, into the
+    file a symlink there leads to (the link stays a link); or, where ``path`` is no regular file
+    (/dev/null, a FIFO, a terminal), written into it as a shell's ``>`` would: the atomic rename
+    would replace the device node itself (as root, /dev/null) or the FIFO with a plain file."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        regular = True
+    if not regular:
+        with open(path, "wb") as f:
+            f.write(data)
+        return
+    atomic_write(Path(os.path.realpath(path)), data)
 
 
 def _new_file_mode(path: Path) -> int:

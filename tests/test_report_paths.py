@@ -198,3 +198,30 @@ def test_names_that_only_look_alike_are_accepted(tiny_project, genspirv, table):
     load_config(root)
     r = genspirv("build", "--root", root)
     assert r.code == 0, r
+
+
+# -- what a report is written into ----------------------------------------------------------------
+
+
+def test_a_report_into_a_fifo_is_written_into_it_not_over_it(project, genspirv, tmp_path):
+    """/dev/null, a terminal or a FIFO is written into, as a shell's > would: the atomic writer's
+    rename replaced the FIFO with a plain file (and, run as root, would replace /dev/null itself)."""
+    fifo = tmp_path / "results.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)     # a reader waiting, so the write does not block
+    try:
+        r = genspirv("build", "--root", project, "--json", fifo)
+        assert r.code == 0, r
+        assert json.loads(os.read(reader, 1 << 20))["ok"] and fifo.is_fifo()
+    finally:
+        os.close(reader)
+
+
+def test_a_report_through_a_symlink_updates_the_file_it_leads_to(project, genspirv, tmp_path):
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "build.d").write_text("old\n")
+    link = tmp_path / "build.d"
+    link.symlink_to(tmp_path / "reports" / "build.d")
+    r = genspirv("build", "--root", project, "--depfile", link, "--depfile-target", "shaders.stamp")
+    assert r.code == 0, r
+    assert link.is_symlink() and "glsl/add.comp" in (tmp_path / "reports" / "build.d").read_text()
