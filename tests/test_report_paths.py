@@ -225,3 +225,16 @@ def test_a_report_through_a_symlink_updates_the_file_it_leads_to(project, genspi
     r = genspirv("build", "--root", project, "--depfile", link, "--depfile-target", "shaders.stamp")
     assert r.code == 0, r
     assert link.is_symlink() and "glsl/add.comp" in (tmp_path / "reports" / "build.d").read_text()
+
+
+def test_a_blob_on_a_file_the_build_reads_is_refused(tiny_project):
+    """The outputs were checked against the inputs, the blobs were not: a preamble kept as
+    spirv/neg.spv was overwritten by variant neg's blob (control: under another name it is read)."""
+    table = '[tool.genspirv.shaders."neg.comp"]\npreamble = "spirv/{}"\n'
+    root = tiny_project(pyproject=TINY_PYPROJECT + table.format("neg.spv"), extra={"spirv/neg.spv": "#define P 1\n",
+                                                                                 "spirv/pre.glsl": "#define P 1\n"})
+    with pytest.raises(ConfigError, match=r"tool.genspirv.spirv_dir: 'spirv/neg.spv', the blob of variant neg, "
+                                          r"would overwrite the preamble of variant neg"):
+        load_config(root)
+    (root / "pyproject.toml").write_text(TINY_PYPROJECT + table.format("pre.glsl"))
+    assert load_config(root).variants[-1].preamble == "spirv/pre.glsl"

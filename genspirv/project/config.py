@@ -430,6 +430,10 @@ def _check_collisions(config: Config) -> None:
     _check_parents(config, config.spirv_dir, "tool.genspirv.spirv_dir")
     taken = {config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants}
     inputs = _input_files(config)
+    for path, what in taken.items():
+        if path in inputs:      # a preamble or template kept among the blobs, under a variant's name
+            raise ConfigError(f"tool.genspirv.spirv_dir: {path!r}, {what}, would overwrite {inputs[path]}; "
+                              "rename the variant or move the file")
     outputs = _output_files(config)
     for path, key in [(config.spirv_dir, "tool.genspirv.spirv_dir"), *((p, k) for p, k, _ in outputs)]:
         owned = _owned_folder(config, PurePosixPath(path).parts + _resolved_parts(config, config.path(path)))
