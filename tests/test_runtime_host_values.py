@@ -212,3 +212,13 @@ def test_a_numpy_integer_spec_value_arrives(dev):
     v = dev.download(out, dtype="uint32")
     assert int(v[1]) == 11 and list(v[5:7]) == [7, 3]
     clean(dev)
+
+
+@pytest.mark.parametrize("spec", [{1: 11}, {"COUNT": 11, 5: 1}, {None: 1}], ids=["an id", "an id beside a name", "None"])
+def test_spec_keyed_by_anything_but_names_is_one_line(spec):
+    """Was: TypeError: sequence item 0: expected str instance, int found (from the message's own join)."""
+    from genspirv.errors import ArgumentTypeError
+    with pytest.raises(ArgumentTypeError, match=r"kernel rt_spec: spec is keyed by spec constant name, not "
+                                                r"(int \d|None) \(known: BIG, COUNT, FLAG, OFFSET, SCALE\)"):
+        pack_spec(_entry(), spec)
+    assert pack_spec(_entry(), {"COUNT": 11}).data == struct.pack("<I", 11)      # control

@@ -40,7 +40,7 @@ from ..errors import (
 from ..manifest import ManifestEntry, check_blob
 from ..reflect.spec_sizes import depends_on_spec, overlapping_members, specialise
 from ._vk import call, ffi, vk
-from .args import whole_number
+from .args import describe_value, whole_number
 from .limits import DeviceLimits, check_device, layout_excesses
 from .trust import check_specialised, verify_kernel
 
@@ -90,6 +90,10 @@ def pack_spec(entry: ManifestEntry, spec: Mapping[str, object] | None) -> SpecDa
     for s in consts:
         if s.name:
             by_name.setdefault(s.name, s)
+    not_names = [k for k in spec if not isinstance(k, str)]     # a spec id, say: sorting them with names raised
+    if not_names:
+        raise ArgumentTypeError(f"kernel {entry.name}: spec is keyed by spec constant name, not "
+                                f"{describe_value(not_names[0])} (known: {', '.join(sorted(by_name)) or 'none'})")
     unknown = sorted(set(spec) - set(by_name))
     if unknown:
         known = ", ".join(sorted(by_name)) or "none"
