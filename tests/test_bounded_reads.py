@@ -93,6 +93,12 @@ def _huge(root: Path) -> None:
         f.truncate(MANIFEST_MAX + 1)
 
 
+def _long_number(root: Path) -> None:
+    """Python refuses to convert an integer of more than 4,300 digits (a ValueError json passes on)."""
+    text = (root / MANIFEST).read_text()
+    (root / MANIFEST).write_text(text.replace('"size": ', '"size": ' + "9" * 5000, 1))
+
+
 def _deep_push_structs(root: Path) -> None:
     """JSON the parser takes (400 levels) that jsonschema cannot check within the recursion limit."""
     doc = json.loads((root / MANIFEST).read_text())
@@ -114,6 +120,7 @@ HOSTILE = {
     "manifest nested 100,000 deep": (_nested, MANIFEST, "nested"),
     "manifest of 50,000 bad entries": (_bad_entries, MANIFEST, "$.shaders[0]"),
     "manifest of push structs 200 deep": (_deep_push_structs, MANIFEST, "nested too deeply to check"),
+    "manifest with a number of 5,000 digits": (_long_number, MANIFEST, "digits"),
     "manifest past MANIFEST_MAX": (_huge, MANIFEST, f"more than the {MANIFEST_MAX} bytes"),
     "manifest a FIFO": (lambda root: _replace(root / MANIFEST, os.mkfifo), MANIFEST, "a FIFO"),
     "manifest a link to /dev/zero": (lambda root: _replace(root / MANIFEST, lambda p: p.symlink_to("/dev/zero")),
