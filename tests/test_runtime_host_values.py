@@ -28,26 +28,14 @@ import rt  # noqa: E402
 from genspirv.errors import SpecConstantError  # noqa: E402
 from genspirv.manifest import load_manifest  # noqa: E402
 from genspirv.reflect import SpecConstant  # noqa: E402
-from genspirv.runtime import Device  # noqa: E402
 from genspirv.runtime.kernel import pack_spec  # noqa: E402
+from test_runtime import clean, dev  # noqa: E402,F401  (dev: the fixture, a Device under sync validation)
 
 pytestmark = pytest.mark.skipif(not rt.device_present(), reason="no Vulkan device")
 
 N = 300                 # not a multiple of the workgroup: the bounds check in the shaders matters
 COUNTERS = ("dispatches", "barriers", "barriers_skipped", "submits", "fence_waits", "staged_uploads",
             "blocking_uploads")
-
-
-@pytest.fixture
-def dev():
-    with Device(manifest=rt.MANIFEST, validation=True, barriers="smart") as d:
-        yield d
-    assert [m for m in d.validation_messages if m.severity == "error"] == []
-
-
-def clean(dev):
-    msgs = [f"{m.id}: {m.text[:300]}" for m in dev.validation_messages]
-    assert msgs == [], "\n".join(msgs)
 
 
 def _add(dev, a_host, b_host, push=None):
