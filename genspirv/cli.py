@@ -45,7 +45,7 @@ def _manifest(args: argparse.Namespace, config=None):
     if getattr(args, "manifest", None):
         return load_manifest(args.manifest)
     config = config or _config(args)
-    if not config.path(config.manifest).is_file():
+    if not config.path(config.manifest).exists():      # a FIFO or a device there: the reader names it
         raise ManifestError(f"{config.manifest}: no manifest yet; run `genspirv build` to make it")
     return load_manifest(config.path(config.manifest), root=config.root)
 
@@ -126,6 +126,21 @@ def _check_output_file(option: str, value) -> None:
         raise UsageError(f"{option} {value}: no folder {path.parent}; create it first")
 
 
+def _check_report_paths(config, reports: dict) -> None:
+    """Refuse, before any work, a report file (``{option: path}``, None: not asked) that is one of the
+    build's files: an input, an output, or in a folder it reads or owns (``config.build_file``), as a
+    compiler refuses ``-o`` on its input; and two reports on one file."""
+    from .project.config import build_file
+    given = {option: path for option, path in reports.items() if path not in (None, "-")}
+    for option, path in given.items():
+        what = build_file(config, path)
+        if what is not None:
+            raise UsageError(f"{option} {path}: that is {what}; a report never goes on a file the build reads "
+                             "or writes: name one elsewhere")
+    if len(given) == 2 and os.path.realpath(given["--json"]) == os.path.realpath(given["--depfile"]):
+        raise UsageError(f"--json and --depfile name one file, {given['--json']}: give each its own")
+
+
 def _check_settings() -> None:
     """Every GENSPIRV_* variable that is set, read once up front: a bad value is one line, not a failure per variant."""
     from . import settings
@@ -158,6 +173,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.json != "-":
         _check_output_file("--json", args.json)
     config = _config(args)
+    _check_report_paths(config, {"--depfile": args.depfile, "--json": args.json})
     out = _human(args)
     progress = Progress(out)
     explain = args.explain or args.debug == "explain"
@@ -203,6 +219,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json not in (None, "-"):
         _check_output_file("--json", args.json)
     config = _config(args)
+    _check_report_paths(config, {"--json": args.json})
     out = _human(args)
     progress = Progress(out)
     try:

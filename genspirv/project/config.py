@@ -19,7 +19,10 @@ without a ``[tool.genspirv]`` table, the defaults below apply and every
 stem. Unknown keys, values of the wrong type and duplicate variant names are
 ``ConfigError``s naming the key (or the file) and the fix where there is one;
 so is an output that would land on a file the build reads (a source, an
-include, pyproject.toml, the generator, a template) or on another output.
+include, pyproject.toml, the generator, a template), on another output, or in
+``.git/`` or ``.genspirv/`` (``OWNED_FOLDERS``), however spelled or symlinked.
+``build_file(config, path)`` says what a path given on the command line (a
+report: ``--depfile``, ``--json``) is to the build, by the file it names.
 """
 
 from __future__ import annotations
@@ -379,6 +382,26 @@ def _input_files(config: Config) -> dict[str, str]:
     return inputs
 
 
+# Folders no output goes into, at any depth and in any case: git's (an output of .git/config
+# erased the remote) and genspirv's own state, whose files a build owns by name.
+OWNED_FOLDERS = {".git": "git's own folder", ".genspirv": "genspirv's state folder"}
+
+
+def _resolved_parts(config: Config, path: Path) -> tuple[str, ...]:
+    """The parts of ``path`` with its symlinks resolved: root-relative inside the project, whole outside."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):     # a symlink loop, which no write gets through either
+        return ()
+    return resolved.relative_to(config.root).parts if resolved.is_relative_to(config.root) else resolved.parts
+
+
+def _owned_folder(config: Config, parts: tuple[str, ...]) -> Optional[str]:
+    """The folder of ``OWNED_FOLDERS`` among ``parts`` (None: none of them)."""
+    names = {part.casefold() for part in parts}
+    return next((name for name in OWNED_FOLDERS if name in names), None)
+
+
 def _check_parents(config: Config, path: str, key: str) -> None:
     """Refuse an output whose folder cannot be made because a file sits where a folder must be."""
     blocked = next((parent for parent in PurePosixPath(path).parents
@@ -395,7 +418,16 @@ def _check_collisions(config: Config) -> None:
     _check_parents(config, config.spirv_dir, "tool.genspirv.spirv_dir")
     taken = {config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants}
     inputs = _input_files(config)
-    for path, key, what in _output_files(config):
+    for path, what in taken.items():
+        if path in inputs:      # a preamble or template kept among the blobs, under a variant's name
+            raise ConfigError(f"tool.genspirv.spirv_dir: {path!r}, {what}, would overwrite {inputs[path]}; "
+                              "rename the variant or move the file")
+    outputs = _output_files(config)
+    for path, key in [(config.spirv_dir, "tool.genspirv.spirv_dir"), *((p, k) for p, k, _ in outputs)]:
+        owned = _owned_folder(config, PurePosixPath(path).parts + _resolved_parts(config, config.path(path)))
+        if owned is not None:
+            raise ConfigError(f"{key}: {path!r} is inside {owned}/, {OWNED_FOLDERS[owned]}; write outputs elsewhere")
+    for path, key, what in outputs:
         if config.path(path).is_dir():
             raise ConfigError(f"{key}: {path!r} is a folder; name a file")
         _check_parents(config, path, key)
@@ -408,6 +440,43 @@ def _check_collisions(config: Config) -> None:
         if path in taken:
             raise ConfigError(f"{key}: {path!r} is {taken[path]}, another output of the build")
         taken[path] = what
+
+
+def build_file(config: Config, path: Path | str) -> Optional[str]:
+    """What the file ``path`` (relative to the working folder) is to the build, or None: an input,
+    an output, a blob, or a file in glsl_dir, spirv_dir (a ``.spv``), ``.git/`` or ``.genspirv/``.
+    Judged by the file it names, not its spelling: symlinks resolved, and what exists by device and
+    inode too (a hard link, or another case of the name on a case-blind disk)."""
+    target = Path(os.path.abspath(path))
+    parts = _resolved_parts(config, target)
+    rel = PurePosixPath(*parts) if parts and parts[0] != target.anchor else None
+    files = {**_input_files(config),
+             **{p: what if p == config.manifest else f"the output {what}" for p, _, what in _output_files(config)},
+             **{config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants}}
+    if rel is not None and rel.as_posix() in files:
+        return files[rel.as_posix()]
+    folders = {**{name: f"{name}/, {what}" for name, what in OWNED_FOLDERS.items()},
+               config.glsl_dir: f"{config.glsl_dir}/, which holds the sources and includes the build reads"}
+    owned = _owned_folder(config, parts)
+    if owned is not None:
+        return f"a file in {folders[owned]}"
+    if target.suffix.casefold() == ".spv":     # a blob no variant has: a build would take it for a stray one
+        folders[config.spirv_dir] = f"{config.spirv_dir}/, the blobs' folder"
+    for folder, what in folders.items():
+        if (rel is not None and rel.is_relative_to(folder)) or \
+                any(_same_file(config.path(folder), parent) for parent in target.parents):
+            return f"a file in {what}"
+    if not target.exists():
+        return None
+    return next((what for f, what in files.items() if _same_file(config.path(f), target)), None)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` both exist and are one file or folder (device and inode)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def find_root(start: Optional[Path] = None) -> Path:

@@ -36,7 +36,7 @@ from typing import Callable, Mapping, Optional, Protocol, Sequence
 from . import children
 from .. import settings
 from ..errors import CompileError, OutputError, ToolchainError, UnavailableError
-from ..fsutil import atomic_write
+from ..fsutil import CACHE_FILE_MAX, atomic_write, read_json
 from .includes import cycle_text, find_include_cycle, reached_from, unguarded
 from .preamble import missing_version, read_text, write_composed
 
@@ -210,7 +210,7 @@ def cached_version(tool: Tool, probe: Callable[[Tool], str], cache: Optional[Pat
     known = {}
     if cache is not None:
         try:
-            known = json.loads(cache.read_text(encoding="utf-8"))
+            known = read_json(cache, CACHE_FILE_MAX)      # a FIFO or /dev/zero there: not ours
         except (OSError, ValueError):
             known = {}
         entry = known.get(tool.name) if isinstance(known, dict) else None
