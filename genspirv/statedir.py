@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import json
-import os
-import stat
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
+
+from .fsutil import read_json, read_regular
 
 STATE_DIR = ".genspirv"
 GENERATED_DIR = f"{STATE_DIR}/generated"     # root-relative, posix: on the include path when there are files
@@ -81,40 +80,20 @@ def work_dirs(root: Path) -> list[Path]:
 
 
 def read_bounded(file: Path, limit: int = LARGEST_FILE) -> Optional[bytes]:
-    """The bytes of the regular file ``file`` when it holds at most ``limit`` of them; None
-    for anything else (absent, a FIFO, a device, a folder, too large, unreadable), without
-    blocking on a FIFO or reading past the limit."""
+    """The bytes of the regular file ``file`` when it holds at most ``limit`` of them; None for
+    anything else (absent, a FIFO, a device, a folder, too large, unreadable): ``fsutil.read_regular``."""
     try:
-        fd = os.open(file, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError):
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        parts, size = [], 0
-        while size <= limit:
-            part = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not part:
-                return b"".join(parts)
-            parts.append(part)
-            size += len(part)
-        return None         # grew past the limit while being read
+        return read_regular(file, limit)
     except OSError:
         return None
-    finally:
-        os.close(fd)
 
 
 def read_state_json(file: Path, limit: int = LARGEST_FILE) -> Any:
     """The JSON document a file of the folder holds; None for anything unreadable, too large,
     too deeply nested or malformed (a cold cache: the caller starts afresh)."""
-    data = read_bounded(file, limit)
-    if data is None:
-        return None
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
+        return read_json(file, limit)
+    except (OSError, ValueError):
         return None
 
 

@@ -51,11 +51,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, NoReturn, Optional, Sequence
 
 from .. import cachestats, statedir
-from ..statedir import Kept
+from ..statedir import LARGEST_FILE, Kept
 from .. import manifest as manifest_mod
 from ..cachestats import Stat, Tally
-from ..errors import GenspirvError, UnavailableError
-from ..fsutil import StagedFiles
+from ..errors import GenspirvError, OutputError, UnavailableError
+from ..fsutil import StagedFiles, read_regular
 from ..manifest import Unavailable
 from ..project.config import Config, Variant
 from ..project.generated import origin_note, provenance, write_generated
@@ -465,7 +465,10 @@ class Builder:
         compiled = {}
         for step in plan.up_to_date:
             rel = config.blob_relpath(step.variant)
-            blob = config.path(rel).read_bytes()
+            try:
+                blob = read_regular(config.path(rel), LARGEST_FILE)
+            except OSError as exc:      # it was there a moment ago, as the stat log saw it
+                raise OutputError(f"{rel}: cannot read: {exc.strerror or exc}") from None
             info = (_manifest_info(self.committed(), step.name, step.record.sha256) if trusted else None) \
                 or reflect_blob(step.name, rel, blob)
             compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info, step.record.compiler)

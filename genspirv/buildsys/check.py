@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from ..errors import ToolchainError
+from ..fsutil import RefusedRead, read_regular
 from ..project.config import Config
 from ..toolchain.spirv_tools import disassemble
 from ..toolchain.tools import Tool, find_tool
-from .commit import STRAY_NOTE, SpareBlobs, stale_temp_files
+from .commit import STRAY_NOTE, SpareBlobs, holds, stale_temp_files
 from .keys import Record
 from .render import entry_text
 from .variant_compile import Compiled
@@ -128,10 +129,7 @@ class Comparing:
 
     def _committed_equals(self, compiled: Compiled) -> bool:
         """The committed blob of a variant just compiled holds its bytes (False: differs or unreadable)."""
-        try:
-            return self.config.path(self.config.blob_relpath(compiled.variant)).read_bytes() == compiled.blob
-        except OSError:
-            return False
+        return holds(self.config.path(self.config.blob_relpath(compiled.variant)), compiled.blob)
 
     def differences(self, expected: Mapping[str, bytes], blobs: Mapping[str, str],
                     spare: SpareBlobs) -> CheckReport:
@@ -147,9 +145,15 @@ class Comparing:
             if self.same.get(rel):
                 continue
             try:
-                committed = config.path(rel).read_bytes()
+                # No further than the fresh file's length and a byte: a FIFO, a device or a
+                # larger file there is named as it is, never read without end.
+                committed = read_regular(config.path(rel), len(fresh))
             except FileNotFoundError:
                 differences.append(Difference(Kind.MISSING, rel, variant, "run `genspirv build` and commit it"))
+                continue
+            except RefusedRead as exc:
+                differences.append(Difference(Kind.DIFFERS, rel, variant, f"{exc.strerror}; `genspirv build` "
+                                              "replaces it"))
                 continue
             except OSError as exc:
                 differences.append(Difference(Kind.MISSING, rel, variant, f"cannot read: {exc.strerror}"))

@@ -30,7 +30,7 @@ from typing import Callable, Collection, Iterator, Mapping, Optional
 
 from .. import statedir
 from ..errors import OutputError
-from ..fsutil import StagedFiles, signals_deferred
+from ..fsutil import StagedFiles, read_regular, signals_deferred
 from ..project.config import Config
 from .keys import Record
 from .state import OutputsRecord, RecordedInputs, clear_journal, stage_state
@@ -144,14 +144,22 @@ def save_state(root: Path, records: Mapping[str, Record], outputs: Optional[Outp
     clear_journal(root)
 
 
+def holds(path: Path, data: bytes) -> bool:
+    """The regular file at ``path`` holds ``data`` (read no further than its length and one byte:
+    a FIFO, a device or a larger file there does not)."""
+    try:
+        return read_regular(path, len(data)) == data
+    except OSError:
+        return False
+
+
 def stage_blob(config: Config, staged: StagedFiles, compiled: Compiled) -> Optional[bool]:
     """Stage a blob just compiled unless its committed file holds these bytes; True: staged,
     False: the same, None: it cannot be staged now (``commit`` tries again and says why,
     after every compile has finished and waits in the cache)."""
     path = config.path(config.blob_relpath(compiled.variant))
-    with contextlib.suppress(OSError):
-        if path.read_bytes() == compiled.blob:
-            return False
+    if holds(path, compiled.blob):
+        return False
     try:
         staged.stage(path, compiled.blob)
     except OSError:
@@ -176,9 +184,8 @@ def commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, R
                         written.append(rel)
                     continue
                 path = config.path(rel)
-                with contextlib.suppress(OSError):
-                    if path.read_bytes() == data:
-                        continue
+                if holds(path, data):
+                    continue
                 staged.stage(path, data)
                 written.append(rel)
             stage_state(config.root, staged, records, outputs_record, recorded, stats, settings)

@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, NamedTuple, Optional, Protocol
 
+from ..fsutil import read_regular
 from ..project.generated import is_generated
-from ..statedir import read_state_json
+from ..statedir import LARGEST_FILE, read_state_json
 
 STATS_SCHEMA = "genspirv-stats/1"
 RACY_S = 0.05           # well above a kernel's timestamp tick (1-10 ms)
@@ -66,8 +67,8 @@ class Disk(Protocol):
         """The stat() of the regular file at ``path``; None when absent or anything else."""
         ...
 
-    def read(self, path: str, size: int) -> bytes:
-        """The whole file (``size``: what stat() gave; it may have grown since). Raises OSError."""
+    def read(self, path: str) -> bytes:
+        """The whole file as it is now (it may have grown since its stat()). Raises OSError."""
         ...
 
     def now_ns(self) -> int:
@@ -88,20 +89,11 @@ class RealDisk:
         return FileStat(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
     @staticmethod
-    def read(path: str, size: int) -> bytes:
-        """Read without a buffered file object (a fresh clone reads 2,000 blobs): the size stat()
-        gave in one read, then until the end, should it have grown since. O_NONBLOCK: should a
-        FIFO have replaced the file since its stat(), the open does not wait for a writer."""
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
-        try:
-            if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(f"{path}: not a regular file")
-            parts = [os.read(fd, size + 1)]
-            while parts[-1]:
-                parts.append(os.read(fd, 1 << 20))
-        finally:
-            os.close(fd)
-        return b"".join(parts)
+    def read(path: str) -> bytes:
+        """The whole file, through the one bounded reader (``fsutil.read_regular``: a FIFO swapped
+        in since its stat() is not waited on), up to ``LARGEST_FILE``: past it, not a file the
+        build reads."""
+        return read_regular(path, LARGEST_FILE)
 
     @staticmethod
     def now_ns() -> int:
@@ -155,7 +147,7 @@ class StatLog:
 
     def _hashed(self, rel: str, path: str, st: FileStat) -> tuple[Optional[bytes], Optional[str]]:
         try:
-            data = self.disk.read(path, st.size)
+            data = self.disk.read(path)
         except OSError:
             return None, None
         digest = hashlib.sha256(data).hexdigest()
