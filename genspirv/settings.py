@@ -85,9 +85,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("GENSPIRV_COMPILER_TIMEOUT", _number(float, 0, lo_open=True), "a positive number of seconds",
             120.0, "seconds a compiler or tool may run before it is killed"),
     Setting("GENSPIRV_COMPILER_MEMORY_MB", _number(int, 0, lo_open=True), "a positive number of MiB",
-            2048, "address space a compiler or tool may take, in MiB"),
+            2048, "address space a compiler or tool may take, in MiB (a project template's render: past what it "
+            "starts with)"),
     Setting("GENSPIRV_GENERATOR_TIMEOUT", _number(float, 0, lo_open=True), "a positive number of seconds",
-            60.0, "seconds a `generator` file may take to give its variants before it is stopped"),
+            60.0, "seconds a `generator` file may take to give its variants, or a project template to render, "
+            "before it is stopped"),
     Setting("GENSPIRV_MATRIX_MAX", _number(int, 1), "a whole number of variants", 4096,
             "the most variants one source's `matrix` may expand to; a larger one is refused before it "
             "expands", bounds="1 or more"),
