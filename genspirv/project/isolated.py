@@ -17,7 +17,9 @@ so a runaway allocation is a ``MemoryError`` inside it, not the machine's memory
 The child leads a process group of its own (a new session, on POSIX): once it
 has answered and exited, or at the deadline, the whole group is killed, so a
 program it started and left running (a helper holding the build's stdout
-open) does not outlive it. It may run programs (``git describe``) while it runs.
+open) does not outlive it. It may run programs (``git describe``) while it runs;
+neither it nor they are given the remote cache's credentials
+(``settings.CREDENTIALS``, docs/SECURITY.md).
 
 Two ways to start the child (``fsutil.forks_safely``), with the same frames, answers and errors:
 
@@ -57,6 +59,7 @@ import warnings
 from typing import Any, BinaryIO, Callable, Optional
 
 from ..fsutil import forks_safely
+from ..settings import CREDENTIALS, credentials_removed
 
 _HEAD = struct.Struct("<cI")        # a frame: its kind and its length, then the payload
 _STAGE, _RESULT, _ERROR = b"S", b"R", b"E"
@@ -175,6 +178,8 @@ def _fork(fn, args, timeout, memory, frames):
     if pid == 0:                                 # pragma: no cover - the child's own coverage is not collected
         os.close(read)
         os.setsid()                              # its own group: it ends with whatever it started
+        for name in CREDENTIALS:
+            os.environ.pop(name, None)
         _arm(timeout + GRACE)
         _cap_memory(memory)
         _run(fn, args, write)
@@ -200,7 +205,7 @@ def _spawn(fn, args, timeout, memory, frames):
     group = hasattr(os, "killpg")              # POSIX (macOS); Windows has no process groups to kill
     try:
         child = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 start_new_session=group)
+                                 start_new_session=group, env=credentials_removed(os.environ))
     except OSError as exc:
         raise Died(f"no Python could be started from sys.executable {sys.executable!r}: {exc}", None) from None
 
