@@ -316,7 +316,7 @@ def echoing_server(secret_of_entries: str = "not-the-teams-secret"):
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"127.0.0.1:{server.server_address[1]}", received
