@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_store import serving
 from genspirv.remote.cache import Lookup, RemoteCache, remote_settings
 from genspirv.remote.entry import MAGIC, MAX_DEPS, Entry, EntryKind, encode, index_key
 
@@ -105,14 +106,8 @@ def store(entries: dict[str, bytes], endless: bool = False):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/cache"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as host:
+        yield f"http://{host}/cache"
 
 
 @pytest.fixture

@@ -39,9 +39,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.webdav import StoreError, WebdavStore
+from fake_store import serving
 from genspirv.errors import ConfigError
 from genspirv.remote.cache import RemoteCache, remote_settings
-from genspirv.remote.entry import Entry, EntryKind, encode
 from genspirv.settings import SettingError
 
 from conftest import TINY_FILES, TINY_PYPROJECT
@@ -329,14 +329,8 @@ def echoing_server(secret_of_entries: str = "not-the-teams-secret"):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}", received
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Echo) as host:
+        yield host, received
 
 
 def _refused_host() -> str:

@@ -162,3 +162,17 @@ def test_the_sandbox_escapes_those_versions_had_are_closed(tmp_path):
                  "{% set f = '{0.__class__.__mro__}'.format %}{{ f(shaders) }}\n"):
         with pytest.raises(CodegenError, match=r"^tools/t\.j2:1: SecurityError: "):
             render(tmp_path, text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["win32", "darwin"])
+def test_where_fork_is_missing_or_unsafe_a_template_renders_in_a_fresh_python_with_the_same_bounds(
+        tmp_path, monkeypatch, platform):
+    """Windows (no fork) and macOS: the same bytes, the same one-line stop at the deadline."""
+    monkeypatch.setattr(sys, "platform", platform)
+    if platform == "win32":
+        monkeypatch.delattr(os, "fork")
+    assert render(tmp_path, "{% for i in range(3) %}{{ i }}{% endfor %}\n") == b"012"
+    monkeypatch.setenv("GENSPIRV_GENERATOR_TIMEOUT", "2")
+    with pytest.raises(CodegenError, match=r"^tools/t\.j2: the template did not finish rendering within 2 s"):
+        render(tmp_path, LOOP)
