@@ -123,6 +123,9 @@ def _url(password: str = urllib.parse.quote(PASSWORD, safe=""), host: str = "127
      "percent-encode a '/', '?', '#' or '@' in the user info (%2F, %3F, %23, %40)"),
     ({"GENSPIRV_REMOTE_CACHE": _url(host="127.0.0.1:notaport")},
      "GENSPIRV_REMOTE_CACHE: expected http(s)://host[:port]/path, not 'http://***@127.0.0.1:notaport/cache'"),
+    # A credential passed as a parameter, a presigned URL's signature (was: printed whole).
+    ({"GENSPIRV_REMOTE_CACHE": f"https://cache.example/genspirv?token={TOKEN}#{SECRET}"},
+     "GENSPIRV_REMOTE_CACHE: expected http(s)://host[:port]/path, not 'https://cache.example/genspirv?***#***'"),
     # A URL or a token read from a file saved with CRLF line ends (was: the URL's '\r' dropped
     # silently; the token printed inside a ValueError from the HTTP client).
     ({"GENSPIRV_REMOTE_CACHE": _url() + "\r"},
@@ -141,7 +144,7 @@ def _url(password: str = urllib.parse.quote(PASSWORD, safe=""), host: str = "127
     ({"GENSPIRV_REMOTE_CACHE": _url(), "GENSPIRV_REMOTE_CACHE_TOKEN": ""},
      "GENSPIRV_REMOTE_CACHE_TOKEN is set but empty (a CI secret that did not expand gives this): give its value, "
      "or unset it"),
-], ids=["slash", "slash-after-digits", "hash", "bad-port", "url-crlf", "token-crlf", "secret-crlf",
+], ids=["slash", "slash-after-digits", "hash", "bad-port", "query", "url-crlf", "token-crlf", "secret-crlf",
         "empty-secret", "empty-token"])
 def test_a_bad_remote_setting_is_one_line_naming_the_variable_and_never_its_value(monkeypatch, env, expected):
     for name in REMOTE_VARS:

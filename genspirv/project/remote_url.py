@@ -91,19 +91,19 @@ def redact_url(raw: str) -> str:
     """``raw`` as a message may show it: the only way a URL reaches a message.
 
     Redacted by the parsed URL, not by a pattern: the user info of the authority urllib
-    finds becomes ``***``. When an ``@`` stands anywhere else (a password with an unencoded
-    ``/``, ``?`` or ``#`` splits where no reader can tell user info from host and path), any
-    part but an http(s) scheme may be the password: only that scheme is shown."""
+    finds becomes ``***``, and so do a query and a fragment (a presigned URL's signature, a
+    token passed as a parameter). When an ``@`` stands anywhere else (a password with an
+    unencoded ``/``, ``?`` or ``#`` splits where no reader can tell user info from host and
+    path), any part but an http(s) scheme may be the password: only that scheme is shown."""
     try:
         parts = urllib.parse.urlsplit(raw)
     except ValueError:
         return "***"
-    if "@" not in raw:
-        return raw
-    if not _authority_holds_every_at(parts):
+    if "@" in raw and not _authority_holds_every_at(parts):
         return f"{parts.scheme}://***" if parts.scheme in ("http", "https") else "***"
-    host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+    netloc = f"***@{parts.netloc.rpartition('@')[2]}" if "@" in parts.netloc else parts.netloc
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "",
+                                    "***" if parts.fragment else ""))
 
 
 def redact(text: str, hidden: Iterable[str]) -> str:
