@@ -154,10 +154,10 @@ def _reader(stream: BinaryIO, frames: queue.Queue, before: Callable[[], None] = 
                      name="genspirv-isolated-reader").start()
 
 
-def _end_group(pid: int) -> None:
-    """SIGKILL what is left of the process group the child ``pid`` led, once the child has exited
-    and been reaped: a program it started and left running. While such a program lives, the
-    group keeps the id, so no other process can be given it (POSIX); none left, nothing to do."""
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group the child ``pid`` leads: the child and every program it started.
+    Also once the child is reaped: while a program it left running lives, the group keeps the
+    id, so no other process can be given it (POSIX); with none left, there is nothing to kill."""
     import signal
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -166,7 +166,6 @@ def _end_group(pid: int) -> None:
 
 
 def _fork(fn, args, timeout, memory, frames):
-    import signal
     read, write = os.pipe()
     for stream in (sys.stdout, sys.stderr):     # the child must not print this process's pending text again
         stream.flush()
@@ -186,18 +185,12 @@ def _fork(fn, args, timeout, memory, frames):
     os.close(write)
     _reader(os.fdopen(read, "rb"), frames)
 
-    def kill() -> None:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
     def wait() -> int:
         code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        _end_group(pid)
+        _kill_group(pid)            # what it left running
         return code
 
-    return kill, wait
+    return (lambda: _kill_group(pid)), wait
 
 
 def _spawn(fn, args, timeout, memory, frames):
@@ -222,16 +215,12 @@ def _spawn(fn, args, timeout, memory, frames):
     if not group:
         return child.kill, child.wait
 
-    def kill() -> None:
-        if child.poll() is None:        # not yet reaped: its pid still names its group
-            _end_group(child.pid)
-
     def wait() -> int:
         code = child.wait()
-        _end_group(child.pid)
+        _kill_group(child.pid)      # what it left running
         return code
 
-    return kill, wait
+    return (lambda: _kill_group(child.pid)), wait
 
 
 def _serve() -> None:                   # pragma: no cover - runs in the fresh interpreter
