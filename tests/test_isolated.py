@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,82 @@ def test_the_childs_own_alarm_ends_it_with_setitimer_and_without():
     for hide, code in (("del signal.setitimer\n", isolated.RUNG), ("", -signal.SIGALRM)):
         proc = subprocess.run([sys.executable, "-c", ARM.format(hide)], capture_output=True, text=True, timeout=20)
         assert proc.returncode == code, proc.stderr
+
+
+# -- programs a generator starts ---------------------------------------------------------------------
+
+HELPER = """\
+    import os, pathlib
+    def variants():
+        # A helper left running with the build's stdout and stderr (a server, a watcher, a
+        # daemonised tool): it says it started, then sleeps past any test's patience.
+        marker = pathlib.Path(__file__).with_name("helper-started")
+        os.system(f"sh -c 'echo $$ > {marker}; exec sleep 30' &")
+        while not marker.exists() or not marker.read_text().strip():
+            pass
+        return [{"name": "a", "source": "a.comp"}]
+    """
+# The build as a user's script or CI step sees it: its stdout and stderr pipes, read to their end.
+NO_FORK = "import os, sys; del os.fork; from genspirv.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["fork", "fresh-python"])
+def test_a_helper_a_generator_leaves_running_does_not_hold_the_builds_output_open(tmp_path, fork):
+    """Was: the build exited, but its stdout stayed open until the helper's ``sleep 30`` ended,
+    so a caller reading the output to its end waited 30 s. The generator's process group is
+    ended once it has answered. Control: the helper did start (it wrote its pid), and is gone."""
+    root = project(tmp_path, HELPER)
+    command = ["-m", "genspirv"] if fork else ["-c", NO_FORK]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, *command, "build", "--root", str(root)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=20)     # both pipes at EOF: no process holds them
+    finally:
+        proc.kill()
+    assert time.monotonic() - start < 20 and proc.returncode == 0, err
+    helper = int((root / "tools/helper-started").read_text())
+    assert helper != proc.pid
+    deadline = time.monotonic() + 5
+    while _alive(helper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(helper)
+
+
+def _alive(pid: int) -> bool:
+    """A process that is running (a zombie waiting for its parent to reap it is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.slow
+def test_a_generator_that_never_returns_is_ended_with_the_programs_it_started(tmp_path, genspirv):
+    """At the deadline the whole group goes: the generator and the helper it started."""
+    root = project(tmp_path, HELPER.replace('return [{"name": "a", "source": "a.comp"}]', "while True: pass"))
+    result = genspirv("build", "--root", root, env={"GENSPIRV_GENERATOR_TIMEOUT": "1"})
+    assert result.code == 2 and "did not finish in variants() within 1 s" in result.err
+    helper = int((root / "tools/helper-started").read_text())
+    deadline = time.monotonic() + 5
+    while _alive(helper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(helper)
+
+
+@pytest.mark.xfail(strict=True, reason="genspirv/project/reads.py (the read recorder, being removed) makes "
+                                       "subprocess fail in a generator: TypeError: '<' not supported between "
+                                       "instances of 'bytes' and 'str'")
+def test_a_generator_may_run_programs(tmp_path):
+    """``git describe`` and the like: a generator's own programs run and finish within it."""
+    root = project(tmp_path, """\
+        import subprocess, sys
+        def variants():
+            subprocess.run(["true"], check=True)
+            out = subprocess.run([sys.executable, "-c", "print('v1.2')"], capture_output=True, text=True,
+                                 check=True).stdout.strip()
+            return [{"name": "a", "source": "a.comp", "defines": {"VERSION": out}}]
+        """)
+    assert [(v.name, v.defines) for v in load_config(root).variants] == [("a", (("VERSION", "v1.2"),))]

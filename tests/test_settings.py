@@ -20,7 +20,43 @@ TABLE_END = "\n<!-- end of settings table -->"
 def test_defaults_when_unset_or_empty():
     for row in SETTINGS:
         assert get(row.name, {}) == row.default
-        assert get(row.name, {row.name: ""}) == row.default
+        if not row.secret:          # a credential set but empty is an error (below)
+            assert get(row.name, {row.name: ""}) == row.default
+
+
+CREDENTIALS = ("GENSPIRV_REMOTE_CACHE_SECRET", "GENSPIRV_REMOTE_CACHE_TOKEN")
+PLANTED = "Zq9+w/Kx3vB7mN2p"          # base64-like: '+' and '/'
+
+
+@pytest.mark.parametrize("name", CREDENTIALS)
+def test_a_credential_set_but_empty_is_an_error_naming_it(name):
+    """What a CI secret that did not expand gives (was: taken as "no secret", unsigned entries
+    then accepted without a word). Control: unset is no credential; a value is taken as given."""
+    assert {row.name for row in SETTINGS if row.secret} == set(CREDENTIALS)
+    with pytest.raises(SettingError, match=rf"^{name} is set but empty \(a CI secret that did not expand"):
+        get(name, {name: ""})
+    assert get(name, {}) is None
+    assert get(name, {name: PLANTED}) == PLANTED
+    assert get(name, {name: " spaced "}) == " spaced "      # no strip: the value is the value
+
+
+@pytest.mark.parametrize("name", CREDENTIALS)
+@pytest.mark.parametrize("value, where", [
+    (PLANTED + "\r", "'\\r' at its end (a file saved with CRLF line ends leaves one)"),
+    (PLANTED + "\r\n", "'\\r' at its end (a file saved with CRLF line ends leaves one)"),
+    (PLANTED + "\n", "'\\n' at its end"),
+    ("Zq9+w/\tKx3vB7mN2p", "'\\t' inside it"),
+    ("Zq9+w/\x1b[0mKx3vB7", "'\\x1b' inside it"),
+    ("Zq9+w/\x85Kx3vB7mN2p", "'\\x85' inside it"),
+])
+def test_a_credential_with_a_control_character_is_one_line_without_its_value(name, value, where):
+    with pytest.raises(SettingError) as info:
+        get(name, {name: value})
+    message = str(info.value)
+    assert message == (f"{name} holds the control character {where}: give the value alone, on one line; "
+                       "its value is not shown")
+    for part in ("Zq9", "Kx3", "mN2p", "+w/"):
+        assert part not in message
 
 
 @pytest.mark.parametrize("name, good, value", [

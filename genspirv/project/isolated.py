@@ -1,14 +1,25 @@
 """Isolated calls: a function run in a child process, stopped at a deadline.
 
-Takes a module-level function, its arguments and a time limit; the child calls
-``fn(stage, *args)``, ``stage`` a callback the function calls with the name of
-each step it starts. Gives (``call_in_child``) what the function returned,
-pickled back through a pipe. Past the limit the child is killed and ``Overran``
-names the last stage it reported; a child that ends without an answer
-(``os._exit``, a crash in an extension) is ``Died`` with its exit status. Used
-for a project's own Python (a generator file), which may never return: a thread
-cannot be stopped, a process can. The child also arms its own alarm, so it dies
-at the deadline even if this process is killed first.
+Takes a module-level function, its arguments, a time limit and optionally a
+memory allowance; the child calls ``fn(stage, *args)``, ``stage`` a callback
+the function calls with the name of each step it starts. Gives
+(``call_in_child``) what the function returned, pickled back through a pipe.
+Past the limit the child is killed and ``Overran`` names the last stage it
+reported; a child that ends without an answer (``os._exit``, a crash in an
+extension) is ``Died`` with its exit status. Used for a project's own code (a
+generator file, a project template), which may never return: a thread cannot
+be stopped, a process can. The child also arms its own alarm, so it dies at
+the deadline even if this process is killed first. With ``memory`` its address
+space is capped at what it maps when it starts plus that many bytes, where the
+platform lets it be (``RLIMIT_AS``, and ``/proc`` to read what it maps: Linux),
+so a runaway allocation is a ``MemoryError`` inside it, not the machine's memory.
+
+The child leads a process group of its own (a new session, on POSIX): once it
+has answered and exited, or at the deadline, the whole group is killed, so a
+program it started and left running (a helper holding the build's stdout
+open) does not outlive it. It may run programs (``git describe``) while it runs;
+neither it nor they are given the remote cache's credentials
+(``settings.CREDENTIALS``, docs/SECURITY.md).
 
 Two ways to start the child (``fsutil.forks_safely``), with the same frames, answers and errors:
 
@@ -48,6 +59,7 @@ import warnings
 from typing import Any, BinaryIO, Callable, Optional
 
 from ..fsutil import forks_safely
+from ..settings import CREDENTIALS, credentials_removed
 
 _HEAD = struct.Struct("<cI")        # a frame: its kind and its length, then the payload
 _STAGE, _RESULT, _ERROR = b"S", b"R", b"E"
@@ -79,11 +91,12 @@ class Raised(Exception):
     """The function raised in the child, or its result could not be sent back; the text says what."""
 
 
-def call_in_child(fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
-    """``fn(stage, *args)`` in a child process; its result, or Overran, Died or Raised."""
+def call_in_child(fn: Callable[..., Any], args: tuple, timeout: float, memory: Optional[int] = None) -> Any:
+    """``fn(stage, *args)`` in a child process (``memory``: bytes it may map past what it maps at
+    its start); its result, or Overran, Died or Raised."""
     deadline = time.monotonic() + timeout
     frames: queue.Queue = queue.Queue()
-    kill, wait = (_fork if forks_safely() else _spawn)(fn, args, timeout, frames)
+    kill, wait = (_fork if forks_safely() else _spawn)(fn, args, timeout, memory, frames)
     answer, stage, answered = None, None, False
     try:
         answer, stage = _wait(frames, deadline)
@@ -141,8 +154,18 @@ def _reader(stream: BinaryIO, frames: queue.Queue, before: Callable[[], None] = 
                      name="genspirv-isolated-reader").start()
 
 
-def _fork(fn, args, timeout, frames):
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group the child ``pid`` leads: the child and every program it started.
+    Also once the child is reaped: while a program it left running lives, the group keeps the
+    id, so no other process can be given it (POSIX); with none left, there is nothing to kill."""
     import signal
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _fork(fn, args, timeout, memory, frames):
     read, write = os.pipe()
     for stream in (sys.stdout, sys.stderr):     # the child must not print this process's pending text again
         stream.flush()
@@ -153,24 +176,29 @@ def _fork(fn, args, timeout, frames):
         pid = os.fork()
     if pid == 0:                                 # pragma: no cover - the child's own coverage is not collected
         os.close(read)
+        os.setsid()                              # its own group: it ends with whatever it started
+        for name in CREDENTIALS:
+            os.environ.pop(name, None)
         _arm(timeout + GRACE)
+        _cap_memory(memory)
         _run(fn, args, write)
     os.close(write)
     _reader(os.fdopen(read, "rb"), frames)
 
-    def kill() -> None:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    def wait() -> int:
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        _kill_group(pid)            # what it left running
+        return code
 
-    return kill, lambda: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return (lambda: _kill_group(pid)), wait
 
 
-def _spawn(fn, args, timeout, frames):
-    request = pickle.dumps((fn, args, timeout), pickle.HIGHEST_PROTOCOL)
+def _spawn(fn, args, timeout, memory, frames):
+    request = pickle.dumps((fn, args, timeout, memory), pickle.HIGHEST_PROTOCOL)
+    group = hasattr(os, "killpg")              # POSIX (macOS); Windows has no process groups to kill
     try:
-        child = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        child = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 start_new_session=group, env=credentials_removed(os.environ))
     except OSError as exc:
         raise Died(f"no Python could be started from sys.executable {sys.executable!r}: {exc}", None) from None
 
@@ -184,18 +212,27 @@ def _spawn(fn, args, timeout, frames):
             pass                      # the child has gone already: how it ended is the answer
 
     _reader(child.stdout, frames, send)
-    return child.kill, child.wait
+    if not group:
+        return child.kill, child.wait
+
+    def wait() -> int:
+        code = child.wait()
+        _kill_group(child.pid)      # what it left running
+        return code
+
+    return (lambda: _kill_group(child.pid)), wait
 
 
 def _serve() -> None:                   # pragma: no cover - runs in the fresh interpreter
     """The fresh interpreter's side of ``_spawn``: read the call, run it, answer on the old stdout."""
-    fn, args, timeout = pickle.load(sys.stdin.buffer)
+    fn, args, timeout, memory = pickle.load(sys.stdin.buffer)
     out = os.dup(1)
     os.dup2(2, 1)                        # the function's own prints go to stderr, not into the frames
     if sys.platform == "win32":
         import msvcrt
         msvcrt.setmode(out, os.O_BINARY)
     _arm(timeout + GRACE)
+    _cap_memory(memory)
     _run(fn, args, out)
 
 
@@ -212,6 +249,24 @@ def _arm(seconds: float) -> None:
             time.sleep(seconds)
             os._exit(RUNG)
         threading.Thread(target=ring, daemon=True).start()
+
+
+def _cap_memory(memory: Optional[int]) -> None:
+    """Cap this (child) process's address space at what it maps now plus ``memory`` bytes: a fork
+    maps all its parent did, so a fixed cap would mean nothing (and the heap its parent had
+    mapped but left free is the child's to use besides). Where there is no ``RLIMIT_AS`` or no
+    ``/proc/self/statm`` to read the start from, the deadline alone bounds the child."""
+    if not memory:
+        return
+    try:
+        import resource
+        with open("/proc/self/statm", "rb") as statm:
+            mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = min(x for x in (mapped + memory, soft, hard) if x != resource.RLIM_INFINITY)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, OSError, ValueError):
+        pass
 
 
 def _run(fn, args, fd: int) -> None:    # pragma: no cover - runs in the child

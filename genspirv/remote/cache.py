@@ -28,22 +28,29 @@ more and compiles locally; an entry that does not verify costs a warning
 naming its key and a local compile. Credentials (user info in the URL, the
 bearer token) and the secret never appear in a message. The rules are in
 docs/GUIDE.md, "Sharing compiles across machines".
+
+The store is not trusted (docs/SECURITY.md), signed entries included: an entry
+naming a file that is not a regular file inside the project
+(``genspirv.remote.entry_files``) is a miss, with its warning, before anything is opened.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
+import os
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from .. import settings
 from ..cachestats import Stat, Tally
 from ..errors import GenspirvError
 from .entry import Entry, EntryError, EntryKind, decode, encode, index_key
+from .entry_files import foreign_dep
 from ..project.remote_url import RemoteUrl, parse_url, redact, weak_secret
 from ..project.variants import CompilerName
 
@@ -74,7 +81,7 @@ class RemoteSettings:
     @property
     def hidden(self) -> tuple[str, ...]:
         """Every string no message may show."""
-        return tuple(s for s in (self.secret, self.token, self.url.password) if s)
+        return tuple(s for s in (self.secret, self.token, *self.url.hidden) if s)
 
 
 def remote_settings(config_url: Optional[str] = None) -> Optional[RemoteSettings]:
@@ -235,8 +242,11 @@ class RemoteCache:
     """One build's use of the remote store; a disabled one (no URL set) does nothing."""
 
     def __init__(self, remote: Optional[RemoteSettings], warn: Optional[Callable[[str], None]] = None,
-                 tally: Optional[Tally] = None):
+                 tally: Optional[Tally] = None, root: Optional[Path] = None):
+        """``root``: the project whose files entries may name (None: only the entry format's
+        check of each path, for a caller that hashes nothing from disk)."""
         self.settings = remote
+        self._root = os.path.realpath(root) if root is not None else None
         self.tally = tally or Tally()
         self._warn_to = warn
         self._lock = threading.Lock()
@@ -251,7 +261,7 @@ class RemoteCache:
 
     @classmethod
     def for_config(cls, config, tally: Optional[Tally] = None) -> "RemoteCache":
-        return cls(remote_settings(getattr(config, "remote_cache", None)), tally=tally)
+        return cls(remote_settings(getattr(config, "remote_cache", None)), tally=tally, root=config.root)
 
     @property
     def enabled(self) -> bool:
@@ -330,7 +340,7 @@ class RemoteCache:
         if data is None:
             return None
         try:
-            entry = decode(data, where, EntryKind.INDEX, self.settings.secret)
+            entry = self._decode(data, where, EntryKind.INDEX)
         except EntryError as exc:
             self._unverified_entry(where, v, str(exc))
             return None
@@ -347,7 +357,7 @@ class RemoteCache:
         if data is None:
             return None
         try:
-            entry = decode(data, key, EntryKind.BLOB, self.settings.secret)
+            entry = self._decode(data, key, EntryKind.BLOB)
             if key_of(v, entry.deps) != key:
                 raise EntryError("its files do not give its key here")
             if sha is not None and hashlib.sha256(entry.blob).hexdigest() != sha:
@@ -362,6 +372,15 @@ class RemoteCache:
             self._unverified_entry(key, v, f"does not reflect: {type(exc).__name__}")
             return None
         return Hit(key, entry.deps, entry.blob, info, remote=True, compiler=entry.compiler)
+
+    def _decode(self, data: bytes, key: str, kind: EntryKind) -> Entry:
+        """The entry ``data`` holds, verified, every file it names one the build may hash;
+        EntryError otherwise."""
+        entry = decode(data, key, kind, self.settings.secret)
+        foreign = foreign_dep(self._root, entry.deps) if self._root is not None else None
+        if foreign is not None:
+            raise EntryError(foreign)
+        return entry
 
     def _get(self, key: str) -> Optional[bytes]:
         if self._down:
@@ -472,5 +491,6 @@ class RemoteCache:
         line = f"genspirv: warning: {text}"
         if self._warn_to is not None:
             self._warn_to(line)
-        else:
-            print(line, file=sys.stderr, flush=True)
+        else:       # one write: print's two (the text, then its newline) ran lines from pool threads together
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()

@@ -30,6 +30,14 @@ The header carries the key, so a signed entry copied under another key does
 not verify; the length is exact, so a truncated or padded entry does not
 either. Encoding is deterministic: two builds storing one key write the same
 bytes.
+
+Nothing in an entry is trusted for being signed (the secret may be empty or
+leaked; docs/SECURITY.md): the header is read within MAX_HEADER_BYTES, a
+nesting too deep for the JSON reader is unreadable, not a crash, and every
+``deps`` path must be one the manifest's own ``depends`` may hold (relative,
+normalised posix, no ``..``, no control character, at most MAX_DEP_CHARS), so
+no ``../``, absolute or device path ever reaches the build's hashing. What a
+path names on disk is the cache's to check (``genspirv.remote.cache``).
 """
 
 from __future__ import annotations
@@ -42,12 +50,15 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from ..errors import GenspirvError
+from ..errors import GenspirvError, ManifestError
+from ..manifest import check_relative_path
+from ..settings import control_character
 
 MAGIC = b"genspirv-remote-entry/1\n"
 MAC_BYTES = 32
 MAX_HEADER_BYTES = 1 << 20      # a header lists file names: a megabyte is far past any real one
 MAX_DEPS = 4096                 # files one variant may read; more is junk, not a shader
+MAX_DEP_CHARS = 4096            # one path's length (PATH_MAX): longer is junk
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")     # a compiler name, e.g. slang-glslang
 _INDEX_PREFIX = b"genspirv-remote-index/1\0"
@@ -101,7 +112,7 @@ def decode(data: bytes, key: str, kind: EntryKind, secret: Optional[str] = None)
         raise EntryError("truncated header")
     try:
         header = json.loads(data[len(MAGIC):end])
-    except ValueError:
+    except (ValueError, RecursionError):        # RecursionError: nested past what the reader follows
         raise EntryError("unreadable header") from None
     fields = _check_header(header)
     if fields["kind"] != kind.value:
@@ -128,6 +139,21 @@ def _mac(secret: str, body: bytes) -> bytes:
     return hmac.new(secret.encode("utf-8"), body, hashlib.sha256).digest()
 
 
+def _check_deps(deps: list) -> None:
+    """Each path must be one a manifest's ``depends`` may hold; EntryError naming the first that is not."""
+    for i, dep in enumerate(deps):
+        where = f"header field 'deps' #{i}"
+        if not isinstance(dep, str) or not dep or len(dep) > MAX_DEP_CHARS:
+            raise EntryError(f"{where} is not a file name")
+        bad = control_character(dep)
+        if bad is not None:
+            raise EntryError(f"{where} holds the control character {bad}")
+        try:
+            check_relative_path(dep, where)
+        except ManifestError as exc:
+            raise EntryError(f"{exc}: an entry names only files inside the project") from None
+
+
 def _check_header(header: object) -> dict:
     """The header's fields, each of the type the format says; EntryError naming the first bad one."""
     if not isinstance(header, dict):
@@ -135,8 +161,7 @@ def _check_header(header: object) -> dict:
     checks = {
         "kind": lambda v: v in {k.value for k in EntryKind},
         "key": lambda v: isinstance(v, str) and bool(_HEX64.match(v)),
-        "deps": lambda v: isinstance(v, list) and len(v) <= MAX_DEPS
-        and all(isinstance(d, str) and d and "\0" not in d for d in v),
+        "deps": lambda v: isinstance(v, list) and len(v) <= MAX_DEPS,
         "size": lambda v: type(v) is int and v >= 0,
         "sha256": lambda v: isinstance(v, str) and bool(_HEX64.match(v)),
         "signed": lambda v: isinstance(v, bool),
@@ -144,6 +169,7 @@ def _check_header(header: object) -> dict:
     for name, ok in checks.items():
         if not ok(header.get(name)):
             raise EntryError(f"header field {name!r} missing or malformed")
+    _check_deps(header["deps"])
     if "compiler" in header and not (isinstance(header["compiler"], str) and _NAME.match(header["compiler"])):
         raise EntryError("header field 'compiler' malformed")
     if header["kind"] == EntryKind.INDEX.value:

@@ -14,7 +14,8 @@ left running when the worker goes.
 
 Every child starts with its heap's allocations zeroed (``zeroed_heap``): the pinned
 glslang reads memory it never wrote, so its bytes for a shader can depend on what the
-heap held (docs/COMPILERS.md, "A zeroed heap").
+heap held (docs/COMPILERS.md, "A zeroed heap"); and without the remote cache's
+credentials, which no tool needs (``child_environment``, docs/SECURITY.md).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import signal
 import subprocess
 import threading
 import time
+
+from ..settings import credentials_removed
 
 
 class Stopped(Exception):
@@ -57,6 +60,11 @@ def zeroed_heap(env: dict[str, str]) -> dict[str, str]:
     else:
         env.pop(_TUNABLES, None)
     return env
+
+
+def child_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a tool or a worker: ``zeroed_heap``, and no credential (``settings.CREDENTIALS``)."""
+    return zeroed_heap(credentials_removed(env))
 
 
 def heap_zeroed() -> bool:

@@ -75,7 +75,7 @@ class Tool:
     origin: str = "PATH"               # where it was found, for messages
 
     def env(self) -> dict[str, str]:
-        env = children.zeroed_heap(os.environ)
+        env = children.child_environment(os.environ)
         if self.lib_dir is not None:
             old = env.get("LD_LIBRARY_PATH")
             env["LD_LIBRARY_PATH"] = f"{self.lib_dir}:{old}" if old else str(self.lib_dir)

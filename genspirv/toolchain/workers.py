@@ -60,7 +60,7 @@ class _Worker:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         self.stderr = tempfile.TemporaryFile()
-        env = children.zeroed_heap(os.environ)       # the libraries a worker calls see zeroed memory
+        env = children.child_environment(os.environ)       # the libraries a worker calls see zeroed memory
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
         try:
             # The factory is in the command line, so a worker's kind shows in ps.
