@@ -189,9 +189,6 @@ def test_a_generator_that_never_returns_is_ended_with_the_programs_it_started(tm
     assert not _alive(helper)
 
 
-@pytest.mark.xfail(strict=True, reason="genspirv/project/reads.py (the read recorder, being removed) makes "
-                                       "subprocess fail in a generator: TypeError: '<' not supported between "
-                                       "instances of 'bytes' and 'str'")
 def test_a_generator_may_run_programs(tmp_path):
     """``git describe`` and the like: a generator's own programs run and finish within it."""
     root = project(tmp_path, """\

@@ -123,3 +123,24 @@ def test_a_hostile_state_folder_is_a_cold_cache(tmp_path, hostile):
     report = build(load_config(root), compiler=fake, jobs=1)
     assert report.compiled == () and not fake.compiles and sorted(report.up_to_date) == list(ALL)
     assert [p for p in report.written if not p.startswith(".genspirv")] == []
+
+
+@pytest.mark.parametrize("dep", ["../outside-fifo", "glsl/../../outside-fifo", "glsl/a\nb.glsl"])
+def test_a_record_naming_a_file_no_compile_read_is_a_cold_cache(tmp_path, dep):
+    """A record of .genspirv/state.json whose files climb out of the project (or hold a control
+    character) is no record genspirv wrote: dropped, its variant decided from the committed
+    manifest, nothing it names opened (a FIFO there would hang the build). Control: the same
+    record naming its own files is taken (the build plans from it, reading nothing)."""
+    root = make_project(tmp_path / "p")
+    build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    os.mkfifo(tmp_path / "outside-fifo")
+    state = root / ".genspirv/state.json"
+    doc = json.loads(state.read_text())
+    doc["variants"]["neg"]["deps"] = ["glsl/neg.comp", dep]
+    state.write_text(json.dumps(doc))
+    fake = FakeCompiler()
+    report = build(load_config(root), compiler=fake, jobs=1)
+    assert report.compiled == () and not fake.compiles and "neg" in report.up_to_date
+    from genspirv.buildsys.keys import Record
+    assert Record.from_doc(doc["variants"]["neg"]) is None
+    assert Record.from_doc(dict(doc["variants"]["neg"], deps=["glsl/neg.comp", "/usr/include/x.h"])) is not None

@@ -89,7 +89,7 @@ def test_the_search_finds_each_form_where_it_is_planted():
 
 def test_every_test_docs_security_names_exists():
     """docs/SECURITY.md backs each boundary with tests: each name it gives must be a real test,
-    and each placeholder row is marked as such."""
+    and every row names one."""
     doc = (REPO / "docs" / "SECURITY.md").read_text(encoding="utf-8")
     named = set(re.findall(r"`(?:tests/\w+\.py::)?(test_\w+)(?:\[[^\]]*\])?`", doc))
     defined = set()
@@ -98,7 +98,7 @@ def test_every_test_docs_security_names_exists():
     assert len(named) >= 30 and sorted(named - defined) == []
     rows = [line for line in doc.splitlines() if line.startswith("| ") and not line.startswith("| rule")
             and not line.startswith("| ---")]
-    assert rows and all(re.search(r"`(tests/\w+\.py::)?test_\w+", row) or "*(to be filled" in row for row in rows)
+    assert rows and all(re.search(r"`(tests/\w+\.py::)?test_\w+", row) for row in rows)
 
 
 # -- bad settings: one line naming the variable, never the value --------------------------------
@@ -474,16 +474,8 @@ def _files_holding_a_secret(surface) -> dict[str, list[str]]:
 
 
 @pytest.mark.slow
-def test_nothing_on_disk_holds_a_secret_but_the_no_op_seal(surface):
-    """Every file under the four projects (their .genspirv/ included), the shared cache and the
-    stores: none holds a credential in any form, save the no-op seal (the next test)."""
-    assert sum(1 for f in surface.written for p in Path(f).rglob("*") if p.is_file()) > 50
-    others = {p: f for p, f in _files_holding_a_secret(surface).items() if not p.endswith(".genspirv/noop.json")}
-    assert others == {}
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the no-op seal (.genspirv/noop.json, genspirv.buildsys.noopreplay) "
-                                       "keeps every GENSPIRV_* value, credentials included; it is being removed")
 def test_nothing_on_disk_holds_a_secret(surface):
+    """Every file under the four projects (their .genspirv/ included, after builds and no-ops),
+    the shared cache and the stores: none holds a credential in any form."""
+    assert sum(1 for f in surface.written for p in Path(f).rglob("*") if p.is_file()) > 50
     assert _files_holding_a_secret(surface) == {}

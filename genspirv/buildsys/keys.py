@@ -96,6 +96,14 @@ def key_inputs(variant: Variant, deps: Sequence[str], digest: Digest, versions: 
                      preamble=variant.preamble)
 
 
+def _dep_path(dep: Any) -> bool:
+    """A file a compile may have read, as ``toolchain.compiler.dep_path`` names it: relative to the
+    root and normalised (no ``..``), or absolute for one outside the project; one line of text."""
+    if not isinstance(dep, str) or not dep or len(dep) > 4096 or any(c < " " for c in dep):
+        return False
+    return dep.startswith("/") or (".." not in dep.split("/") and "\\" not in dep and not dep.startswith("./"))
+
+
 def settings_digest(variants: Sequence[Variant], versions: Versions, include_dirs: tuple[str, ...],
                     include_directive: bool, generated: Mapping[str, bytes]) -> str:
     """One digest of everything in every variant's ``KeyInputs`` but the files on disk it read:
@@ -154,9 +162,10 @@ class Record:
 
     @classmethod
     def from_doc(cls, d: Any) -> Optional["Record"]:
-        """A record from its JSON; None for anything malformed (it is only a cold cache)."""
+        """A record from its JSON; None for anything malformed (it is only a cold cache), a file it
+        names that no compile could have read among them."""
         if not isinstance(d, dict) or not isinstance(d.get("deps"), list) or \
-                not isinstance(d.get("key"), (str, type(None))):
+                not isinstance(d.get("key"), (str, type(None))) or not all(map(_dep_path, d["deps"])):
             return None
         sha, missing, inputs = d.get("sha256"), d.get("unavailable", ()), d.get("inputs")
         if not isinstance(sha, (str, type(None))) or not isinstance(missing, (list, tuple)):
