@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fake_compiler import ERROR_MARK
 from genspirv.commands.results import Problem, annotations
 
@@ -103,3 +105,41 @@ def test_annotations_escape_what_would_end_a_property_or_the_message():
     assert line == "::error file=dir%2Ca/b%3Ac.comp,line=7,title=genspirv build::50%25 off%0Asecond line (in v)"
     [bare] = annotations([Problem("no file")], "genspirv check")
     assert bare == "::error title=genspirv check::no file"
+
+
+def _only_json(stdout: str) -> dict:
+    """stdout parsed as one JSON document, nothing before or after it (json.loads refuses any other line)."""
+    return json.loads(stdout)
+
+
+@pytest.mark.slow
+def test_json_on_stdout_with_annotations_keeps_stdout_one_document(tiny_project, genspirv):
+    """--json - with --annotations github: stdout is the JSON alone, exactly when there are errors; the
+    annotations go to stderr. A real compile of a source with a syntax error, through the command line."""
+    root = tiny_project(extra={"glsl/neg.comp": "#version 450\nlayout(local_size_x = 32) in;\n"
+                                                "void main() { float x = ; }\n"})
+    built = genspirv("build", "--root", root, "-q", "--json", "-", "--annotations", "github")
+    assert built.code == 1, built.err
+    doc = _only_json(built.out)
+    assert doc["ok"] is False and doc["problems"][0]["file"] == "glsl/neg.comp"
+    assert doc["problems"][0]["line"] == 3 and doc["problems"][0]["variants"] == ["neg"]
+    notes = [line for line in built.err.splitlines() if line.startswith("::error ")]
+    assert len(notes) == 1 and notes[0].startswith("::error file=glsl/neg.comp,line=3,title=genspirv build::")
+    checked = genspirv("check", "--root", root, "-q", "--json", "-", "--annotations", "github")
+    assert checked.code == 1, checked.err
+    assert _only_json(checked.out)["problems"][0]["file"] == "glsl/neg.comp"
+    assert "::error file=glsl/neg.comp,line=3,title=genspirv check::" in checked.err
+    # Control: with the document in a file, the annotations stay on stdout, where they always were.
+    to_file = genspirv("build", "--root", root, "-q", "--json", root / "r.json", "--annotations", "github")
+    assert to_file.out.startswith("::error file=glsl/neg.comp,line=3,") and "::error" not in to_file.err
+
+
+def test_json_on_stdout_with_annotations_through_the_fake_compiler(tiny_project, fake_genspirv):
+    """The quick loop's copy of the test above: a compile error, --json - and --annotations github."""
+    root = tiny_project()
+    header = root / "glsl/include/common.glsl"
+    header.write_text(header.read_text() + ERROR_MARK + "\n")
+    result = fake_genspirv("build", "--root", root, "-q", "--annotations", "github", "--json", "-")
+    assert result.code == 1
+    assert _only_json(result.out)["problems"][0]["variants"] == ["add_f32", "add_i32"]
+    assert "::error file=glsl/include/common.glsl,line=3," in result.err

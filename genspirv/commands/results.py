@@ -11,8 +11,10 @@ ended with, and gives:
   ``::error file=F,line=L,title=T::message``, which the job's page shows on the
   file's line.
 
-Pure but for ``emit`` (``add_arguments`` gives the options): the annotations to
-stdout, the document to a file (the atomic writer) or to stdout.
+Pure but for ``emit`` (``add_arguments`` gives the options): the document to a
+file (the atomic writer) or to stdout; the annotations to stdout, or to stderr
+when the document takes stdout (``--json -``), so stdout holds one format that
+parses (GitHub's runner reads workflow commands from both streams).
 """
 
 from __future__ import annotations
@@ -195,10 +197,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def emit(json_target: Optional[str], kind: Optional[str], doc: dict[str, Any], problems: Sequence[Problem],
          title: str) -> None:
-    """What --annotations and --json asked for: the annotations, then the document."""
+    """What --annotations and --json asked for: the annotations, then the document. With the
+    document on stdout (``--json -``) the annotations go to stderr: stdout is the JSON alone."""
     if kind is not None:
+        stream = sys.stderr if json_target == STDOUT else sys.stdout
         for line in annotations(problems, title):
-            print(line, flush=True)
+            print(line, file=stream, flush=True)
     if json_target:
         try:
             write_json(doc, json_target)
