@@ -150,6 +150,14 @@ def test_cmake_dir_prints_the_package_folder():
     assert (Path(out) / "genspirvConfigVersion.cmake").is_file()
 
 
+def test_cmakedir_option_prints_what_cmake_dir_prints(genspirv):
+    """`genspirv --cmakedir`, pybind11's spelling, is `genspirv cmake-dir`; it takes no other command."""
+    spelled = genspirv("--cmakedir")
+    assert spelled.code == 0 and spelled == genspirv("cmake-dir") and Path(spelled.out.strip()) == cmake_dir()
+    refused = genspirv("--cmakedir", "list")
+    assert refused.code == 2 and "--cmakedir is `genspirv cmake-dir`" in refused.err
+
+
 def test_package_version_is_the_python_package_version():
     import genspirv
     text = (cmake_dir() / "genspirvConfigVersion.cmake").read_text()
