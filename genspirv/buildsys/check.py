@@ -10,8 +10,11 @@ comparing each blob with the committed one as its compile finishes (and
 rendering its manifest entry then), so what is left after the last compile
 is the manifest's join and compare. Gives
 a ``CheckReport`` listing every ``Difference``: a differing file (first
-differing byte and word, and a short ``spirv-dis`` or text diff), a missing
-file, an orphan blob, a temp file an interrupted write left.
+differing byte and word, and a short ``spirv-dis`` or text diff; for a blob,
+its cause and the file to blame: its inputs changed since the committed build,
+naming the file when this clone's ``.genspirv/`` recorded the inputs behind
+the manifest's key, or the blob was edited by hand), a missing file, an
+orphan blob, a temp file an interrupted write left.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from pathlib import Path
 from typing import Optional
 
 from .run import ProjectLookups, run_plan, unavailable_entries
-from .state import FileHashes, load_state
+from .state import FileHashes, Record, RecordedInputs, inputs_path, load_state, sha256_hex
+from .committed import committed_manifest
 from .compile import Log, job_count, raise_failures
 from .compile_workers import early_workers
 from ..toolchain.compiler import Compiler
@@ -32,7 +36,7 @@ from ..project.config import Config
 from ..errors import ToolchainError
 from ..project.generated import origin_note
 from .outputs import entry_text, expected_outputs, orphan_blobs, orphan_reason, stale_temp_files, unavailable_names
-from .plan import make_plan
+from .plan import make_plan, why_stale
 from ..toolchain.spirv_tools import disassemble
 from ..toolchain.tools import Tool, find_tool
 
@@ -45,6 +49,8 @@ class Difference:
     path: str           # posix, relative to the root
     variant: Optional[str]
     detail: str         # first differing offset and a short diff, or why
+    cause: str = ""     # a differing blob: its inputs changed since the committed build, or a hand edit
+    blame: Optional[str] = None     # the file whose edit made it stale, where CI annotates it (None: path)
 
     def __str__(self) -> str:
         what = f"{self.path} ({self.variant})" if self.variant else self.path
@@ -52,7 +58,8 @@ class Difference:
                 "missing": f"{what}: missing",
                 "orphan": f"{what}: orphan blob, no variant builds it",
                 "leftover": f"{what}: leftover"}[self.kind]
-        return head + (f": {self.detail}" if self.detail else "")
+        head += f": {self.cause}" if self.cause else ""
+        return head + (f"{'; ' if self.cause else ': '}{self.detail}" if self.detail else "")
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,32 @@ def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
     return f"first difference at byte {offset} (line {line})\n{diff}"
 
 
+def _blob_cause(rel: str, name: str, source: str, committed: bytes, fresh: Record, made: Optional[Record],
+                recorded: RecordedInputs) -> tuple[str, str]:
+    """Why the committed blob ``rel`` differs from a fresh build, and the file to blame: the one whose
+    edit made it stale (its source where this clone cannot tell which), or the blob when it was edited.
+    ``made``: the committed manifest's record of it (inputs key, sha256); ``recorded``: the inputs
+    behind such keys that this clone's builds kept."""
+    if made is None or made.key is None:
+        return "the committed manifest records no inputs for it", source
+    by_hand = sha256_hex(committed) != made.sha256
+    if made.key != fresh.key:
+        old, now = recorded.get(name, made.key), fresh.inputs
+        also = "; nor is the blob the one the manifest records (edited by hand?)" if by_hand else ""
+        if old is None or now is None:
+            return ("its inputs changed since the committed build (its source, an include, a define, a flag or "
+                    f"the compiler; this clone's .genspirv/ does not record which){also}"), source
+        reason, what = why_stale(old, now)
+        edited = [path for path, digest in now.files if dict(old.files).get(path, digest) != digest]
+        return f"{reason.value} since the committed build ({what}){also}", edited[0] if edited else source
+    if by_hand:
+        return ("edited by hand (or left out of the commit that updated the manifest): its bytes are not the "
+                "ones the manifest records, and its sources still give the manifest's inputs key"), rel
+    return ("its sources give the manifest's inputs key and the blob is the one the manifest records, yet a "
+            "fresh compile differs: the manifest's entry was edited with it, or the compile is not "
+            "reproducible"), rel
+
+
 def _committed_equals(config: Config, compiled) -> bool:
     """The committed blob of a variant just compiled holds its bytes (False: differs or unreadable)."""
     try:
@@ -151,6 +184,9 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
     expected = expected_outputs(config, compiled, unavailable_entries(config, ran.records), keys,
                                 versions.optimizer, facts, texts)
     blobs = {config.blob_relpath(c.variant): c.variant.name for c in compiled}
+    sources = {c.variant.name: c.variant.source for c in compiled}
+    made = None     # the committed manifest's records, read once a blob differs
+    recorded = RecordedInputs(inputs_path(config))
     try:
         spirv_dis: Optional[Tool] = find_tool("spirv-dis")
     except ToolchainError:   # the diff is a courtesy; the verdict does not need it
@@ -171,9 +207,14 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
             continue
         if committed == fresh:
             continue
-        detail = (_describe_blob(spirv_dis, rel, variant, committed, fresh) if variant
-                  else _describe_text(rel, committed, fresh))
-        differences.append(Difference("differs", rel, variant, detail))
+        if variant:
+            made = made if made is not None else committed_manifest(config).records
+            cause, blame = _blob_cause(rel, variant, sources[variant], committed, ran.records[variant],
+                                       made.get(variant), recorded)
+            detail = _describe_blob(spirv_dis, rel, variant, committed, fresh)
+            differences.append(Difference("differs", rel, variant, detail, cause, blame))
+            continue
+        differences.append(Difference("differs", rel, None, _describe_text(rel, committed, fresh)))
     gone = unavailable_names(ran.records)
     for rel in orphan_blobs(config, gone):
         differences.append(Difference("orphan", rel, None, f"{orphan_reason(rel, gone)}; `genspirv build` removes it"))
