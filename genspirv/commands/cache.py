@@ -1,7 +1,8 @@
 """``genspirv cache stats|clear``: what the compile caches did and hold, and emptying them.
 
-Takes the project's config and the command's arguments; prints through the
-line printer it is given and returns the exit status. ``stats`` shows the
+Takes what loads the project's config (not called for ``stats`` outside any
+project) and the command's arguments; prints through the line printer it is
+given and returns the exit status. ``stats`` shows the
 counters builds keep (``genspirv.cachestats``: local and remote hits, misses,
 stores, errors) and each local cache folder's entries and size on disk
 (``--json``: the same as a document of schema ``genspirv-cache-stats/1``;
