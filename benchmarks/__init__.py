@@ -26,6 +26,8 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``compilers`` — ``compiler_suite``: feature-gated variants (coopmat2, integer dot,
   bfloat16, fp8, fp4) that glslang 13.1.1 and slang-glslang each build, and the
   time per variant of each (needs the ``slang-glslang`` extra and a checkout).
+- ``build-ab`` — ``ab_suite``: this tree's cold build, no-op, fresh-clone no-op and
+  header-edit rebuild beside another tree's (``--baseline DIR``), in one run.
 - ``c-backend`` — ``c_backend_suite``: host time per recorded dispatch of the worked C
   backend (``examples/c-backend``, ``genspirv/vulkan.h``) beside the Python runtime on the
   same graph and device.
@@ -54,6 +56,7 @@ SUITES = {
     "push": ("runtime_suite", "bench_push"),
     "compilers": ("compiler_suite", "bench_compilers"),
     "c-backend": ("c_backend_suite", "bench_c_backend"),
+    "build-ab": ("ab_suite", "bench_build_ab"),
 }
 
 
@@ -115,6 +118,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--remote", action="store_true",
                         help="build-generator: a second machine's cold build from a warm remote cache "
                              "(nginx WebDAV on 127.0.0.1) against the first's (default 2,000 variants)")
+    parser.add_argument("--baseline", type=Path, metavar="DIR", default=None,
+                        help="build-ab: the tree to set this one beside (the folder holding its genspirv/)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
 
 
@@ -133,7 +138,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                         sizes=args.sizes or quick_build.get("sizes"), jobs=args.jobs or quick_build.get("jobs"),
                         quiet=args.quiet, root=root, header_share=args.header_share,
                         keep=args.keep, quick=args.quick, demo_args=args.demo_args,
-                        per_source=args.per_source, roofline=args.roofline, remote=args.remote)
+                        per_source=args.per_source, roofline=args.roofline, remote=args.remote,
+                        baseline=args.baseline)
     module, function = SUITES[args.suite]
     suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
     rec = RunLog(args.suite)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from .fsutil import atomic_write, exclusive_lock
+from .fsutil import CACHE_FILE_MAX, atomic_write, exclusive_lock, read_json
 
 STATS_FILE = "stats.json"
 LOCK_FILE = "stats.lock"
@@ -83,7 +83,7 @@ def _now() -> str:
 def read(folder: Path) -> Stats:
     """The counters kept in ``folder`` (the project's local cache); zeros when there are none yet."""
     try:
-        doc = json.loads((folder / STATS_FILE).read_text(encoding="utf-8"))
+        doc = read_json(folder / STATS_FILE, CACHE_FILE_MAX)     # a FIFO or /dev/zero there: not ours
         counters = doc["counters"]
         counts = {s: int(counters.get(s.value, 0)) for s in Stat}
         return Stats(counts, int(doc.get("builds", 0)), str(doc.get("since", "")))

@@ -45,7 +45,7 @@ def _manifest(args: argparse.Namespace, config=None):
     if getattr(args, "manifest", None):
         return load_manifest(args.manifest)
     config = config or _config(args)
-    if not config.path(config.manifest).is_file():
+    if not config.path(config.manifest).exists():      # a FIFO or a device there: the reader names it
         raise ManifestError(f"{config.manifest}: no manifest yet; run `genspirv build` to make it")
     return load_manifest(config.path(config.manifest), root=config.root)
 
@@ -126,6 +126,21 @@ def _check_output_file(option: str, value) -> None:
         raise UsageError(f"{option} {value}: no folder {path.parent}; create it first")
 
 
+def _check_report_paths(config, reports: dict) -> None:
+    """Refuse, before any work, a report file (``{option: path}``, None: not asked) that is one of the
+    build's files: an input, an output, or in a folder it reads or owns (``config.build_file``), as a
+    compiler refuses ``-o`` on its input; and two reports on one file."""
+    from .project.config import build_file
+    given = {option: path for option, path in reports.items() if path not in (None, "-")}
+    for option, path in given.items():
+        what = build_file(config, path)
+        if what is not None:
+            raise UsageError(f"{option} {path}: that is {what}; a report never goes on a file the build reads "
+                             "or writes: name one elsewhere")
+    if len(given) == 2 and os.path.realpath(given["--json"]) == os.path.realpath(given["--depfile"]):
+        raise UsageError(f"--json and --depfile name one file, {given['--json']}: give each its own")
+
+
 def _check_settings() -> None:
     """Every GENSPIRV_* variable that is set, read once up front: a bad value is one line, not a failure per variant."""
     from . import settings
@@ -152,25 +167,21 @@ def _sigterm_interrupts():
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .buildsys.builder import BuildInterrupted, build
+    from .buildsys.commit import STRAY_NOTE
     from .emit.cmake import write_depfile_from_args
     _check_output_file("--depfile", args.depfile)
     if args.json != "-":
         _check_output_file("--json", args.json)
     config = _config(args)
+    _check_report_paths(config, {"--depfile": args.depfile, "--json": args.json})
     out = _human(args)
     progress = Progress(out)
     explain = args.explain or args.debug == "explain"
     report, error = None, None
-    logged = []         # lines the build printed besides progress: a no-op that said more is not replayed
-
-    def log(line: str) -> None:
-        if not VARIANT_LINE.match(line):
-            logged.append(line)
-        progress(line)
     try:
         with _sigterm_interrupts():
             report = build(config, jobs=args.jobs, force=args.force,
-                           log=_without_progress(log) if args.quiet else log,
+                           log=_without_progress(progress) if args.quiet else progress,
                            on_command=progress.command if args.verbose else None,
                            explain=progress if explain else None, verbose=args.verbose,
                            only=args.targets or None)
@@ -190,16 +201,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     write_depfile_from_args(config, args)
     notes = [*([config.other_stages_note()] if config.other_stages else []),
              *([config.defaults_note()] if config.defaults else [])]
-    lines = report.lines(notes, verbose=args.verbose)
-    _say("\n".join(lines), out)
+    for rel in report.strays:
+        _warn(f"genspirv build: warning: {rel}: {STRAY_NOTE.format(folder=config.spirv_dir + '/')}")
+    _say("\n".join(report.lines(notes, verbose=args.verbose)), out)
     _emit_results(args, "build", config, report, 0)
-    # The next plain build may be answered from the stamp before anything loads (build.noopreplay),
-    # with what this no-op printed, or what the no-op this build stamped would print.
-    plain = not (logged or args.targets or args.force or explain or args.verbose or args.json or args.annotations
-                 or args.depfile)
-    if (report.did_nothing and plain) or report.stamped is not None:
-        from .buildsys.noopstamp import seal
-        seal(config, lines if report.did_nothing else report.stamped.lines(notes))
     return 0
 
 
@@ -207,13 +212,14 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .buildsys.check import check
+    from .buildsys.builder import check
     # `genspirv --check` has none of check's own options: their defaults.
     args = argparse.Namespace(**{"jobs": None, "quiet": False, "verbose": False, "json": None,
                                  "annotations": None, **vars(args)})
     if args.json not in (None, "-"):
         _check_output_file("--json", args.json)
     config = _config(args)
+    _check_report_paths(config, {"--json": args.json})
     out = _human(args)
     progress = Progress(out)
     try:

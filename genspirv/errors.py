@@ -164,7 +164,7 @@ class PushConstantSizeError(PushConstantError):
 
 
 class SpecConstantError(RuntimeCheckError):
-    """Unknown spec constant name, or a value of the wrong type."""
+    """Unknown spec constant name, or a value of the wrong type or outside its type's range (names the range)."""
 
 
 class BlobIntegrityError(RuntimeCheckError):

@@ -14,11 +14,20 @@ exclusive lock on an open file that the system drops when its holder dies (``fcn
 ``msvcrt.locking`` of the file's first byte where there is no fcntl, as on Windows; chosen
 at run time, so this module imports everywhere). ``exclusive_lock(path)`` holds such a lock
 for a short read-modify-write (the cache counters), waiting until it is free.
-``git_commit(folder)`` names the
+``write_report(path, data)`` writes a file a user named on the command line
+(through a symlink; into a device or FIFO as it is). ``git_commit(folder)`` names the
 checkout's commit (``-dirty`` when tracked files differ), or None outside a git
 checkout. ``find_project_root(start)``: the nearest folder with a ``[tool.genspirv]``
 ``pyproject.toml`` (the manifest loader and the config both ask). ``forks_safely()``:
-whether a child may be forked here. No genspirv imports.
+whether a child may be forked here.
+
+``read_regular(path, cap)`` is the one bounded reader of a file a hand or a stranger
+may have edited (the committed manifest and blobs, ``.genspirv/`` files, the sources a
+manifest names): only a regular file is read, and no more than ``cap`` bytes of it,
+so a symlink to ``/dev/zero``, a FIFO or a file of gigabytes is one ``RefusedRead``
+(an ``OSError``) instead of a hang or a ``MemoryError``. ``parse_json(data)`` parses
+such bytes, every failure (not UTF-8, not JSON, nested past the recursion limit) one
+``ValueError``; ``read_json(path, cap)`` is the two together. No genspirv imports.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import errno
 import json
 import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -130,6 +140,22 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     with StagedFiles() as staged:
         staged.stage(path, data, durable=durable)
         staged.commit()
+
+
+def write_report(path, data: bytes) -> None:
+    """``data`` to a report file a user named (``--json``, ``--depfile``): atomically, into the
+    file a symlink there leads to (the link stays a link); or, where ``path`` is no regular file
+    (/dev/null, a FIFO, a terminal), written into it as a shell's ``>`` would: the atomic rename
+    would replace the device node itself (as root, /dev/null) or the FIFO with a plain file."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        regular = True
+    if not regular:
+        with open(path, "wb") as f:
+            f.write(data)
+        return
+    atomic_write(Path(os.path.realpath(path)), data)
 
 
 def _new_file_mode(path: Path) -> int:
@@ -249,3 +275,88 @@ def find_project_root(start: Path) -> Optional[Path]:
             if b"[tool.genspirv" in text:
                 return folder
     return None
+
+
+# The most read of a small cache genspirv keeps in .genspirv/ (tool versions, probe answers,
+# counters): each is a few hundred bytes; a larger one is not ours and is started again.
+CACHE_FILE_MAX = 1 << 20
+
+
+class RefusedRead(OSError):
+    """A file ``read_regular`` would not read: not a regular file (``errno.EINVAL``), or larger
+    than its cap (``errno.EFBIG``; ``size``: the size stat() gave, where it did). ``strerror``
+    says which, in words, and ``filename`` names the file."""
+
+    def __init__(self, code: int, reason: str, path, size: Optional[int] = None):
+        super().__init__(code, reason, os.fspath(path))
+        self.size = size
+
+    @property
+    def too_large(self) -> bool:
+        return self.errno == errno.EFBIG
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _refuse_unless_regular(st: os.stat_result, path) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a plain file")
+        raise RefusedRead(errno.EINVAL, f"not a regular file ({kind})", path)
+
+
+def _too_large(path, cap: int, size: Optional[int]) -> RefusedRead:
+    told = f"{size} bytes, " if size is not None else ""
+    return RefusedRead(errno.EFBIG, f"{told}more than the {cap} bytes genspirv reads of it", path, size)
+
+
+def read_regular(path, cap: int) -> bytes:
+    """The bytes of the regular file at ``path`` (a symlink is followed), at most ``cap`` of them.
+
+    stat() first, so no device, FIFO or socket is ever opened; then the open is non-blocking
+    (a FIFO swapped in after the stat() cannot hold it) and fstat() checks the file opened.
+    A file whose stat() says more than ``cap`` bytes is refused unread; one that grows past
+    ``cap`` while it is read (or whose stat() under-states it, as /proc's files do) is refused
+    after ``cap`` + 1 bytes. ``RefusedRead`` for either, an ``OSError`` as open() gives for
+    the rest (absent, no permission)."""
+    _refuse_unless_regular(os.stat(path), path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        _refuse_unless_regular(st, path)
+        if st.st_size > cap:
+            raise _too_large(path, cap, st.st_size)
+        parts, left = [], cap + 1
+        while left > 0:
+            part = os.read(fd, min(left, max(st.st_size, 1 << 16)))
+            if not part:
+                break
+            parts.append(part)
+            left -= len(part)
+    finally:
+        os.close(fd)
+    if left <= 0:
+        raise _too_large(path, cap, None)
+    return b"".join(parts)
+
+
+def parse_json(data: bytes) -> Any:
+    """``data`` (UTF-8 JSON) as Python values; ValueError, one line, for bytes that are not UTF-8,
+    text that is not JSON, or nesting deeper than the parser's recursion limit (a RecursionError
+    inside json, which a file of ``[[[[...`` gives)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"byte 0x{data[exc.start]:02x} at offset {exc.start} is not UTF-8") from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested deeper than genspirv reads (arrays or objects inside each other "
+                         "hundreds of levels deep)") from None
+
+
+def read_json(path, cap: int) -> Any:
+    """``parse_json(read_regular(path, cap))``: OSError (``RefusedRead`` among them) or ValueError."""
+    return parse_json(read_regular(path, cap))

@@ -19,7 +19,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .buildsys.state import STATE_DIR
+from .statedir import STATE_DIR
 from .project.config import decode_utf8
 from .errors import ConfigError
 from .fsutil import atomic_write

@@ -181,11 +181,9 @@ def fake_genspirv(genspirv, monkeypatch):
     """``genspirv`` (the CLI in-process) with builds and checks compiling through the fake compiler
     (tests/fake_compiler.py) unless a test hands them another; returns the run function."""
     import genspirv.buildsys.builder as build_mod
-    import genspirv.buildsys.check as check_mod
     from fake_compiler import FakeCompiler
 
-    for module in (build_mod, check_mod):
-        real = module.compilers_for
-        monkeypatch.setattr(module, "compilers_for",
-                            lambda config, compiler=None, _real=real, **kw: _real(config, compiler or FakeCompiler(), **kw))
+    real = build_mod.compilers_for
+    monkeypatch.setattr(build_mod, "compilers_for",
+                        lambda config, compiler=None, **kw: real(config, compiler or FakeCompiler(), **kw))
     return genspirv

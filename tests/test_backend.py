@@ -11,7 +11,7 @@ import pytest
 
 from backend_project import COPY_VARIANTS, write_backend
 from genspirv.buildsys.builder import build
-from genspirv.buildsys.check import check
+from genspirv.buildsys.builder import check
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError
 from genspirv.manifest import load_manifest

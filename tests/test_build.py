@@ -12,7 +12,7 @@ import pytest
 from genspirv.settings import SettingError
 
 from genspirv.buildsys.builder import build
-from genspirv.buildsys.state import project_lock
+from genspirv.statedir import project_lock
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ValidationError
 from genspirv.manifest import load_manifest

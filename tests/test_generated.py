@@ -20,7 +20,7 @@ import pytest
 
 from fake_compiler import ERROR_MARK, FakeCompiler
 from genspirv.buildsys.builder import build
-from genspirv.buildsys.check import check
+from genspirv.buildsys.builder import check
 from genspirv.project.config import load_config
 from genspirv.emit.cmake import depfile_inputs
 from genspirv.errors import CompileError, ConfigError

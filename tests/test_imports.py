@@ -156,36 +156,55 @@ assert "Device" in genspirv.runtime.__all__
     assert out.returncode == 0, out.stderr
 
 
-# What only compiling, reflecting or running worker processes needs: a no-op build loads none.
-_ONLY_TO_COMPILE = {"genspirv.reflect", "genspirv.reflect.spirv", "genspirv.toolchain.glslang_library",
-                    "genspirv.toolchain.validator_library", "genspirv.toolchain.workers", "multiprocessing",
-                    "concurrent.futures", "ctypes", "benchmarks"}
+# What only compiling or running worker processes needs: a no-op build loads none.
+_ONLY_TO_COMPILE = {"genspirv.toolchain.glslang_library", "genspirv.toolchain.validator_library",
+                    "genspirv.toolchain.workers", "multiprocessing", "concurrent.futures", "ctypes", "benchmarks"}
 _BUILD = """
 import json, sys
+import genspirv.buildsys.builder as builder
+reflected = []
+real = builder.reflect_blob
+builder.reflect_blob = lambda *a: reflected.append(a[0]) or real(*a)
 from genspirv.cli import main
 code = main(["build", "--root", sys.argv[1], "--quiet"])
-print(json.dumps([code, sorted(m for m, mod in sys.modules.items() if mod is not None)]))
+print(json.dumps([code, sorted(m for m, mod in sys.modules.items() if mod is not None), reflected]))
 """
 
 
-def _build_loads(root) -> tuple[int, set[str]]:
+def _build_loads(root) -> tuple[int, set[str], list[str]]:
     out = subprocess.run([sys.executable, "-c", _BUILD, str(root)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    code, loaded = json.loads(out.stdout.splitlines()[-1])
-    return code, set(loaded)
+    code, loaded, reflected = json.loads(out.stdout.splitlines()[-1])
+    return code, set(loaded), reflected
 
 
 def test_a_fresh_clones_no_op_build_loads_nothing_only_a_compile_needs(built_tiny, tmp_path):
     """A fresh clone's no-op build (no .genspirv/: the plan and the committed manifest decide)
-    imports no reflection, library binding, worker or thread pool. Control: the same build
-    after a source edit compiles, and loads what compiling needs."""
+    imports no library binding, worker or thread pool and reflects no blob (the committed
+    manifest's reflection renders the manifest it compares). Control: the same build after a
+    source edit compiles, reflects what it compiled, and loads what compiling needs."""
     import shutil
     clone = tmp_path / "clone"
     shutil.copytree(built_tiny, clone, ignore=shutil.ignore_patterns(".genspirv"))
-    code, loaded = _build_loads(clone)
-    assert code == 0 and loaded & _ONLY_TO_COMPILE == set()
+    code, loaded, reflected = _build_loads(clone)
+    assert code == 0 and loaded & _ONLY_TO_COMPILE == set() and reflected == []
     source = clone / "glsl/neg.comp"
     source.write_text(source.read_text() + "\n// edited\n")
-    code, loaded = _build_loads(clone)
+    code, loaded, reflected = _build_loads(clone)
     assert code == 0
-    assert {"genspirv.reflect", "genspirv.toolchain.glslang_library", "concurrent.futures"} <= loaded
+    assert {"genspirv.toolchain.glslang_library", "concurrent.futures"} <= loaded
+
+
+def test_the_plan_imports_only_what_planning_needs():
+    """Keys and versions live below the plan: importing it loads the keys and the variants'
+    vocabulary, not the config, the toolchain, the state or the stat log. Control: the loop
+    that runs it loads those."""
+    code = "import json, sys\nimport genspirv.buildsys.{}\n" \
+           "print(json.dumps(sorted(m for m in sys.modules if m.startswith('genspirv'))))"
+    plan = _loaded(code.format("plan"))
+    assert plan == {"genspirv", "genspirv.errors", "genspirv.project", "genspirv.project.lint_rules",
+                    "genspirv.project.variant_names", "genspirv.project.variants", "genspirv.buildsys",
+                    "genspirv.buildsys.keys", "genspirv.buildsys.plan"}, plan
+    loop = _loaded(code.format("builder"))
+    assert {"genspirv.project.config", "genspirv.toolchain.compiler", "genspirv.buildsys.state",
+            "genspirv.buildsys.statlog"} <= loop

@@ -24,6 +24,7 @@ PACKAGE = Path(genspirv.__file__).parent
 LAYERS = [
     {"errors"},
     {"__init__", "settings", "fsutil", "console"},  # the settings table; atomic writes and locks; the terminal
+    {"statedir"},                   # the .genspirv/ folder: its files' names, bounded reads, the project lock
     {"cachestats"},                 # the caches' counters, kept under a lock
     {"reflect"},                    # the SPIR-V reader and reflection: pure, on bytes
     {"project"},                    # the vocabulary: config, variants, generators, generated sources

@@ -12,8 +12,8 @@ import pytest
 from fake_compiler import ERROR_MARK, FakeCompiler
 from genspirv import manifest as manifest_mod
 from genspirv.buildsys.builder import build
-from genspirv.buildsys.state import Record
-from genspirv.buildsys.check import check
+from genspirv.buildsys.keys import Record
+from genspirv.buildsys.builder import check
 from genspirv.buildsys.compile import longest_first
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError
@@ -125,7 +125,7 @@ def test_processes_start_in_parallel_and_one_started_during_a_stop_is_killed(mon
 
 def test_the_manifest_takes_an_entry_rendered_as_its_compile_finished_only_if_made_from_the_same_inputs(
         built_manifest):
-    from genspirv.buildsys.outputs import entry_text, render_outputs
+    from genspirv.buildsys.render import entry_text, render_outputs
     from genspirv.buildsys.variant_compile import Compiled, reflect_blob
     root, man = built_manifest
     config = load_config(root)

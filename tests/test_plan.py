@@ -21,8 +21,8 @@ import pytest
 
 from fake_compiler import ERROR_MARK, INVALID_MARK, FakeCompiler
 from genspirv.buildsys.builder import BuildInterrupted, build
-from genspirv.buildsys.state import KeyInputs, Record
-from genspirv.buildsys.check import check
+from genspirv.buildsys.keys import KeyInputs, Record
+from genspirv.buildsys.builder import check
 from genspirv.project.config import Variant, load_config
 from genspirv.errors import CompileError, ValidationError
 from genspirv.buildsys.plan import Action, Found, Reason, decide, found_elsewhere, make_plan

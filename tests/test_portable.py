@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from genspirv import fsutil
-from genspirv.buildsys.builder import project_lock
+from genspirv.statedir import project_lock
 from genspirv.errors import LockError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -125,7 +125,7 @@ def test_a_project_builds_and_checks_without_fcntl_and_resource(windows_like, tm
 HOLD = textwrap.dedent('''\
     import sys
     from pathlib import Path
-    from genspirv.buildsys.builder import project_lock
+    from genspirv.statedir import project_lock
     with project_lock(Path(sys.argv[1])):
         print("held", flush=True)
         sys.stdin.read()

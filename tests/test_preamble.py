@@ -20,7 +20,7 @@ import pytest
 
 from fake_compiler import ERROR_MARK, FakeCompiler
 from genspirv.buildsys.builder import build
-from genspirv.buildsys.state import KeyInputs
+from genspirv.buildsys.keys import KeyInputs
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ConfigError
 from genspirv.buildsys.plan import Action, Reason

@@ -23,7 +23,7 @@ import pytest
 
 from corpus import tools
 from genspirv.buildsys.builder import build
-from genspirv.buildsys.check import check
+from genspirv.buildsys.builder import check
 from genspirv.project.config import load_config
 from genspirv.lint.findings import lint
 from genspirv.manifest import load_manifest

@@ -27,7 +27,7 @@ from faults import (ADD_COMP, SHADER_TABLE, assert_refusal, committed_files, fak
                     pyproject_text, run_cli, set_salt, stray_files, write_project)
 from genspirv import GenspirvError
 from genspirv.buildsys.builder import build
-from genspirv.buildsys.check import check
+from genspirv.buildsys.builder import check
 from genspirv.project.config import load_config
 from genspirv.errors import (BlobIntegrityError, CompileError, ConfigError, ManifestError,
                              ToolchainError)

@@ -22,7 +22,7 @@ import pytest
 
 from fake_compiler import FakeCompiler
 from genspirv.buildsys.builder import build
-from genspirv.buildsys.check import check
+from genspirv.buildsys.builder import check
 from genspirv.project.config import load_config
 from genspirv.errors import CompileError, ConfigError
 

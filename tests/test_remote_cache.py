@@ -28,7 +28,7 @@ import pytest
 from fake_compiler import FakeCompiler
 from benchmarks.webdav import StoreError, WebdavStore, server_block
 from genspirv.buildsys.builder import BuildInterrupted, build
-from genspirv.buildsys.check import check
+from genspirv.buildsys.builder import check
 from genspirv.project.config import load_config
 from genspirv.errors import ConfigError
 from genspirv.buildsys.plan import Action, Reason

@@ -53,7 +53,7 @@ def test_bad_values_name_the_variable_and_what_it_allows(name, bad, allowed):
 
 
 def test_a_negative_lock_timeout_is_refused(tmp_path, monkeypatch):
-    from genspirv.buildsys.builder import project_lock
+    from genspirv.statedir import project_lock
     monkeypatch.setenv("GENSPIRV_LOCK_TIMEOUT", "-5")
     with pytest.raises(SettingError, match="GENSPIRV_LOCK_TIMEOUT must be a number of seconds, 0 or more"):
         with project_lock(tmp_path):

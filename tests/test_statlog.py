@@ -67,10 +67,68 @@ def test_a_noop_build_reads_no_logged_file_and_a_touched_one_rebuilds_nothing(tm
 
 
 def test_a_file_is_read_whole_whatever_size_stat_gave(tmp_path):
-    from genspirv.buildsys.statlog import _read
+    from genspirv.buildsys.statlog import RealDisk
+    _read = RealDisk.read
     for size in (0, 1, 7730, (1 << 20) + 3):
         f = tmp_path / f"f{size}"
         data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
         f.write_bytes(data)
         assert _read(str(f), size) == data
         assert _read(str(f), 0) == data and _read(str(f), max(size - 5, 0)) == data    # grew since stat()
+
+
+class MemoryDisk:
+    """The stat log's ``Disk`` over a dictionary: path -> bytes, each with a stat() of its own."""
+
+    def __init__(self, now_ns: int = 10**18):
+        self.files: dict[str, bytes] = {}
+        self.stats: dict[str, tuple] = {}
+        self.reads: list[str] = []
+        self.now = now_ns
+
+    def write(self, path: str, data: bytes, mtime_ns: int) -> None:
+        from genspirv.buildsys.statlog import FileStat
+        self.files[path] = data
+        self.stats[path] = FileStat(len(data), mtime_ns, mtime_ns, hash(path) & 0xFFFF)
+
+    def stat(self, path):
+        return self.stats.get(path)
+
+    def read(self, path, size):
+        self.reads.append(path)
+        return self.files[path]
+
+    def now_ns(self):
+        return self.now
+
+
+def test_the_log_decides_in_memory_through_its_disk(tmp_path):
+    """The stat log over a dictionary (ninja's DiskInterface): a settled file is hashed once, a
+    racily new one every time, a changed stat() hashes again; nothing touches the file system."""
+    disk = MemoryDisk()
+    root = tmp_path / "nowhere"                         # never created: only the Disk answers
+    settled, fresh = str(root / "a.glsl"), str(root / "b.glsl")
+    disk.write(settled, b"one", mtime_ns=disk.now - 10**9 + 12345)     # not a whole second: fine timestamps
+    disk.write(fresh, b"two", mtime_ns=disk.now)        # racily new: within RACY_S of now
+    log = StatLog(root, None, disk)
+    assert log.sha256("a.glsl") == hashlib.sha256(b"one").hexdigest()
+    assert log.sha256("a.glsl") == hashlib.sha256(b"one").hexdigest()
+    assert log.sha256("b.glsl") == log.sha256("b.glsl") == hashlib.sha256(b"two").hexdigest()
+    assert disk.reads == [settled, fresh, fresh]
+    disk.write(settled, b"ONE", mtime_ns=disk.now - 5 * 10**8 + 12345)      # edited: its stat() moved
+    assert log.sha256("a.glsl") == hashlib.sha256(b"ONE").hexdigest() and disk.reads[-1] == settled
+    assert log.sha256("gone.glsl") is None and not (tmp_path / "nowhere").exists()
+
+
+def test_only_regular_files_are_read(tmp_path):
+    """A FIFO (which would block the read) and a device (``/dev/zero``, which never ends) at a
+    path the build reads are absent to it, through a symlink too; negative control: a regular
+    file beside them is hashed."""
+    os.mkfifo(tmp_path / "fifo.glsl")
+    (tmp_path / "zero.glsl").symlink_to("/dev/zero")
+    (tmp_path / "dir.glsl").mkdir()
+    (tmp_path / "ok.glsl").write_bytes(b"ok")
+    log = StatLog(tmp_path, None)
+    assert [log.sha256(n) for n in ("fifo.glsl", "zero.glsl", "dir.glsl")] == [None, None, None]
+    assert log.read("fifo.glsl") is None and log.read("zero.glsl") is None
+    assert log.sha256("ok.glsl") == hashlib.sha256(b"ok").hexdigest()

@@ -89,13 +89,12 @@ def main() -> int:
 PHASES = (
     ("genspirv.project.config", "load_config", "config loaded"),
     ("genspirv.buildsys.builder", "Builder._load", "state loaded"),
-    ("genspirv.buildsys.builder", "early_workers", "workers asked to start"),
+    ("genspirv.buildsys.compile_workers", "early_workers", "workers asked to start"),
     ("genspirv.buildsys.builder", "Builder._plan", "planned"),
-    ("genspirv.buildsys.builder", "Writers.decided", "writers done"),
+    ("genspirv.buildsys.builder", "Staging.decided", "writers done"),
     ("genspirv.buildsys.builder", "expected_outputs", "outputs rendered"),
     ("genspirv.buildsys.builder", "commit", "committed"),
-    ("genspirv.buildsys.builder", "noopstamp.save_after_build", "next no-op stamped"),
-    ("genspirv.buildsys.check", "run_plan", "check's compiles returned"),
+    ("genspirv.buildsys.builder", "Builder._run_steps", "compiles returned"),
 )
 CONTEXTS = {"early_workers"}
 

@@ -18,6 +18,7 @@ _.bench_runtime
 _.bench_demo
 _.bench_push
 _.bench_compilers
+_.bench_build_ab
 
 # Started by name in a worker process (genspirv/toolchain/workers.py: python -c "...import serve; serve()"),
 # and the handler factory it is given by name ("module:open_handler": slang/workers.py, build/compile_workers.py).
@@ -28,6 +29,7 @@ _.open_handler
 _.interface          # reflect.EntryPoint: the entry point's interface ids, as SPIR-V lists them
 _.warnings           # toolchain.CompileOutput: glslang's other output, kept for the caller
 _.memory_type        # runtime.memory.Buffer: the memory type index it was allocated from
+_.ino                # buildsys.statlog.FileStat: compared as a whole with the stat log's entry
 _._whole             # runtime.memory: the cached whole-buffer view (set through obj.__dict__)
 _.NONE               # runtime.hazards.BarrierPolicy: chosen by its value, "none" (tests, GENSPIRV_BARRIERS)
 

@@ -6,7 +6,7 @@ shared by clones and CI runs; each bounded by ``GENSPIRV_CACHE_MAX_MB`` (default
 1024): past it, the least recently used blobs (by mtime, which a hit refreshes)
 go first. Best effort throughout: a cache that cannot be read or written costs
 a recompile, never a build; a shared folder that cannot be written is said in
-one warning naming it. The keys are ``genspirv.buildsys.state``'s.
+one warning naming it. The keys are ``genspirv.buildsys.keys``'.
 It counts its stores and failed writes into a ``cachestats.Tally`` when given
 one; ``usage()`` and ``clear()`` serve ``genspirv cache stats`` and ``clear``.
 """
@@ -20,13 +20,13 @@ import threading
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .. import settings
-from .state import STATE_DIR, sha256_hex
+from .. import settings, statedir
+from ..statedir import Kept
+from .keys import sha256_hex
 from ..cachestats import Stat, Tally
 from ..project.config import Config
 from ..fsutil import atomic_write
 
-CACHE_SUBDIR = "cache"
 EVICT_TO = 0.8          # eviction stops at this share of the cap, so it does not run on every build
 
 
@@ -38,7 +38,7 @@ def _subfolders(folder: Path) -> list[Path]:
 
 def local_cache_dir(config: Config) -> Path:
     """The project's own blob cache, ``.genspirv/cache/`` (its counters live there too)."""
-    return config.root / STATE_DIR / CACHE_SUBDIR
+    return statedir.path(config.root, Kept.CACHE)
 
 
 def shared_cache_dir() -> Optional[Path]:

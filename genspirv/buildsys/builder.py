@@ -1,90 +1,93 @@
-"""Build: a ``Config`` in, committed blobs, manifest and generated files out.
+"""The build loop: build and check, one loop in the shape of ninja's ``Builder::Build``.
 
-Under a lock file: makes the plan (``genspirv.buildsys.plan``: per variant up to date,
-from the cache, compile or unavailable, and why), asks the remote cache, when
-one is set, for the variants the plan would compile (``genspirv.buildsys.remote_fetches``:
-each compile waits on its own fetch, so compiles run while other fetches are
-in flight; verified entries become remote hits in the plan as they return;
-``--explain`` resolves every fetch first), runs it (``genspirv.buildsys.run``,
-shared with ``check``: compiles in parallel through the ``Compiler`` seam, each
-variant with the first compiler of its chain that can build it, and reflects),
-renders the manifest and generated files, then writes what changed.
-In read-write mode each blob compiled is handed to the remote cache's
-background stores as it finishes; the build waits for them before it returns.
-``--force`` asks no cache and stores every blob afresh, over what the local
-caches and the remote store held (re-seeding them). What the caches did is
-added to the counters ``genspirv cache stats`` shows (``genspirv.cachestats``).
-A build of named variants (``only``; ``genspirv.buildsys.selection``) keeps every
-other variant as committed. While the compiles run (longest last compile
-first), writer threads keep each finished one in the cache, stage its blob
-and render its manifest entry, so the end is renames and a join; what changed
-is decided from the stat() results the last build logged (``genspirv.buildsys.statlog``).
+Takes a ``Config`` and the caller's options; ``build`` gives committed blobs,
+manifest and generated files (a ``BuildReport``), ``check`` the same outputs
+made afresh in a temporary folder and compared with the committed ones (a
+``CheckReport``). One ``Builder`` runs either, phase by phase, under the
+project's lock (``statedir.project_lock``):
+
+1. **load**: what the last build kept (``state``: its records, else a fresh
+   clone's committed manifest) and the planner's view of the project's files
+   (``ProjectLookups``, through the stat log: a file whose stat() is as logged
+   is not read). Check loads nothing a build kept but each variant's last
+   compile time.
+2. **plan** (``plan.make_plan``, the one decider): per variant up to date,
+   from the cache, compile or unavailable, and why; a build of named variants
+   keeps the others (``selection``); the remote cache is asked for the
+   compiles (``remote_fetches``). Check's plan is forced.
+3. **nothing to do**: no step to run, the outputs as the last build wrote
+   them, no orphan blob: the build returns here, having written nothing.
+4. **run**: every compile through one runner, ``compile.compile_all`` (threads,
+   worker processes, each compile gated on its remote fetch; a test's fake
+   compiler behind the same ``Compiler`` seam), the generator's files written
+   first.
+5. **keep**, the one place a finished result goes, as it finishes while the
+   others run: the build's ``Staging`` journals it, caches it, publishes it to
+   the remote store, stages its blob and renders its manifest entry (on writer
+   threads); check's ``check.Comparing`` compares its blob and renders its entry.
+6. **commit** (``commit``): every output rendered, then written all or none,
+   the manifest last, orphan blobs removed, the state saved. Check compares
+   every output instead (``Comparing.differences``).
 
 Nothing is lost: each compile lands in the blob cache and the journal as it
 finishes, so a build that fails or is interrupted (SIGINT, SIGTERM) keeps
-every variant it compiled, and the next build compiles only the rest. Nothing
-committed is half-replaced: every output is first written to a temp file
-beside its target (proving the folder writable and the disk not full); only
-when all are ready are they renamed into place, blobs first and the manifest
-last, with signals held back for those renames. A failure before that
-changes no committed file; a no-op build writes no file. ``build()`` returns a
-``BuildReport``; tests assert on it, not on timing.
+every variant it compiled, and the next build compiles only the rest. A
+failure before the commit changes no committed file; a no-op build writes no
+file. ``--force`` asks no cache and stores every blob afresh. What the caches
+did is added to the counters ``genspirv cache stats`` shows.
 
-``build()`` opens the compilers and hands them to a ``Builder``, which holds
-what one build works with (config, compilers, caches, state, the caller's
-options) and runs it phase by phase: load under the lock, a no-op by the stamp
-or by the plan, the run (each finished compile kept by ``Writers``), finish.
+longer than 500 lines because it is the one loop of build and check, each phase a method, with
+the one place a finished result is kept (``Staging``) beside it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import gc
 import tempfile
-import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, NoReturn, Optional, Sequence
 
+from .. import cachestats, statedir
+from ..statedir import Kept
 from .. import manifest as manifest_mod
-from .. import cachestats
-from . import noopstamp
-from .blob_cache import BlobCache, local_cache_dir
-from .report import BuildReport
 from ..cachestats import Stat, Tally
-from .state import (STATE_DIR, TOOLS_FILE, FileHashes, Journal, OutputsRecord, Record, State, journal_path,
-                    load_state, project_lock, sha256_hex, stat_log)
-from .committed import CommittedManifest, committed_manifest, early_manifest
-from .early import take_early_reads
-from .commit import commit, folders_removed_on_failure, save_state, stage_blob
-from .compile import Compiled, Fetch, Log, job_count, raise_failures, reflect_blob
-from .compile_workers import CompileWorkers, early_workers
-from .run import ProjectLookups, Ran, run_plan, unavailable_entries
-from ..toolchain.compiler import CommandLog, Compiler
-from ..toolchain.chain import Compilers, compilers_for
-from ..project.config import Config
-from ..errors import GenspirvError
+from ..errors import GenspirvError, UnavailableError
 from ..fsutil import StagedFiles
-from ..project.generated import origin_note
-from .outputs import (committed_manifest_current, entry_text, expected_outputs, orphan_blobs, outputs_current,
-                      outputs_key, remove_stale_temp_files, unavailable_names)
-from .plan import Reason, Plan, Step, make_plan, replaced
 from ..manifest import Unavailable
-from .selection import choose, left_out, only as only_chosen
-from ..project.variants import CompilerName
+from ..project.config import Config, Variant
+from ..project.generated import origin_note, provenance, write_generated
+from ..project.variants import CompilerName, Versions, compiler_named
 from ..remote.cache import RemoteCache
-from .remote_fetches import ask_remote, remote_fetch
+from ..toolchain.chain import Compilers, compilers_for
+from ..toolchain.compiler import CommandLog, Compiler
+from .blob_cache import BlobCache, local_cache_dir
+from .commit import (SpareBlobs, commit, folders_removed_on_failure, output_error, owned_blobs,
+                     remove_stale_temp_files, save_state, spare_blobs, stage_blob)
+from .variant_compile import Compiled, reflect_blob
+from .keys import KeyInputs, Record, key_inputs, settings_digest, sha256_hex
+from .plan import Plan, Reason, Step, make_plan, replaced
+from .render import entry_text, expected_outputs, outputs_current, outputs_key
+from .report import BuildReport
+from .selection import choose, left_out, only as only_chosen
+from .state import CommittedManifest, Journal, OutputsRecord, RecordedInputs, State, committed_manifest, \
+    journal_exists, load_state
+from .statlog import FileHashes, StatLog
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
     from ..reflect import ShaderInfo
+    from .check import CheckReport
+    from .compile import Fetch, Fetched, Log
+    from .compile_workers import CompileWorkers
 
-PROBES_FILE = "slang-glslang.json"    # what slang-glslang predefines, asked of it once per version
+# A no-op build runs no compile and compares nothing: the runner (compile, compile_workers), the
+# remote fetches and check's compare step are imported where they are first used.
+
 WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
-
-# -- build --------------------------------------------------------------------
 
 
 class BuildInterrupted(KeyboardInterrupt):
@@ -94,6 +97,9 @@ class BuildInterrupted(KeyboardInterrupt):
     def __init__(self, kept: int, total: int):
         super().__init__(f"{kept} of {total} compiles finished")
         self.kept, self.total = kept, total
+
+
+# -- the two entry points -------------------------------------------------------------
 
 
 def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: Log = None,
@@ -110,20 +116,28 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     what failed. Interrupted, raises ``BuildInterrupted``. ``only``: the variant names, sources
     or globs to build (``genspirv.buildsys.selection``); the others are kept as committed.
     """
-    state_dir = config.root / STATE_DIR
     chosen = choose(config, only) if only else None     # a word that names nothing: before any work
     tally = Tally()
     remote = RemoteCache.for_config(config, tally)     # a bad URL stops the build before it starts
-    with compilers_for(config, compiler, jobs=jobs, version_cache=state_dir / TOOLS_FILE,
-                       probe_cache=state_dir / PROBES_FILE) as compilers:
+    with compilers_for(config, compiler, jobs=jobs, version_cache=statedir.path(config.root, Kept.TOOLS),
+                       probe_cache=statedir.path(config.root, Kept.PROBES)) as compilers:
+        builder = Builder(config, compilers, Options(jobs, force, log, on_command, explain, verbose, chosen),
+                          remote, tally)
         try:
-            report = Builder(config, compilers, remote, tally, jobs=jobs, force=force, log=log,
-                             on_command=on_command, explain=explain, verbose=verbose, chosen=chosen).build()
+            report = builder.build()
         except GenspirvError as exc:
             _count(config, tally, getattr(exc, "report", None), force)
             raise
     _count(config, tally, report, force)
     return report
+
+
+def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command: CommandLog = None,
+          compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> CheckReport:
+    """Compare every committed output with a fresh build made in a temporary folder."""
+    with compilers_for(config, compiler, jobs=jobs) as compilers:
+        return Builder(config, compilers, Options(jobs, True, log, on_command, None, verbose, None),
+                       RemoteCache(None), Tally()).check()
 
 
 def _count(config: Config, tally: Tally, report: Optional[BuildReport], force: bool) -> None:
@@ -136,134 +150,182 @@ def _count(config: Config, tally: Tally, report: Optional[BuildReport], force: b
     cachestats.record(local_cache_dir(config), tally.counts())
 
 
-class Builder:
-    """One build: what it works with held as fields, one method per phase (``build`` runs them):
-    ``_load`` under the lock (then, when every variant will compile, the worker processes
-    started), a no-op by the stamp or the plan (``_plan``, ``_noop``), else ``_run`` (each
-    finished compile kept by ``Writers``) and ``_finish`` (a failure's state kept, or the
-    outputs rendered and committed, and the next no-op stamped)."""
+@dataclass(frozen=True)
+class Options:
+    jobs: Optional[int] = None
+    force: bool = False
+    log: Log = None
+    on_command: CommandLog = None
+    explain: Log = None
+    verbose: bool = False
+    chosen: Optional[frozenset[str]] = None     # a build of named variants (None: all of them)
 
-    # Read under the lock by _load: what the last build kept, and the project's files now.
+
+# -- the planner's view of the project ------------------------------------------------
+
+
+class ProjectLookups:
+    """The planner's ``Lookups`` (``plan.Lookups``) on the project: its files (through ``hashes``:
+    each read once, or not at all when its stat() is as the stat log has it), its committed
+    blobs, its blob cache (None: check's, which asks none) and the inputs the last build recorded."""
+
+    def __init__(self, config: Config, versions: Versions, hashes: FileHashes, cache: Optional[BlobCache] = None,
+                 recorded_inputs: Optional[RecordedInputs] = None):
+        self.config = config
+        self.versions = versions
+        self.hashes = hashes
+        self.cache = cache
+        self.recorded_inputs = recorded_inputs
+        self.include_dirs = config.include_dirs     # looked up on disk once, not per variant
+
+    def inputs(self, v: Variant, deps: Sequence[str]) -> KeyInputs:
+        return key_inputs(v, deps, self.hashes.get, self.versions, self.include_dirs, self.config.include_directive)
+
+    def committed_sha(self, v: Variant) -> Optional[str]:
+        return self.hashes.on_disk(self.config.blob_relpath(v))
+
+    def cached(self, key: str, sha256: Optional[str]) -> Optional[bytes]:
+        return self.cache.get(key, sha256) if self.cache is not None else None
+
+    def blob_path(self, v: Variant) -> str:
+        return self.config.blob_relpath(v)
+
+    def recorded(self, name: str, key: Optional[str]) -> Optional[KeyInputs]:
+        return self.recorded_inputs.get(name, key) if self.recorded_inputs is not None else None
+
+    def settled(self, rel: str) -> bool:
+        return self.hashes.settled(rel)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What running a plan's steps gave."""
+
+    compiled: Mapping[str, Compiled]            # compiled now or taken from a cache
+    records: Mapping[str, Record]               # for those, and for every unavailable variant
+    failures: Mapping[str, GenspirvError]
+    compiled_now: tuple[str, ...]
+    fetched: Mapping[str, Step] = field(default_factory=dict)   # the plan steps remote fetches resolved
+
+
+# -- the loop ---------------------------------------------------------------------------
+
+
+class Builder:
+    """One build or check: what it works with as fields, one method per phase of the loop."""
+
     state: State
-    committed: Callable[[], CommittedManifest]      # the committed manifest's facts, read at the first call
-    committed_file: Callable[[], CommittedManifest]  # the committed manifest parsed, its reflection with it
-    records: dict[str, Record]                      # the last build's, or the committed manifest's
     hashes: FileHashes
-    cache: BlobCache
+    committed: Callable[[], CommittedManifest]      # the committed manifest, read at the first call
+    records: dict[str, Record]                      # the last build's, or the committed manifest's
+    cache: Optional[BlobCache]
     lookups: ProjectLookups
     started: Optional[CompileWorkers]               # worker processes started before the plan
 
-    def __init__(self, config: Config, compilers: Compilers, remote: RemoteCache, tally: Tally, *,
-                 jobs: Optional[int] = None, force: bool = False, log: Log = None, on_command: CommandLog = None,
-                 explain: Log = None, verbose: bool = False, chosen: Optional[frozenset[str]] = None):
+    def __init__(self, config: Config, compilers: Compilers, options: Options, remote: RemoteCache, tally: Tally):
         self.config = config
         self.compilers = compilers
         self.versions = compilers.versions()
+        self.options = options
         self.remote = remote
         self.tally = tally
-        self.jobs = jobs
-        self.force = force
-        self.log = log
-        self.on_command = on_command
-        self.explain = explain
-        self.verbose = verbose
-        self.chosen = chosen            # a build of named variants (None: all of them)
+
+    # -- build ----------------------------------------------------------------------
 
     def build(self) -> BuildReport:
-        """Under the lock: a no-op's report, or the plan run and its outputs committed."""
+        """Under the lock: load, plan, return a no-op, or run the plan and commit its outputs."""
+        root, options = self.config.root, self.options
         # The remote cache's stores finish after the lock is released (they touch no project file).
-        with self.remote, project_lock(self.config.root, log=self.log), contextlib.ExitStack() as stack:
-            remove_stale_temp_files(self.config, self.log)
+        with self.remote, statedir.project_lock(root, log=options.log), contextlib.ExitStack() as stack:
+            remove_stale_temp_files(self.config, options.log)
             with _collector(enabled=False):
-                self._load()
-                self.started = stack.enter_context(early_workers(self.compilers, self.config.variants,
-                                                                 job_count(self.jobs))) \
-                    if self._compiles_everything() else None
-                report = self._noop_by_stamp()
-                if report is not None:
-                    return report
+                self._load(StatLog(root, statedir.path(root, Kept.STATS)), load_state(root),
+                           BlobCache.for_config(self.config, self.tally))
+                self.started = stack.enter_context(self._early_workers()) if self._compiles_everything() else None
                 plan, fetch = self._plan()
-                report = self._noop(plan)
-                if report is not None:
-                    return report
+                spare = self._spare({s.name for s in plan.unavailable})
+                if self._nothing_to_do(plan, spare):
+                    return self._noop(plan, spare)
                 return self._run(plan, fetch)
 
-    def _load(self) -> None:
-        """Read what the last build kept and set up the planner's view of the project's files."""
+    def _load(self, stats: StatLog, state: State, cache: Optional[BlobCache]) -> None:
+        """What the last build kept, and the planner's view of the project's files and ``cache``."""
         config = self.config
-        self.state = load_state(config)
-        stats = stat_log(config)
-        early = take_early_reads(str(config.root))      # a fresh clone's, read while this process loaded
-        if early is not None:
-            stats.adopt(early["entries"])
-        self.hashes = FileHashes.for_config(config, stats)
-        # A fresh clone has no state: the committed manifest's provenance stands in for it. It is
-        # read only when some variant has no record of its own (a no-op never reads it): the
-        # early reads' build facts where they still hold, else the file through the stat log.
-        self.committed_file = functools.cache(lambda: committed_manifest(config, stats))
-        self.committed = functools.cache(lambda: early_manifest(config, early, stats) or self.committed_file())
-        self.records = dict(self.state.records) if all(v.name in self.state.records for v in config.variants) \
-            else {**self.committed().records, **self.state.records}
-        self.cache = BlobCache.for_config(config, self.tally)
-        self.lookups = ProjectLookups(config, self.versions, self.hashes, self.cache, self.state.inputs)
+        self.state = state
+        self.hashes = FileHashes(stats, {f.path: f.data for f in config.generated})
+        # A fresh clone has no state: the committed manifest's provenance stands in for it, read
+        # only when some variant has no record of its own (a no-op never reads it).
+        self.committed = functools.cache(lambda: committed_manifest(config, stats))
+        self.records = dict(state.records) if all(v.name in state.records for v in config.variants) \
+            else {**self.committed().records, **state.records}
+        self.cache = cache
+        self.lookups = ProjectLookups(config, self.versions, self.hashes, cache, state.inputs)
+        self.settings = settings_digest(config.variants, self.versions, self.lookups.include_dirs,
+                                        config.include_directive, self.hashes.generated)
 
     def _compiles_everything(self) -> bool:
         """Every variant will compile (``--force``, or a first build with nothing cached and no
         remote cache): its worker processes may start before the plan is made."""
-        return self.chosen is None and (self.force or (not self.records and not self.remote.enabled
-                                                       and self.cache.empty()))
+        return self.options.chosen is None and (self.options.force or (
+            not self.records and not self.remote.enabled and self.cache.empty()))
 
-    def _noop_by_stamp(self) -> Optional[BuildReport]:
-        """The same no-op as last time, by stat() alone (genspirv.buildsys.noopstamp): no key computed.
-        None: plan in full."""
-        if self.force or self.chosen is not None or not noopstamp.holds(self.config, self.versions, self.state):
-            return None
-        unchanged = noopstamp.unchanged_plan(self.config, self.records)
-        if unchanged is None or orphan_blobs(self.config, unavailable_names(_records_of(unchanged.unavailable))):
-            return None
-        self._explain(unchanged)
-        return self._report(unchanged, _records_of(unchanged.steps))
+    def _early_workers(self):
+        from .compile import job_count
+        from .compile_workers import early_workers
+        return early_workers(self.compilers, self.config.variants, job_count(self.options.jobs))
 
     def _plan(self) -> tuple[Plan, Fetch]:
         """The plan of the chosen variants, and each compile's remote fetch (None: none to ask)."""
-        config = self.config
-        plan = only_chosen(make_plan(config.variants, self.records, self.lookups, self.force), self.chosen,
-                           self.records, lambda v: config.path(config.blob_relpath(v)).is_file())
+        config, options = self.config, self.options
+        # The records' keys stand unmade while their settings do (no journal of another build's).
+        settled = self.state.settings == self.settings
+        plan = only_chosen(make_plan(config.variants, self.records, self.lookups, options.force, settled),
+                           options.chosen, self.records, lambda v: config.path(config.blob_relpath(v)).is_file())
         # --explain, a dry run, resolves every fetch first to print the exact plan; a build gates
         # each compile on its own fetch, so compiles run while other fetches are in flight.
-        if self.explain is not None:
-            plan, fetch = ask_remote(plan, self.remote, self.records, self.lookups, self.cache), None
-        else:
-            fetch = remote_fetch(plan, self.remote, self.records, self.lookups, self.cache)
-        self._explain(plan)
+        fetch = None
+        if self.remote.enabled:
+            from .remote_fetches import ask_remote, remote_fetch
+            if options.explain is not None:
+                plan = ask_remote(plan, self.remote, self.records, self.lookups, self.cache)
+            else:
+                fetch = remote_fetch(plan, self.remote, self.records, self.lookups, self.cache)
+        if options.explain is not None:
+            for line in plan.explanations():
+                options.explain(f"explain: {line}")
         return plan, fetch
 
-    def _explain(self, plan: Plan) -> None:
-        """``--explain``: a line per variant the plan compiles or takes from a cache, saying why."""
-        if self.explain is not None:
-            for line in plan.explanations():
-                self.explain(f"explain: {line}")
+    def _spare(self, unavailable: set[str]) -> SpareBlobs:
+        """What spirv_dir holds besides the blobs of the available variants (``unavailable``: names)."""
+        state = self.state
 
-    def _noop(self, plan: Plan) -> Optional[BuildReport]:
-        """Nothing changed (ninja-style): no compile, no reflection, no rendering, no write; the
-        state saved only when the journal or the stat log has news. None: run the plan."""
-        config, state, stats = self.config, self.state, self.hashes.stats
+        def owned() -> set[str]:
+            committed = self.committed()
+            names = {*state.records, *committed.records, *committed.entries}
+            return owned_blobs(self.config, names, committed.blob_paths())
+        return spare_blobs(self.config, unavailable, owned)
+
+    def _nothing_to_do(self, plan: Plan, spare: SpareBlobs) -> bool:
+        """Ninja's "no work to do": no step runs, no orphan goes, and the outputs are as the last
+        build wrote them from the same inputs (the stat log says so without reading them)."""
+        if plan.to_compile or plan.from_cache or plan.from_remote or spare.orphans or self.state.outputs is None:
+            return False
+        keys = {s.name: s.record.key for s in plan.up_to_date + plan.unavailable}
+        return outputs_current(self.state.outputs, outputs_key(self.config, self.versions, keys),
+                               self.hashes.on_disk)
+
+    def _noop(self, plan: Plan, spare: SpareBlobs) -> BuildReport:
+        """Nothing changed: no compile, no reflection, no rendering, no write; the state saved
+        only when the journal or the stat log has news."""
         known = _records_of(plan.up_to_date + plan.unavailable)
-        keys = {name: r.key for name, r in known.items()}
-        if plan.to_compile or plan.from_cache or plan.from_remote or state.outputs is None \
-                or orphan_blobs(config, unavailable_names(known)) \
-                or not outputs_current(config, state.outputs, outputs_key(config, self.versions, keys),
-                                       self.hashes.on_disk):
-            return None
-        if journal_path(config).exists() or stats.changed:
-            save_state(config, _kept_records(config, self.records, known), state.outputs, state.inputs, stats)
-        if not self.force and self.chosen is None:
-            noopstamp.save(config, self.versions, stats)
-        return self._report(plan, known)
+        if journal_exists(self.config.root) or self.hashes.stats.changed:
+            save_state(self.config.root, _kept_records(self.config, self.records, known), self.state.outputs,
+                       self.state.inputs, self.hashes.stats, self._settings_kept())
+        return self._report(plan, known, spare=spare)
 
     def _run(self, plan: Plan, fetch: Fetch) -> BuildReport:
-        """Run the plan into a work folder, each finished compile kept by ``Writers`` while the
-        others run; then ``_finish``."""
+        """Run the plan into a work folder, each finished result kept by ``Staging`` while the
+        others run; then ``_commit``."""
         config = self.config
         staged = StagedFiles()
         # A failure or an interrupt before the commit discards every staged file (and any
@@ -272,9 +334,9 @@ class Builder:
             if not (plan.to_compile or plan.from_cache or plan.from_remote):
                 # Nothing to compile or keep (a fresh clone's no-op, a re-render): no journal,
                 # work folder or thread; the unavailable variants keep their records.
-                return self._finish(plan, Ran({}, _records_of(plan.unavailable), {}, ()),
-                                    Writers(self, None, staged, None))
-            journal = Journal(config)
+                return self._commit(plan, Ran({}, _records_of(plan.unavailable), {}, ()),
+                                    Staging(self, None, staged, None))
+            journal = Journal(config.root)
             for step in plan.from_remote:       # kept as a compile is: the next build needs no network
                 self.cache.put(step.record.key, step.blob)
                 journal.append(step.name, step.record)
@@ -282,108 +344,136 @@ class Builder:
             from concurrent.futures import ThreadPoolExecutor      # here: a no-op build starts no thread
             with _collector(enabled=True), \
                     ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="genspirv-write") as pool:
-                writers = Writers(self, journal, staged, pool)
+                staging = Staging(self, journal, staged, pool)
                 try:
-                    with tempfile.TemporaryDirectory(prefix="compile-", dir=config.root / STATE_DIR) as tmp:
-                        ran = run_plan(config, self.compilers, plan, Path(tmp), self.hashes, jobs=self.jobs,
-                                       log=self.log, on_command=self.on_command, keep=writers.keep,
-                                       seconds={n: r.seconds for n, r in self.records.items()}, fetch=fetch,
-                                       started=self.started)
+                    statedir.make_state_dir(config.root)
+                    with tempfile.TemporaryDirectory(prefix=statedir.WORK_PREFIX,
+                                                     dir=statedir.state_dir(config.root)) as tmp:
+                        ran = self._run_steps(plan, Path(tmp), staging.keep, fetch)
                 except KeyboardInterrupt:
-                    raise BuildInterrupted(writers.kept, len(plan.to_compile) - writers.hits) from None
+                    raise BuildInterrupted(staging.kept, len(plan.to_compile) - staging.hits) from None
                 finally:
                     journal.close()
             if fetch is not None:
                 self.remote.finish_asking()
                 plan = replaced(plan, ran.fetched)
-            return self._finish(plan, ran, writers)
+            return self._commit(plan, ran, staging)
 
-    def _finish(self, plan: Plan, ran: Ran, writers: Writers) -> BuildReport:
+    def _run_steps(self, plan: Plan, workdir: Path, keep: Callable[..., None], fetch: Fetch = None,
+                   generated_dir: Optional[Path] = None) -> Ran:
+        """Every compile of the plan through the runner (``compile.compile_all``), the generator's
+        files written first (into ``.genspirv/generated/``, or check's ``generated_dir``); each
+        result told to ``keep(name, record, compiled or None, fetched)`` as it finishes."""
+        from .compile import Fetched, compile_all, longest_first, make_jobs, unavailable_deps
+        config = self.config
+        records: dict[str, Record] = {}
+        absent = self.compilers.missing_required([s.variant for s in plan.to_compile])
+        if absent is not None:
+            raise absent
+        folder = generated_dir or statedir.generated_dir(config.root)
+        if plan.to_compile and (config.generated or folder.is_dir()):
+            try:
+                write_generated(config.generated, folder)
+            except OSError as exc:
+                raise output_error(exc) from None
+        got: dict[str, Compiled] = {}
+
+        def done(v: Variant, result: Compiled | UnavailableError | Fetched) -> None:
+            if isinstance(result, Fetched):
+                step = result.found
+                result = Compiled(step.variant, step.blob, step.record.deps,
+                                  step.info or reflect_blob(step.name, "cache", step.blob), step.record.compiler)
+                got[v.name] = result
+                record = step.record
+            elif isinstance(result, Compiled):
+                record = Record.of(self.lookups.inputs(v, result.deps), result.deps, sha256_hex(result.blob),
+                                   compiler=result.compiler, seconds=result.seconds)
+            else:
+                deps = tuple(unavailable_deps(config.root, result, v.preamble, config.generated_files))
+                record = Record.of(self.lookups.inputs(v, deps), deps, missing=result.missing,
+                                   compiler=compiler_named(result.compiler or None) or CompilerName.GLSLANG)
+            records[v.name] = record
+            keep(v.name, record, result if isinstance(result, Compiled) else None, v.name in got)
+
+        order = longest_first([s.variant for s in plan.to_compile], {n: r.seconds for n, r in self.records.items()})
+        outcome = compile_all(self.compilers, make_jobs(config, order, workdir, self.options.on_command, generated_dir),
+                              self.options.jobs, self.options.log, done, fetch, self.started)
+        compiled = {**outcome.compiled, **got}
+        for step in plan.from_cache + plan.from_remote:
+            compiled[step.name] = Compiled(step.variant, step.blob, step.record.deps,
+                                           step.info or reflect_blob(step.name, "cache", step.blob),
+                                           step.record.compiler)
+            records[step.name] = step.record
+        for step in plan.unavailable:
+            records[step.name] = step.record
+        return Ran(compiled, records, outcome.failures,
+                   tuple(s.name for s in plan.to_compile if s.name in outcome.compiled), outcome.fetched)
+
+    def _commit(self, plan: Plan, ran: Ran, staging: Staging) -> BuildReport:
         """After the compiles: keep the state of a failed build, else render and commit the outputs."""
         config, state = self.config, self.state
-        decided = writers.decided()     # a writer's error is raised here, before any state is saved
+        decided = staging.decided()     # a writer's error is raised here, before any state is saved
         records = _kept_records(config, self.records, {**_records_of(plan.up_to_date + plan.unavailable),
                                                        **ran.records})
         if ran.failures:
             self._fail(plan, ran, records)
+        spare = self._spare({n for n, r in records.items() if r.unavailable})   # a compile may have found one
         keys = {name: r.key for name, r in records.items()}
-        unavailable = unavailable_entries(config, records)
-        facts = self.compilers.manifest_facts()
-        if self._committed_current(plan, ran, records, unavailable, facts):
-            # Nothing to render or write: the state takes the committed manifest (the bytes this
-            # build checked) as this build's.
-            outputs_record = OutputsRecord(outputs_key(config, self.versions, keys),
-                                           {config.manifest: self.committed().sha256})
-            save_state(config, records, outputs_record, state.inputs, self.hashes.stats)
-            return self._report(plan, records)
         compiled = {**ran.compiled, **self._up_to_date(plan)}
         ordered = [compiled[v.name] for v in config.variants if v.name in compiled]
         # Render everything before writing anything, so a codegen failure leaves no mix.
-        outputs = expected_outputs(config, ordered, unavailable, keys, self.versions.optimizer, facts, writers.texts)
+        outputs = expected_outputs(config, ordered, _unavailable_entries(config, records), keys,
+                                   self.versions.optimizer, self.compilers.manifest_facts(), staging.texts)
         blob_shas = {config.blob_relpath(c.variant): records[c.variant.name].sha256 for c in ordered}
         rendered = {rel: sha256_hex(data) for rel, data in outputs.items() if rel not in blob_shas}
-        written, removed = commit(config, outputs, records,
-                                  OutputsRecord(outputs_key(config, self.versions, keys), rendered), state.inputs,
-                                  self.log, writers.staged, decided, self.hashes.stats)
-        written_ns = time.time_ns()
+        written = commit(config, outputs, records, OutputsRecord(outputs_key(config, self.versions, keys), rendered),
+                         state.inputs, self.options.log, staging.staged, decided, spare, self.hashes.stats,
+                         self._settings_kept())
         if self.cache.stored:
             self.cache.trim()
-        report = self._report(plan, records, ran.compiled_now, tuple(removed), tuple(written))
-        return self._stamp_next_noop(report, records, {**blob_shas, **rendered}, written_ns)
+        return self._report(plan, records, ran.compiled_now, spare.orphans, tuple(written), spare=spare)
 
-    def _stamp_next_noop(self, report: BuildReport, records: Mapping[str, Record], outputs: Mapping[str, str],
-                         written_ns: int) -> BuildReport:
-        """A build of every variant stamps the no-op that follows it (``noopstamp.save_after_build``)
-        and carries that no-op's report (``stamped``), for the CLI to seal with what it prints."""
-        stats = self.hashes.stats
-        if self.chosen is not None or stats is None:
-            return report
-        unchanged = noopstamp.unchanged_plan(self.config, records)
-        if unchanged is None or not noopstamp.save_after_build(self.config, self.versions, stats, outputs,
-                                                               written_ns):
-            return report
-        return dataclasses.replace(report, stamped=self._report(unchanged, _records_of(unchanged.steps)))
-
-    def _committed_current(self, plan: Plan, ran: Ran, records: Mapping[str, Record],
-                           unavailable: Sequence[Unavailable], facts: Mapping[CompilerName, Mapping[str, str]]) -> bool:
-        """A fresh clone (no state) whose committed outputs match their inputs, nothing compiled."""
-        config = self.config
-        fresh = {s.name: records[s.name] for s in plan.up_to_date}
-        return not self.state.found and not ran.compiled and not config.generate \
-            and not orphan_blobs(config, unavailable_names(records)) \
-            and committed_manifest_current(config, self.committed(), fresh, self.versions.optimizer, unavailable,
-                                           facts)
+    def _settings_kept(self) -> Optional[str]:
+        """The settings digest the state may keep: this build's, when every record it keeps was
+        made or found current under it (not where a build of named variants kept the others'
+        as they were: those may be older)."""
+        return self.settings if self.options.chosen is None else None
 
     def _fail(self, plan: Plan, ran: Ran, records: Mapping[str, Record]) -> NoReturn:
         """Keep what compiled (state and cache): the next build compiles only what failed or
-        changed. Raises the failures' error, its ``report`` set."""
-        save_state(self.config, records, self.state.outputs, self.state.inputs, self.hashes.stats)
+        changed. Raises the failures' error, its ``report`` set. No settings digest is kept: a
+        variant that failed keeps its old record, made with the settings it had then."""
+        from .compile import raise_failures
+        save_state(self.config.root, records, self.state.outputs, self.state.inputs, self.hashes.stats)
         report = self._report(plan, records, ran.compiled_now, failed=tuple(sorted(ran.failures)))
         try:
             raise_failures(ran.failures, f"genspirv build: {report.summary()} "
                            "(nothing committed written; the compiled variants wait in the cache)",
-                           self.verbose, origin_note(self.config.generated_files, self.config.generator))
+                           self.options.verbose, origin_note(self.config.generated_files, self.config.generator))
         except GenspirvError as exc:
             exc.report = report
             raise
 
     def _up_to_date(self, plan: Plan) -> dict[str, Compiled]:
         """The up-to-date variants as compiled: each committed blob, with the committed manifest's
-        reflection where this build's state wrote that manifest, else reflected again."""
+        reflection where this build's state wrote that manifest (or there is no state: a fresh
+        clone), else reflected again."""
         config = self.config
-        trusted = _manifest_trusted(config, self.state)
+        recorded = self.state.outputs
+        trusted = not self.state.found if recorded is None else \
+            recorded.files.get(config.manifest) == self.hashes.on_disk(config.manifest)
         compiled = {}
         for step in plan.up_to_date:
             rel = config.blob_relpath(step.variant)
             blob = config.path(rel).read_bytes()
-            info = (_manifest_info(self.committed_file(), step.name, step.record.sha256) if trusted else None) \
+            info = (_manifest_info(self.committed(), step.name, step.record.sha256) if trusted else None) \
                 or reflect_blob(step.name, rel, blob)
             compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info, step.record.compiler)
         return compiled
 
     def _report(self, plan: Plan, records: Mapping[str, Record], compiled: tuple[str, ...] = (),
                 removed: tuple[str, ...] = (), written: tuple[str, ...] = (),
-                failed: tuple[str, ...] = ()) -> BuildReport:
+                failed: tuple[str, ...] = (), spare: SpareBlobs = SpareBlobs((), ())) -> BuildReport:
         """What this build did, from its plan and records; ``remote`` None where no remote cache is set."""
         variants = {v.name: v for v in self.config.variants}
         # A variant that failed is not also unavailable (its old record may say it was).
@@ -396,12 +486,44 @@ class Builder:
                            unavailable_because=tuple((n, self.compilers.lacks(variants[n], r.missing, r.compiler))
                                                      for n, r in unavailable),
                            unavailable=tuple((n, r.missing) for n, r in unavailable),
-                           failed=failed, plan=plan,
+                           failed=failed, plan=plan, strays=spare.strays,
                            remote=tuple(s.name for s in plan.from_remote) if self.remote.enabled else None)
 
+    # -- check: the same loop, forced, into a temporary folder, compared -------------------
 
-class Writers:
-    """What a build keeps of each compile and remote hit as it finishes (``run_plan``'s ``keep``),
+    def check(self) -> CheckReport:
+        """Under the lock: every variant compiled afresh, every output compared."""
+        from .check import Comparing
+        from .compile import raise_failures
+        config = self.config
+        with statedir.project_lock(config.root, log=self.options.log), self._early_workers() as started:
+            self.started = started
+            with _collector(enabled=False):
+                # Nothing a build kept is trusted: an empty stat log that is never saved; of the
+                # state only each variant's last compile time, for the order compiles start in.
+                last = load_state(config.root)
+                self._load(StatLog(config.root, None), State({}, last.inputs), None)
+                self.records = {n: Record(None, (), seconds=r.seconds) for n, r in last.records.items()}
+                plan = make_plan(config.variants, {}, self.lookups, force=True)
+            comparing = Comparing(config)
+            with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
+                # The generator's files go to the temporary folder too: check writes nothing in the project.
+                ran = self._run_steps(plan, Path(tmp), comparing.keep, generated_dir=Path(tmp) / "generated")
+            if ran.failures:
+                raise_failures(ran.failures, verbose=self.options.verbose,
+                               note=origin_note(config.generated_files, config.generator))
+            compiled = [ran.compiled[v.name] for v in config.variants if v.name in ran.compiled]
+            keys = {name: r.key for name, r in ran.records.items()}
+            expected = expected_outputs(config, compiled, _unavailable_entries(config, ran.records), keys,
+                                        self.versions.optimizer, self.compilers.manifest_facts(), comparing.texts)
+            self.state = last      # whose blobs genspirv may remove, as a build would say
+            spare = self._spare({n for n, r in ran.records.items() if r.unavailable})
+            return comparing.differences(expected, {config.blob_relpath(c.variant): c.variant.name for c in compiled},
+                                         spare)
+
+
+class Staging:
+    """What a build keeps of each compile and remote hit as it finishes (the loop's ``keep``),
     while the other compiles run: its record in the journal; a compiled blob queued for the
     remote store (read-write mode); and on a writer thread (an fsync each: the collecting thread
     never waits on the disk) each blob kept in the blob cache, staged beside its committed blob
@@ -413,13 +535,13 @@ class Writers:
         # journal and pool None: a plan with nothing to keep (``keep`` is never called)
         self.config = builder.config
         self.cache = builder.cache
-        self.replace = builder.force        # --force re-seeds the cache: over what it holds
+        self.replace = builder.options.force        # --force re-seeds the cache: over what it holds
         self.remote = builder.remote
         self.lookups = builder.lookups
         self.journal, self.staged, self.pool = journal, staged, pool
         self.by_name = {v.name: v for v in self.config.variants}
         self.kept = self.hits = 0           # compiles and remote hits kept: for BuildInterrupted
-        self.texts: dict = {}               # name -> its manifest entry and text (outputs.entry_text)
+        self.texts: dict = {}               # name -> its manifest entry and text (render.entry_text)
         self.staging: dict[str, Future] = {}     # blob path -> staged (True), the same (False), or None
 
     def keep(self, name: str, record: Record, result: Optional[Compiled], fetched: bool = False) -> None:
@@ -452,8 +574,8 @@ class Writers:
 def _collector(enabled: bool) -> Iterator[None]:
     """Python's cyclic garbage collector on or off for the block, as it was after. Off while a
     build decides and writes: the records, keys, plan and outputs it makes (hundreds of thousands
-    of small objects, no cycles) it would only scan, again and again as they grow (~30 ms of a
-    fresh clone's 0.33 s no-op at 2,000 variants); on while compiles run."""
+    of small objects, no cycles) it would only scan, again and again as they grow; on while
+    compiles run."""
     was = gc.isenabled()
     (gc.enable if enabled else gc.disable)()
     try:
@@ -478,15 +600,12 @@ def _kept_records(config: Config, previous: Mapping[str, Record], updates: Mappi
     return kept
 
 
-def _manifest_trusted(config: Config, state: State) -> bool:
-    """This build's state wrote the committed manifest (its bytes are unchanged), or there is
-    no state at all (a fresh clone): its reflection may stand in for re-reading the blobs."""
-    if state.outputs is None:
-        return not state.found
-    try:
-        return state.outputs.files.get(config.manifest) == sha256_hex(config.path(config.manifest).read_bytes())
-    except OSError:
-        return False
+def _unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
+    """The manifest's ``unavailable`` list, in variant order."""
+    files = config.generated_files
+    return [Unavailable(v.name, v.source, r.missing, r.key or "", provenance(r.deps, files, config.generator),
+                        None if r.compiler is CompilerName.GLSLANG else r.compiler.value, v.meta_json)
+            for v in config.variants if (r := records.get(v.name)) is not None and r.unavailable]
 
 
 def _manifest_info(committed: CommittedManifest, name: str, blob_sha: Optional[str]) -> Optional[ShaderInfo]:

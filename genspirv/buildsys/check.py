@@ -1,51 +1,60 @@
-"""Check: are the committed blobs, manifest and generated files what the sources give?
+"""Check's compare step: what the build loop does in place of staging when it verifies.
 
-Takes a ``Config``; runs the build's own plan, forced, into a temporary
-directory with the build's compilers (no cache, nothing under the project
-written, not even the generator's files, which go to the temporary directory
-too; slang-glslang is asked what it predefines afresh; of the build's state
-only each variant's last compile time, so the longest compiles start first): every
-variant compiled, reflected, the manifest and any generated files rendered;
-comparing each blob with the committed one as its compile finishes (and
-rendering its manifest entry then), so what is left after the last compile
-is the manifest's join and compare. Gives
-a ``CheckReport`` listing every ``Difference``: a differing file (first
-differing byte and word, and a short ``spirv-dis`` or text diff; for a blob,
-its cause and the file to blame: its inputs changed since the committed build,
-naming the file when this clone's ``.genspirv/`` recorded the inputs behind
-the manifest's key, or the blob was edited by hand), a missing file, an
-orphan blob, a temp file an interrupted write left.
+``genspirv.buildsys.builder.check`` runs the build's own loop, forced, into a
+temporary folder (no cache; nothing under the project written, not even the
+generator's files; slang-glslang asked what it predefines afresh; of the
+build's state only each variant's last compile time, so the longest compiles
+start first). This module is the step that differs: ``Comparing.keep``
+compares each blob with the committed one as its compile finishes (and
+renders its manifest entry then), and ``Comparing.differences`` compares
+every other output and names what lies in spirv_dir besides the variants'
+blobs, as a build would treat it. Gives a ``CheckReport`` listing every
+``Difference``: a differing file (first differing byte and word, and a short
+``spirv-dis`` or text diff; for a blob, its cause and the file to blame: its
+inputs changed since the committed build, naming the file when this clone's
+``.genspirv/`` recorded the inputs behind the manifest's key, or the blob was
+edited by hand), a missing file, an orphan blob (genspirv's own: a
+build removes it), a stray one (not genspirv's: left where it is, by build
+and check alike), a temp file an interrupted write left.
 """
 
 from __future__ import annotations
 
 import difflib
-import tempfile
+import enum
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
-from .run import ProjectLookups, run_plan, unavailable_entries
-from .state import FileHashes, Record, RecordedInputs, inputs_path, load_state, sha256_hex
-from .committed import committed_manifest
-from .compile import Log, job_count, raise_failures
-from .compile_workers import early_workers
-from ..toolchain.compiler import Compiler
-from ..toolchain.chain import Compilers, compilers_for
-from ..project.config import Config
+from .. import statedir
 from ..errors import ToolchainError
-from ..project.generated import origin_note
-from .outputs import entry_text, expected_outputs, orphan_blobs, orphan_reason, stale_temp_files, unavailable_names
-from .plan import make_plan, why_stale
+from ..project.config import Config
+from ..statedir import Kept
 from ..toolchain.spirv_tools import disassemble
 from ..toolchain.tools import Tool, find_tool
+from .commit import STRAY_NOTE, SpareBlobs, stale_temp_files
+from .keys import Record, sha256_hex
+from .plan import why_stale
+from .state import RecordedInputs, committed_manifest
+from .statlog import StatLog
+from .render import entry_text
+from .variant_compile import Compiled
 
 DIFF_LINES = 10
 
 
+class Kind(str, enum.Enum):
+    """What is wrong with a committed file (a str: the results' JSON and its readers take the value)."""
+
+    DIFFERS = "differs"
+    MISSING = "missing"
+    ORPHAN = "orphan"
+    STRAY = "stray"
+    LEFTOVER = "leftover"
+
+
 @dataclass(frozen=True)
 class Difference:
-    kind: str           # "differs", "missing", "orphan" or "leftover"
+    kind: Kind
     path: str           # posix, relative to the root
     variant: Optional[str]
     detail: str         # first differing offset and a short diff, or why
@@ -54,10 +63,11 @@ class Difference:
 
     def __str__(self) -> str:
         what = f"{self.path} ({self.variant})" if self.variant else self.path
-        head = {"differs": f"{what}: differs from a fresh build",
-                "missing": f"{what}: missing",
-                "orphan": f"{what}: orphan blob, no variant builds it",
-                "leftover": f"{what}: leftover"}[self.kind]
+        head = {Kind.DIFFERS: f"{what}: differs from a fresh build",
+                Kind.MISSING: f"{what}: missing",
+                Kind.ORPHAN: f"{what}: orphan blob, no variant builds it",
+                Kind.STRAY: f"{what}: stray blob, no variant builds it",
+                Kind.LEFTOVER: f"{what}: leftover"}[self.kind]
         head += f": {self.cause}" if self.cause else ""
         return head + (f"{'; ' if self.cause else ': '}{self.detail}" if self.detail else "")
 
@@ -139,87 +149,69 @@ def _blob_cause(rel: str, name: str, source: str, committed: bytes, fresh: Recor
             "reproducible"), rel
 
 
-def _committed_equals(config: Config, compiled) -> bool:
-    """The committed blob of a variant just compiled holds its bytes (False: differs or unreadable)."""
-    try:
-        return config.path(config.blob_relpath(compiled.variant)).read_bytes() == compiled.blob
-    except OSError:
-        return False
+class Comparing:
+    """Check's step of the loop: each finished compile compared with its committed blob and its
+    manifest entry rendered (``keep``); at the end every output compared (``differences``)."""
 
+    def __init__(self, config: Config):
+        self.config = config
+        self.same: dict[str, bool] = {}      # blob path -> the committed file holds the fresh bytes
+        self.texts: dict = {}                # name -> its manifest entry and text (render.entry_text)
+        self.records: dict[str, Record] = {}     # name -> its fresh record: a differing blob's cause
+        self.sources: dict[str, str] = {}
 
-def _last_seconds(config: Config) -> dict[str, Optional[float]]:
-    """Each variant's last compile time, as the last build recorded it: only the order the compiles
-    start in (longest first, so none starts last and leaves the other workers idle); nothing
-    check compares comes from the build's state. None recorded (a fresh clone): the plan's order."""
-    return {name: r.seconds for name, r in load_state(config).records.items()}
+    def keep(self, name: str, record: Record, result: Optional[Compiled], fetched: bool = False) -> None:
+        if result is not None:
+            self.records[name], self.sources[name] = record, result.variant.source
+            self.same[self.config.blob_relpath(result.variant)] = self._committed_equals(result)
+            self.texts[name] = entry_text(self.config, result, record.key)
 
-
-def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_command=None,
-          compiler: Optional[Compiler | Compilers] = None, verbose: bool = False) -> CheckReport:
-    """Compare every committed output with a fresh build made in a temporary directory."""
-    hashes = FileHashes.for_config(config)
-    with compilers_for(config, compiler, jobs=jobs) as compilers, \
-            early_workers(compilers, config.variants, job_count(jobs)) as started:
-        versions = compilers.versions()
-        # The build's plan, forced and with no cache: every variant compiles.
-        plan = make_plan(config.variants, {}, ProjectLookups(config, versions, hashes), force=True)
-        same: dict[str, bool] = {}      # blob path -> the committed file holds the fresh bytes
-        texts: dict = {}
-
-        def compare(name: str, record, result) -> None:
-            if result is not None:
-                same[config.blob_relpath(result.variant)] = _committed_equals(config, result)
-                texts[name] = entry_text(config, result, record.key)
-
-        with tempfile.TemporaryDirectory(prefix="genspirv-check-") as tmp:
-            # The generator's files go to the temporary folder too: check writes nothing in the project.
-            ran = run_plan(config, compilers, plan, Path(tmp), hashes, jobs=jobs, log=log, on_command=on_command,
-                           generated_dir=Path(tmp) / "generated", keep=compare, seconds=_last_seconds(config),
-                           started=started)
-        facts = compilers.manifest_facts()
-    if ran.failures:
-        raise_failures(ran.failures, verbose=verbose, note=origin_note(config.generated_files, config.generator))
-    compiled = [ran.compiled[v.name] for v in config.variants if v.name in ran.compiled]
-    keys = {name: r.key for name, r in ran.records.items()}
-    expected = expected_outputs(config, compiled, unavailable_entries(config, ran.records), keys,
-                                versions.optimizer, facts, texts)
-    blobs = {config.blob_relpath(c.variant): c.variant.name for c in compiled}
-    sources = {c.variant.name: c.variant.source for c in compiled}
-    made = None     # the committed manifest's records, read once a blob differs
-    recorded = RecordedInputs(inputs_path(config))
-    try:
-        spirv_dis: Optional[Tool] = find_tool("spirv-dis")
-    except ToolchainError:   # the diff is a courtesy; the verdict does not need it
-        spirv_dis = None
-
-    differences = []
-    for rel, fresh in expected.items():
-        variant = blobs.get(rel)
-        if same.get(rel):
-            continue
+    def _committed_equals(self, compiled: Compiled) -> bool:
+        """The committed blob of a variant just compiled holds its bytes (False: differs or unreadable)."""
         try:
-            committed = config.path(rel).read_bytes()
-        except FileNotFoundError:
-            differences.append(Difference("missing", rel, variant, "run `genspirv build` and commit it"))
-            continue
-        except OSError as exc:
-            differences.append(Difference("missing", rel, variant, f"cannot read: {exc.strerror}"))
-            continue
-        if committed == fresh:
-            continue
-        if variant:
-            made = made if made is not None else committed_manifest(config).records
-            cause, blame = _blob_cause(rel, variant, sources[variant], committed, ran.records[variant],
-                                       made.get(variant), recorded)
-            detail = _describe_blob(spirv_dis, rel, variant, committed, fresh)
-            differences.append(Difference("differs", rel, variant, detail, cause, blame))
-            continue
-        differences.append(Difference("differs", rel, None, _describe_text(rel, committed, fresh)))
-    gone = unavailable_names(ran.records)
-    for rel in orphan_blobs(config, gone):
-        differences.append(Difference("orphan", rel, None, f"{orphan_reason(rel, gone)}; `genspirv build` removes it"))
-    for path in stale_temp_files(config):
-        rel = path.relative_to(config.root).as_posix()
-        differences.append(Difference("leftover", rel, None, "a temp file an interrupted build left; "
-                                      "`genspirv build` removes it"))
-    return CheckReport(checked=tuple(expected), differences=tuple(differences))
+            return self.config.path(self.config.blob_relpath(compiled.variant)).read_bytes() == compiled.blob
+        except OSError:
+            return False
+
+    def differences(self, expected: Mapping[str, bytes], blobs: Mapping[str, str],
+                    spare: SpareBlobs) -> CheckReport:
+        """Every committed output against ``expected`` (``blobs``: blob path -> variant name)."""
+        config = self.config
+        try:
+            spirv_dis: Optional[Tool] = find_tool("spirv-dis")
+        except ToolchainError:   # the diff is a courtesy; the verdict does not need it
+            spirv_dis = None
+        differences = []
+        made = None         # the committed manifest's records, read once a blob differs
+        recorded = RecordedInputs(statedir.path(config.root, Kept.INPUTS))
+        for rel, fresh in expected.items():
+            variant = blobs.get(rel)
+            if self.same.get(rel):
+                continue
+            try:
+                committed = config.path(rel).read_bytes()
+            except FileNotFoundError:
+                differences.append(Difference(Kind.MISSING, rel, variant, "run `genspirv build` and commit it"))
+                continue
+            except OSError as exc:
+                differences.append(Difference(Kind.MISSING, rel, variant, f"cannot read: {exc.strerror}"))
+                continue
+            if committed == fresh:
+                continue
+            if variant:
+                made = made if made is not None else committed_manifest(config, StatLog(config.root, None)).records
+                cause, blame = _blob_cause(rel, variant, self.sources[variant], committed, self.records[variant],
+                                           made.get(variant), recorded)
+                detail = _describe_blob(spirv_dis, rel, variant, committed, fresh)
+                differences.append(Difference(Kind.DIFFERS, rel, variant, detail, cause, blame))
+                continue
+            differences.append(Difference(Kind.DIFFERS, rel, None, _describe_text(rel, committed, fresh)))
+        for rel in spare.orphans:
+            differences.append(Difference(Kind.ORPHAN, rel, None, f"{spare.reason(rel)}; `genspirv build` removes it"))
+        for rel in spare.strays:
+            differences.append(Difference(Kind.STRAY, rel, None, STRAY_NOTE.format(folder=config.spirv_dir + "/")))
+        for path in stale_temp_files(config):
+            rel = path.relative_to(config.root).as_posix()
+            differences.append(Difference(Kind.LEFTOVER, rel, None, "a temp file an interrupted build left; "
+                                          "`genspirv build` removes it"))
+        return CheckReport(checked=tuple(expected), differences=tuple(differences))

@@ -1,4 +1,4 @@
-"""Commit: a build's outputs put in place all or none, and its state saved.
+"""Commit: a build's outputs put in place all or none, its state saved, and what it clears away.
 
 Takes the outputs a build rendered (``{path relative to the root: bytes}``),
 the blobs it staged as their compiles finished and the records it keeps;
@@ -7,22 +7,35 @@ renames them into place (blobs first, the manifest last) with signals held
 back, deletes the orphan blobs and folds the journal into the state file
 (``genspirv.buildsys.state``). A failure before the renames changes no committed
 file. An OSError becomes one ``OutputError`` line naming the file.
+
+What it may delete is only ever genspirv's own (docs/SECURITY.md): a blob in
+``spirv_dir`` that no variant builds is an *orphan*, removed, when a manifest
+or state of genspirv's listed it (``spare_blobs``); any other such file is a
+*stray*, reported and left where it is; the temp files of an interrupted write
+(named as only ``fsutil.StagedFiles`` names them) and its compile folders under
+``.genspirv/`` (``stale_temp_files``). Check reports both kinds as a build
+would treat them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import os
+import re
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Optional
+from typing import Callable, Collection, Iterator, Mapping, Optional
 
-from .state import OutputsRecord, Record, RecordedInputs, clear_journal, stage_state
-from .compile import Compiled
-from ..project.config import Config
+from .. import statedir
 from ..errors import OutputError
 from ..fsutil import StagedFiles, signals_deferred
-from .outputs import orphan_blobs, orphan_reason, unavailable_names
+from ..project.config import Config
+from .keys import Record
+from .state import OutputsRecord, RecordedInputs, clear_journal, stage_state
 from .statlog import StatLog
+from .variant_compile import Compiled
 
 Log = Optional[Callable[[str], None]]
 
@@ -35,15 +48,100 @@ def output_error(exc: OSError) -> OutputError:
     return OutputError(f"{where}: cannot write: {exc.strerror or exc}")
 
 
-def save_state(config: Config, records: Mapping[str, Record], outputs: Optional[OutputsRecord],
-                recorded: RecordedInputs, stats: Optional[StatLog] = None) -> None:
+# -- what spirv_dir holds besides the variants' blobs ------------------------------------
+
+
+@dataclass(frozen=True)
+class SpareBlobs:
+    """``*.spv`` files in spirv_dir that belong to no variant (or to an unavailable one)."""
+
+    orphans: tuple[str, ...]        # genspirv's own: a manifest or state of its listed them
+    strays: tuple[str, ...]         # nobody told genspirv of them: never deleted
+    unavailable: frozenset[str] = frozenset()   # the unavailable variants' names, for the reasons
+
+    def __bool__(self) -> bool:
+        return bool(self.orphans or self.strays)
+
+    def reason(self, rel: str) -> str:
+        """Why an orphan blob goes: its variant is unavailable, or there is none."""
+        name = Path(rel).stem
+        return f"variant {name} is unavailable" if name in self.unavailable else f"no variant {name} any more"
+
+
+STRAY_NOTE = "not genspirv's (no manifest or state of genspirv's lists it), so left in place: " \
+             "delete it or move it out of {folder}"
+
+
+def spare_blobs(config: Config, unavailable: Collection[str], owned: Callable[[], Collection[str]]) -> SpareBlobs:
+    """The ``*.spv`` files in spirv_dir no available variant builds (relative to the root), each an
+    orphan when ``owned()`` (the blob paths genspirv's manifest or state listed; asked only when
+    there is such a file) has it, else a stray."""
+    known = {f"{v.name}.spv" for v in config.variants if v.name not in unavailable}
+    try:
+        # scandir: the type comes with the listing, no stat() per blob (a no-op lists 2,000).
+        with os.scandir(config.path(config.spirv_dir)) as entries:
+            spare = sorted(f"{config.spirv_dir}/{e.name}" for e in entries
+                           if e.name.endswith(".spv") and not e.name.startswith(".") and e.name not in known
+                           and (e.is_file() or e.is_symlink()))
+    except (FileNotFoundError, NotADirectoryError):
+        spare = []
+    if not spare:
+        return SpareBlobs((), (), frozenset(unavailable))
+    ours = set(owned())
+    return SpareBlobs(tuple(p for p in spare if p in ours), tuple(p for p in spare if p not in ours),
+                      frozenset(unavailable))
+
+
+def owned_blobs(config: Config, names: Collection[str], listed: Collection[str]) -> set[str]:
+    """The blob paths genspirv may delete: each ``listed`` one (a committed manifest's ``spirv``
+    paths) and the blob of each variant ``names`` (in genspirv's state or manifest) would have."""
+    return {*listed, *(f"{config.spirv_dir}/{name}.spv" for name in names)}
+
+
+# -- what an interrupted build left --------------------------------------------------------
+
+_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+
+
+def stale_temp_files(config: Config) -> list[Path]:
+    """Temp files of atomic writes a killed build left in the output folders.
+
+    ``fsutil.StagedFiles`` names them ``.NAME.XXXXXXXX.tmp`` (tempfile's 8 random
+    characters) next to NAME. Only a build holding the lock writes there, so
+    under the lock every such file is garbage.
+    """
+    folders = {config.path(config.spirv_dir), config.path(config.manifest).parent, statedir.state_dir(config.root)}
+    folders |= {config.path(g.output).parent for g in config.generate}
+    found = []
+    for folder in sorted(folders):
+        if folder.is_dir():
+            found += sorted(p for p in folder.iterdir() if _TEMP_NAME.match(p.name) and p.is_file())
+    return found
+
+
+def remove_stale_temp_files(config: Config, log: Log = None) -> None:
+    """Delete what interrupted builds left: temp files and compile folders (call under the lock)."""
+    for path in stale_temp_files(config):
+        with contextlib.suppress(OSError):
+            path.unlink()
+            if log:
+                log(f"removed {path.relative_to(config.root).as_posix()} (left by an interrupted build)")
+    for folder in statedir.work_dirs(config.root):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- the commit ------------------------------------------------------------------------------
+
+
+def save_state(root: Path, records: Mapping[str, Record], outputs: Optional[OutputsRecord],
+               recorded: RecordedInputs, stats: Optional[StatLog] = None, settings: Optional[str] = None) -> None:
     with StagedFiles() as staged:
         try:
-            stage_state(config, staged, records, outputs, recorded, stats)
+            stage_state(root, staged, records, outputs, recorded, stats, settings)
             staged.commit()
         except OSError as exc:
             raise output_error(exc) from None
-    clear_journal(config)
+    clear_journal(root)
 
 
 def stage_blob(config: Config, staged: StagedFiles, compiled: Compiled) -> Optional[bool]:
@@ -62,12 +160,13 @@ def stage_blob(config: Config, staged: StagedFiles, compiled: Compiled) -> Optio
 
 
 def commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, Record],
-            outputs_record: OutputsRecord, recorded: RecordedInputs, log: Log, staged: StagedFiles,
-            decided: Mapping[str, bool], stats: Optional[StatLog] = None) -> tuple[list[str], list[str]]:
+           outputs_record: OutputsRecord, recorded: RecordedInputs, log: Log, staged: StagedFiles,
+           decided: Mapping[str, bool], spare: SpareBlobs, stats: Optional[StatLog] = None,
+           settings: Optional[str] = None) -> list[str]:
     """Write every output that changed, all or none; then delete the orphan blobs and fold the
     journal into the state. ``staged`` holds the blobs staged as their compiles finished
-    (``decided``: each one's path, staged or found the same). Returns (written, removed),
-    paths relative to the root."""
+    (``decided``: each one's path, staged or found the same). Returns the paths written,
+    relative to the root."""
     written = []
     with staged:
         try:
@@ -82,23 +181,21 @@ def commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, R
                         continue
                 staged.stage(path, data)
                 written.append(rel)
-            stage_state(config, staged, records, outputs_record, recorded, stats)
+            stage_state(config.root, staged, records, outputs_record, recorded, stats, settings)
         except OSError as exc:
             raise output_error(exc) from None      # the with-block removes every temp file
-        gone = unavailable_names(records)
-        removed = orphan_blobs(config, gone)
         with signals_deferred():
             try:
                 staged.commit()
-                for rel in removed:
+                for rel in spare.orphans:
                     config.path(rel).unlink()
             except OSError as exc:
                 raise output_error(exc) from None
-            clear_journal(config)
+            clear_journal(config.root)
     if log:
-        for rel in removed:
-            log(f"removed {rel} ({orphan_reason(rel, gone)})")
-    return written, removed
+        for rel in spare.orphans:
+            log(f"removed {rel} ({spare.reason(rel)})")
+    return written
 
 
 def missing_folders(folder: Path) -> list[Path]:

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection, Mapping, Optional, Sequence, Union
 
 from ..toolchain import children
-from .state import include_dirs
 from ..toolchain.compiler import CommandLog, Job, dep_path
 from ..toolchain.chain import Compilers
 from ..project.config import Config, Variant
@@ -58,7 +57,7 @@ def make_jobs(config: Config, variants: Sequence[Variant], workdir: Path,
     """One job per variant, each with a folder of its own under ``workdir`` (removed by the
     worker when the compile is done, so the build's end waits on no tree removal);
     ``generated_dir``: where the generated files are when not in the root."""
-    dirs = include_dirs(config)
+    dirs = config.include_dirs
     return [Job(v, config.root, dirs, config.include_directive, workdir / v.name, on_command, generated_dir)
             for v in variants]
 

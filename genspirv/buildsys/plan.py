@@ -26,9 +26,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Protocol, Sequence
 
-from .state import KeyInputs, Record, sha256_hex
-from ..project.config import Variant
-from ..project.variants import CompilerName
+from ..project.variants import CompilerName, Variant
+from .keys import KeyInputs, Record, sha256_hex
 
 if TYPE_CHECKING:
     from ..reflect import ShaderInfo
@@ -141,23 +140,39 @@ class Lookups(Protocol):
         """The inputs the last build recorded behind a variant's key, asked only to explain."""
         ...
 
+    def settled(self, rel: str) -> bool:
+        """The file at ``rel`` has the digest the last build logged for it, known from its stat()
+        alone (a generated file: the settings digest covers its text)."""
+        ...
+
 
 def make_plan(variants: Sequence[Variant], records: Mapping[str, Record], lookups: Lookups,
-              force: bool = False) -> Plan:
-    """A step for each variant, in order."""
-    return Plan(tuple(decide(v, records.get(v.name), lookups, force) for v in variants))
+              force: bool = False, settled: bool = False) -> Plan:
+    """A step for each variant, in order. ``settled``: the records were made with the settings
+    every variant has now (``keys.settings_digest`` is the one the state recorded)."""
+    return Plan(tuple(decide(v, records.get(v.name), lookups, force, settled) for v in variants))
 
 
-def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool = False) -> Step:
-    """What to do with one variant, given what the last build recorded of it."""
+def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool = False,
+           settled: bool = False) -> Step:
+    """What to do with one variant, given what the last build recorded of it.
+
+    As ninja decides an output: when its settings are the ones it was built with (``settled``)
+    and every file it read has the stat() the stat log gave it, its content key is its record's,
+    and none is made; otherwise the key is made from the files' sha256 (read only where a
+    stat() changed) and compared."""
     if force:
         return Step(v, Action.COMPILE, Reason.FORCED, "--force")
     if record is None:
         return Step(v, Action.COMPILE, Reason.NEW_VARIANT, "new variant (no earlier build of it)")
-    now = lookups.inputs(v, record.deps)
-    key = now.key
-    if key is not None and key == record.key:
+    if settled and record.key is not None and all(map(lookups.settled, record.deps)) and \
+            (v.source in record.deps or lookups.settled(v.source)) and (v.preamble is None or lookups.settled(v.preamble)):
+        now, key, kept = None, record.key, record
+    else:
+        now = lookups.inputs(v, record.deps)
+        key = now.key
         kept = Record.of(now, record.deps, record.sha256, record.missing, record.compiler, record.seconds)
+    if key is not None and key == record.key:
         if record.unavailable:
             if v.optional:
                 return Step(v, Action.UNAVAILABLE, Reason.UNCHANGED, f"lacks {', '.join(record.missing)}", kept)
@@ -173,6 +188,7 @@ def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool =
         if blob is not None:
             return Step(v, Action.FROM_CACHE, Reason.BLOB_CHANGED, f"{what}; its blob is in the cache", kept, blob)
         return Step(v, Action.COMPILE, Reason.CACHE_MISSING, f"{what}, and the cache has no blob for it")
+    assert now is not None      # a settled record's key is its own
     reason, detail = why_stale(record.inputs or lookups.recorded(v.name, record.key), now)
     # A shared cache may hold what the inputs now give. It keeps blobs only, so which compiler
     # built one is known only for a variant with one compiler in its chain.

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
 from .blob_cache import BlobCache
-from .state import Record
+from .keys import Record
 from .compile import Fetch, Fetched, reflect_blob
 from ..project.config import Variant
 from .plan import Found, Lookups, Plan, Reason, found_step, replaced

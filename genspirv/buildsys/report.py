@@ -31,13 +31,8 @@ class BuildReport:
     unavailable_because: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     remote: Optional[tuple[str, ...]] = None   # variant names taken from the remote cache; None: none set
     not_selected: tuple[str, ...] = ()   # a build of named variants: the others, not up to date, kept as committed
-    # The report of the no-op this build stamped for the next build (genspirv.buildsys.noopstamp), if it did
-    stamped: Optional["BuildReport"] = field(default=None, compare=False, repr=False)
-
-    @property
-    def did_nothing(self) -> bool:
-        """Nothing compiled, taken from a cache, written or removed, and nothing failed: a no-op."""
-        return not (self.compiled or self.cached or self.written or self.removed or self.failed or self.remote)
+    # blobs in spirv_dir that are not genspirv's (commit.SpareBlobs.strays): reported, never deleted
+    strays: tuple[str, ...] = ()
 
     def summary(self) -> str:
         by = Counter(compiler for _, compiler in self.compiled_by)

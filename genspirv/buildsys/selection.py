@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
-from .state import Record
+from .keys import Record
 from ..project.config import Config, Variant
 from ..errors import UsageError
 from .plan import Action, Plan, Reason, Step

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..errors import GenspirvError, UsageError
-from ..fsutil import atomic_write
+from ..fsutil import write_report
 
 if TYPE_CHECKING:       # the command line adds --json before the build's modules load
     from ..buildsys.check import CheckReport
@@ -188,7 +188,7 @@ def write_json(doc: dict[str, Any], target: str) -> None:
         sys.stdout.write(data)
         sys.stdout.flush()
     else:
-        atomic_write(Path(target), data.encode("utf-8"))
+        write_report(target, data.encode("utf-8"))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

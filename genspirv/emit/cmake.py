@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from ..errors import ConfigError, GenspirvError, ManifestError, OutputError
-from ..fsutil import atomic_write
+from ..fsutil import write_report
 from ..project.generated import is_generated
 
 if TYPE_CHECKING:       # the command line adds the depfile options before the config's module loads
@@ -100,7 +100,7 @@ def write_depfile(config: Config, path: Path, target: Optional[str] = None) -> N
     text = depfile_text(str(Path(target).absolute()), depfile_inputs(config))
     # Whole or not at all: a half-written depfile would drop dependencies.
     try:
-        atomic_write(path, text.encode("utf-8"))
+        write_report(path, text.encode("utf-8"))
     except OSError as exc:
         raise OutputError(f"{path}: cannot write the depfile: {exc.strerror}") from None
 

@@ -32,6 +32,9 @@ from ..project.generated import compiled_deps
 from .findings import Finding, lint
 from ..project.lint_rules import SUPPRESSIBLE, Rule
 from ..manifest import Manifest, ManifestEntry
+from ..fsutil import read_regular
+
+SOURCE_MAX = 16 << 20       # bytes read of a source for its comments: far past any real one
 
 _COMMENT = re.compile(r"//\s*genspirv:\s*ignore(-file)?\[([^\]]*)\]")
 _BINDING = re.compile(r"\bbinding\s*=\s*(\d+)\b")
@@ -94,7 +97,8 @@ def project_reader(root: Path, config: Optional[Config]) -> Read:
         if rel in generated:
             return generated[rel].text
         try:
-            return (root / rel).read_text(encoding="utf-8", errors="replace")
+            # A manifest's depends may be hand-edited to name a FIFO or a link to /dev/zero.
+            return read_regular(root / rel, SOURCE_MAX).decode("utf-8", errors="replace")
         except OSError:
             return None
     return read

@@ -19,7 +19,10 @@ without a ``[tool.genspirv]`` table, the defaults below apply and every
 stem. Unknown keys, values of the wrong type and duplicate variant names are
 ``ConfigError``s naming the key (or the file) and the fix where there is one;
 so is an output that would land on a file the build reads (a source, an
-include, pyproject.toml, the generator, a template) or on another output.
+include, pyproject.toml, the generator, a template), on another output, or in
+``.git/`` or ``.genspirv/`` (``OWNED_FOLDERS``), however spelled or symlinked.
+``build_file(config, path)`` says what a path given on the command line (a
+report: ``--depfile``, ``--json``) is to the build, by the file it names.
 """
 
 from __future__ import annotations
@@ -40,7 +43,6 @@ from .. import settings
 from ..errors import ConfigError
 from ..fsutil import find_project_root
 from .generated import GENERATED_DIR, GeneratedFile
-from .reads import Reads
 from .remote_url import URL_FORM, parse_url
 # Settings and Variant are re-exported: the build's stages take them from here with the Config.
 from .variants import (DEFAULT_TARGET_ENV, OTHER_STAGES, Settings, Variant, check_compute, check_keys, expect,
@@ -89,7 +91,6 @@ class Config:
     generated: tuple[GeneratedFile, ...] = ()    # the generator's files, sorted by path (under GENERATED_DIR)
     remote_cache: Optional[str] = None       # a remote compile cache's URL (GENSPIRV_REMOTE_CACHE overrides)
     defaults: bool = False                   # no [tool.genspirv] table: every setting is its default
-    generator_reads: Optional[Reads] = None  # what the generator read as it ran (genspirv.project.reads)
 
     def path(self, relative: str) -> Path:
         """An absolute path for a posix path relative to the root."""
@@ -205,15 +206,6 @@ def _missing_glsl_dir(glsl_dir: str, configured: bool) -> ConfigError:
                        "pyproject.toml; run `genspirv init` to start a project, or name one with --root DIR")
 
 
-def project_folders(root: Path) -> tuple[str, str, str]:
-    """glsl_dir, spirv_dir and manifest of the project at ``root``, from its table alone (the
-    generator not run): what a fresh clone's early reads need (``genspirv.buildsys.early``)."""
-    table = _read_table(root) or {}
-    glsl_dir, spirv_dir, manifest = (relative_path(table.get(k, DEFAULTS[k]), f"tool.genspirv.{k}")
-                                     for k in ("glsl_dir", "spirv_dir", "manifest"))
-    return glsl_dir, spirv_dir, manifest
-
-
 def load_config(root: Path | str) -> Config:
     """Read and check the config of the project at ``root``."""
     if not Path(root).is_dir():
@@ -276,12 +268,11 @@ def load_config(root: Path | str) -> Config:
     generator = None
     generated: list[Variant] = []
     files: tuple[GeneratedFile, ...] = ()
-    reads = None
     if "generator" in table:
         from .generator import generator_items
         generator = relative_path(table["generator"], "tool.genspirv.generator")
         output = generator_items(root, generator, glsl_dir)
-        files, reads = output.files, output.reads
+        files = output.files
         _check_shadowing(root, files, f"{glsl_dir}/{INCLUDE_DIR}", generator)
         # Many variants share a source: its checks and its table's settings and meta are made
         # once, in the order they were made per variant (the first variant that fails one is
@@ -333,7 +324,7 @@ def load_config(root: Path | str) -> Config:
                     target_env=target_env, glslang=glslang, flags=flags, generate=tuple(generate),
                     variants=tuple(sorted(variants.values(), key=lambda v: v.name)),
                     include_directive=include_directive, generator=generator, generated=files,
-                    remote_cache=remote_cache, defaults=found is None, generator_reads=reads,
+                    remote_cache=remote_cache, defaults=found is None,
                     other_stages=tuple(f"{glsl_dir}/{rel}" for rel in
                                        discover_sources(root, glsl_dir, tuple(exclude), tuple(OTHER_STAGES))))
     _check_collisions(config)
@@ -391,6 +382,26 @@ def _input_files(config: Config) -> dict[str, str]:
     return inputs
 
 
+# Folders no output goes into, at any depth and in any case: git's (an output of .git/config
+# erased the remote) and genspirv's own state, whose files a build owns by name.
+OWNED_FOLDERS = {".git": "git's own folder", ".genspirv": "genspirv's state folder"}
+
+
+def _resolved_parts(config: Config, path: Path) -> tuple[str, ...]:
+    """The parts of ``path`` with its symlinks resolved: root-relative inside the project, whole outside."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):     # a symlink loop, which no write gets through either
+        return ()
+    return resolved.relative_to(config.root).parts if resolved.is_relative_to(config.root) else resolved.parts
+
+
+def _owned_folder(config: Config, parts: tuple[str, ...]) -> Optional[str]:
+    """The folder of ``OWNED_FOLDERS`` among ``parts`` (None: none of them)."""
+    names = {part.casefold() for part in parts}
+    return next((name for name in OWNED_FOLDERS if name in names), None)
+
+
 def _check_parents(config: Config, path: str, key: str) -> None:
     """Refuse an output whose folder cannot be made because a file sits where a folder must be."""
     blocked = next((parent for parent in PurePosixPath(path).parents
@@ -407,7 +418,16 @@ def _check_collisions(config: Config) -> None:
     _check_parents(config, config.spirv_dir, "tool.genspirv.spirv_dir")
     taken = {config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants}
     inputs = _input_files(config)
-    for path, key, what in _output_files(config):
+    for path, what in taken.items():
+        if path in inputs:      # a preamble or template kept among the blobs, under a variant's name
+            raise ConfigError(f"tool.genspirv.spirv_dir: {path!r}, {what}, would overwrite {inputs[path]}; "
+                              "rename the variant or move the file")
+    outputs = _output_files(config)
+    for path, key in [(config.spirv_dir, "tool.genspirv.spirv_dir"), *((p, k) for p, k, _ in outputs)]:
+        owned = _owned_folder(config, PurePosixPath(path).parts + _resolved_parts(config, config.path(path)))
+        if owned is not None:
+            raise ConfigError(f"{key}: {path!r} is inside {owned}/, {OWNED_FOLDERS[owned]}; write outputs elsewhere")
+    for path, key, what in outputs:
         if config.path(path).is_dir():
             raise ConfigError(f"{key}: {path!r} is a folder; name a file")
         _check_parents(config, path, key)
@@ -420,6 +440,43 @@ def _check_collisions(config: Config) -> None:
         if path in taken:
             raise ConfigError(f"{key}: {path!r} is {taken[path]}, another output of the build")
         taken[path] = what
+
+
+def build_file(config: Config, path: Path | str) -> Optional[str]:
+    """What the file ``path`` (relative to the working folder) is to the build, or None: an input,
+    an output, a blob, or a file in glsl_dir, spirv_dir (a ``.spv``), ``.git/`` or ``.genspirv/``.
+    Judged by the file it names, not its spelling: symlinks resolved, and what exists by device and
+    inode too (a hard link, or another case of the name on a case-blind disk)."""
+    target = Path(os.path.abspath(path))
+    parts = _resolved_parts(config, target)
+    rel = PurePosixPath(*parts) if parts and parts[0] != target.anchor else None
+    files = {**_input_files(config),
+             **{p: what if p == config.manifest else f"the output {what}" for p, _, what in _output_files(config)},
+             **{config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants}}
+    if rel is not None and rel.as_posix() in files:
+        return files[rel.as_posix()]
+    folders = {**{name: f"{name}/, {what}" for name, what in OWNED_FOLDERS.items()},
+               config.glsl_dir: f"{config.glsl_dir}/, which holds the sources and includes the build reads"}
+    owned = _owned_folder(config, parts)
+    if owned is not None:
+        return f"a file in {folders[owned]}"
+    if target.suffix.casefold() == ".spv":     # a blob no variant has: a build would take it for a stray one
+        folders[config.spirv_dir] = f"{config.spirv_dir}/, the blobs' folder"
+    for folder, what in folders.items():
+        if (rel is not None and rel.is_relative_to(folder)) or \
+                any(_same_file(config.path(folder), parent) for parent in target.parents):
+            return f"a file in {what}"
+    if not target.exists():
+        return None
+    return next((what for f, what in files.items() if _same_file(config.path(f), target)), None)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` both exist and are one file or folder (device and inode)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def find_root(start: Optional[Path] = None) -> Path:

@@ -35,8 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from ..fsutil import atomic_write
-
-GENERATED_DIR = ".genspirv/generated"     # root-relative; on the include path when there are files
+from ..statedir import GENERATED_DIR     # root-relative; on the include path when there are files
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,8 @@ def generated_path(name: str) -> str:
 
 
 def is_generated(path: str) -> bool:
-    return PurePosixPath(path).is_relative_to(GENERATED_DIR)
+    # A string test, not pathlib: the plan asks it of every file of every variant.
+    return path == GENERATED_DIR or path.startswith(GENERATED_DIR + "/")
 
 
 def provenance(deps: Sequence[str], files: Mapping[str, GeneratedFile], generator: Optional[str]) -> tuple[str, ...]:

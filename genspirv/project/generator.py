@@ -41,7 +41,6 @@ from . import isolated
 from .. import settings
 from ..errors import ConfigError
 from .generated import GeneratedFile, generated_path
-from .reads import Reads, watch
 
 GENERATOR_KEYS = {"name", "source", "defines", "flags", "target_env", "optimize", "validate", "optional", "preamble",
                   "compiler", "meta", "lint", "source_text", "template"}
@@ -109,10 +108,9 @@ def generator_variants(root: Path, rel: str, stage: Callable[[str], None] = lamb
     return _call(module, "variants", path, rel), files
 
 
-def run_generator(root: Path, rel: str) -> tuple[list[Any], list[Any], Reads]:
+def run_generator(root: Path, rel: str) -> tuple[list[Any], list[Any]]:
     """``generator_variants`` in a child process, stopped after ``GENSPIRV_GENERATOR_TIMEOUT``
-    seconds: a generator that never returns costs one line, not a hung build; with what the
-    child read while it ran (``genspirv.project.reads``)."""
+    seconds: a generator that never returns costs one line, not a hung build."""
     timeout = settings.get("GENSPIRV_GENERATOR_TIMEOUT")
     try:
         ok, value = isolated.call_in_child(_isolated, (root, rel), timeout)
@@ -132,9 +130,8 @@ def run_generator(root: Path, rel: str) -> tuple[list[Any], list[Any], Reads]:
 
 def _isolated(stage: Callable[[str], None], root: Path, rel: str) -> tuple[bool, Any]:
     """The child's side of ``run_generator`` (module-level: a fresh interpreter finds it by name)."""
-    reads = watch()
     try:
-        return True, (*plain(generator_variants(root, rel, stage)), reads())
+        return True, plain(generator_variants(root, rel, stage))
     except ConfigError as exc:
         return False, str(exc)
 
@@ -219,7 +216,6 @@ class GeneratorItem:
 class GeneratorOutput:
     items: tuple[GeneratorItem, ...]
     files: tuple[GeneratedFile, ...]        # sorted by path
-    reads: Reads = Reads()                  # what the generator read (genspirv.project.reads)
 
 
 def _posix(value: Any, where: str, what: str) -> str:
@@ -292,7 +288,7 @@ def generator_items(root: Path, rel: str, glsl_dir: str) -> GeneratorOutput:
     """The generator's variants, each a mapping with known keys, a valid name and an existing
     source, and the files it generated."""
     from .variant_names import check_name
-    listed, extra, reads = run_generator(root, rel)
+    listed, extra = run_generator(root, rel)
     files = _generated_files(root, rel, extra, listed)
     out = []
     sources: dict[str, tuple[PurePosixPath, bool, bool]] = {}     # source -> (path, bad, on disk)
@@ -327,4 +323,4 @@ def generator_items(root: Path, rel: str, glsl_dir: str) -> GeneratorOutput:
             raise ConfigError(f"{where}: no such source {glsl_dir}/{source} (and no generated file of that name)")
         path = generated_path(p.as_posix()) if generated else f"{glsl_dir}/{p.as_posix()}"
         out.append(GeneratorItem(where, name, p.as_posix(), item, path, generated))
-    return GeneratorOutput(tuple(out), tuple(sorted((f for f, _ in files.values()), key=lambda f: f.path)), reads)
+    return GeneratorOutput(tuple(out), tuple(sorted((f for f, _ in files.values()), key=lambda f: f.path)))

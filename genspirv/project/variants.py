@@ -8,7 +8,8 @@ and ``lint.ignore`` accumulate; ``target_env``, ``optimize``, ``validate``,
 ``optional``, ``preamble``, ``compiler`` override), and the variant's ``meta`` (a table
 of JSON data for project templates; a variant's keys over its source's). Also the small
 checkers every config value goes through, each refusing with a ``ConfigError`` that names
-the key. Pure: no file is read; given a root, a preamble is checked to be a file under it.
+the key; and ``Versions``, the compilers' versions as every content key names them. Pure:
+no file is read; given a root, a preamble is checked to be a file under it.
 """
 
 from __future__ import annotations
@@ -109,6 +110,26 @@ class Variant:
 
 
 # -- small checkers: each names the key it refuses ----------------------------
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The versions of a build's compilers (``toolchain.chain.Compilers.versions``): the part of
+    every content key that names what compiled it."""
+
+    compiler: str                       # the default compiler's (the pinned glslang's) version
+    optimizer: Optional[str] = None     # spirv-opt's, when any variant is optimised
+    # (name, label) of each other compiler: "slang-glslang 2026.12 (...)", or "... (not installed)"
+    others: tuple[tuple[CompilerName, str], ...] = ()
+
+    def of(self, variant: Variant) -> str:
+        """The compiler part of ``variant``'s content key: the default compiler's version alone,
+        as every key has always had it; else each compiler of its chain, named, in order
+        (docs/COMPILERS.md, "In a build")."""
+        if variant.chain == DEFAULT_COMPILERS:
+            return self.compiler
+        labels = {CompilerName.GLSLANG: f"glslang {self.compiler}", **dict(self.others)}
+        return ", else ".join(labels.get(name, f"{name.value} (not installed)") for name in variant.chain)
 
 
 def type_name(value: Any) -> str:

@@ -2,8 +2,9 @@
 
 Takes any value a caller passed; gives ``whole_number`` (an int from an int or
 a numpy integer, never from a bool), ``count_option`` (a whole number within
-bounds, or one line naming the option) and ``describe_value`` (``a numpy array
-(float32, shape (4,))``, ``str 'c'``) for the messages of
+bounds, or one line naming the option), ``little_endian`` (a numpy array or
+dtype in the byte order the device reads) and ``describe_value`` (``a numpy
+array (float32, shape (4,))``, ``str 'c'``) for the messages of
 ``ArgumentTypeError``. Pure: no Vulkan, no numpy import.
 """
 
@@ -35,6 +36,17 @@ def count_option(value, what: str, lo: int, hi: Optional[int] = None) -> int:
     if n < lo or (hi is not None and n > hi):
         raise GenspirvError(f"{what} must be {span}, not {n}")
     return n
+
+
+def little_endian(array):
+    """``array`` (a numpy array) with its items little-endian, the order a Vulkan device reads:
+    itself when they are (or have no order: bytes, bools), else a converted copy.
+
+    Converted rather than refused: an array of '>f4' (read from a big-endian file format, say)
+    holds the values its caller means, and its raw bytes would upload as other numbers; the
+    copy costs only such an array, and every caller would otherwise write the same astype."""
+    order = array.dtype.newbyteorder("<")
+    return array if order == array.dtype else array.astype(order)
 
 
 def describe_value(obj) -> str:

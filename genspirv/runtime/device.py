@@ -240,7 +240,7 @@ class Device:
             kernel = Kernel(self.handle, entry, manifest.read_blob(entry), self.device_limits, owner=self)
             self._kernels[name] = kernel
         data = pack_spec(kernel.entry, spec)
-        key = (name, data.key)
+        key = (name, data.identity)
         bound = self._bound.get(key)
         if bound is None:
             bound = self._bound[key] = BoundKernel(kernel, data, checked=True)

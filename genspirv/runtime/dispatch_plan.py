@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ArgumentTypeError, BufferRangeError, DispatchError
 from .hazards import Access, access_of
-from .args import whole_number
+from .args import little_endian, whole_number
 from .memory import Buffer, BufferView, view_arg
 from .push import pack_push
 
@@ -68,7 +68,7 @@ def push_bytes(push, entry) -> bytes:
     if isinstance(push, (bytes, bytearray, memoryview)):
         return bytes(push)
     if isinstance(push, np.ndarray):
-        return np.ascontiguousarray(push).tobytes()
+        return np.ascontiguousarray(little_endian(push)).tobytes()
     raise ArgumentTypeError(f"kernel {entry.name}: push data must be a dict of named members, bytes or a numpy array, "
                             f"not {type(push).__name__}")
 

@@ -27,6 +27,7 @@ if (_missing := missing_extra()) is not None:       # without numpy or vulkan: t
     raise _missing
 
 import dataclasses
+import numbers
 import struct
 from dataclasses import dataclass
 from typing import Mapping
@@ -43,6 +44,7 @@ from ..errors import (
 from ..manifest import ManifestEntry, check_blob
 from ..reflect.spec_sizes import depends_on_spec, overlapping_members, specialise
 from ._vk import call, ffi, vk
+from .args import describe_value, whole_number
 from .limits import DeviceLimits, check_device, layout_excesses
 from .trust import check_specialised, verify_kernel
 
@@ -51,6 +53,9 @@ _SPEC_FORMATS = {
     "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q",
     "float16": "e", "float32": "f", "float64": "d",
 }
+
+# The largest finite value of each float type (IEEE 754 binary16, binary32, binary64).
+_FLOAT_MAX = {"float16": 65504.0, "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
 
 _DESCRIPTOR_TYPES = {
     "storage_buffer": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -61,8 +66,14 @@ _DESCRIPTOR_TYPES = {
 class SpecData:
     entries: tuple[tuple[int, int, int], ...]   # (constant id, byte offset, byte size)
     data: bytes
-    key: tuple                                   # (name, value) pairs, sorted: the cache key
+    key: tuple                                   # (name, value) pairs, sorted: as given, for messages
     values: tuple[tuple[int, object], ...] = ()  # (id, value) every constant of an id runs with
+
+    @property
+    def identity(self) -> tuple:
+        """What a pipeline is made from, its cache key: the map entries and their bytes. Not the
+        values: 0.0 == -0.0 would share a pipeline, and each float('nan') make one more."""
+        return self.entries, self.data
 
 
 def pack_spec(entry: ManifestEntry, spec: Mapping[str, object] | None) -> SpecData:
@@ -83,6 +94,10 @@ def pack_spec(entry: ManifestEntry, spec: Mapping[str, object] | None) -> SpecDa
     for s in consts:
         if s.name:
             by_name.setdefault(s.name, s)
+    not_names = [k for k in spec if not isinstance(k, str)]     # a spec id, say: sorting them with names raised
+    if not_names:
+        raise ArgumentTypeError(f"kernel {entry.name}: spec is keyed by spec constant name, not "
+                                f"{describe_value(not_names[0])} (known: {', '.join(sorted(by_name)) or 'none'})")
     unknown = sorted(set(spec) - set(by_name))
     if unknown:
         known = ", ".join(sorted(by_name)) or "none"
@@ -132,22 +147,34 @@ def specialised_local_size(entry: ManifestEntry, spec: SpecData) -> tuple[int, i
 
 
 def _check_value(kernel: str, name: str, stype: str, value):
+    """``value`` as packed for a spec constant of ``stype``, or a SpecConstantError naming the
+    constant, its type and its range. A numpy integer or float counts as one. A float is taken
+    while it rounds to a finite value of its type (inf and nan are taken as given: they are values
+    of it); one that would round to infinity (1e39 for a float32) is refused, not packed as inf."""
     where = f"kernel {kernel}: spec constant {name} ({stype})"
     if stype == "bool":
         if not isinstance(value, bool):
             raise SpecConstantError(f"{where} needs True or False, not {value!r}")
         return 1 if value else 0
     if stype.startswith(("int", "uint")):
-        if isinstance(value, bool) or not isinstance(value, int):
+        number = whole_number(value)
+        if number is None:
             raise SpecConstantError(f"{where} needs an integer, not {value!r}")
         bits = int(stype.split("int")[1])
         lo, hi = (0, 2 ** bits - 1) if stype.startswith("u") else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
-        if not lo <= value <= hi:
-            raise SpecConstantError(f"{where}: {value} is outside [{lo}, {hi}]")
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not lo <= number <= hi:
+            raise SpecConstantError(f"{where}: {number} is outside [{lo}, {hi}]")
+        return number
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise SpecConstantError(f"{where} needs a number, not {value!r}")
-    return float(value)
+    try:
+        number = float(value)
+        struct.pack("<" + _SPEC_FORMATS[stype], number)
+    except OverflowError:       # an int past float64, or a float that rounds to infinity in stype
+        top = _FLOAT_MAX[stype]
+        shown = repr(value) if len(repr(value)) <= 24 else f"{repr(value)[:20]}..."
+        raise SpecConstantError(f"{where}: {shown} is outside the {stype} range [{-top!r}, {top!r}]") from None
+    return number
 
 
 def check_dispatch_args(entry: ManifestEntry, nbuffers: int, push_size: int) -> None:
@@ -230,7 +257,7 @@ class Kernel:
     def pipeline(self, spec: SpecData, layout=None):
         """The pipeline for these spec values (created once, then cached), with ``layout``
         (the kernel's default one when None)."""
-        pipe = self._pipelines.get(spec.key)
+        pipe = self._pipelines.get(spec.identity)
         if pipe is not None:
             return pipe
         map_entries = [vk.VkSpecializationMapEntry(constantID=cid, offset=off, size=size)
@@ -247,7 +274,7 @@ class Kernel:
                                                basePipelineIndex=-1)
         infos = [cinfo]
         pipe = call(vk.vkCreateComputePipelines, self._device, None, 1, infos, None)[0]
-        self._pipelines[spec.key] = pipe
+        self._pipelines[spec.identity] = pipe
         return pipe
 
     def destroy(self) -> None:

@@ -30,7 +30,7 @@ from ..errors import ArgumentTypeError, BufferRangeError
 from . import _vk
 from ._vk import call, vk
 from .hazards import Access, Barrier, HazardKind, Range, Stage
-from .args import describe_value, whole_number
+from .args import describe_value, little_endian, whole_number
 from .memory import Buffer, BufferView, StagingChunk
 from .recorder import Recorder
 from .slots import SlotState, TransferLane
@@ -74,7 +74,10 @@ def host_bytes(array, view: BufferView) -> memoryview:
         if array.dtype.hasobject:
             raise ArgumentTypeError(f"upload into {_name(view)}: an array of Python objects has no "
                                     f"bytes to copy; pass a numeric numpy array")
-        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        data = memoryview(np.ascontiguousarray(little_endian(array))).cast("B")
+    elif isinstance(array, memoryview) and array.format[:1] in ">!":
+        # A typed view of big-endian items (of a numpy array of '>f4', say): its values, as for the array.
+        data = memoryview(np.ascontiguousarray(little_endian(np.asarray(array)))).cast("B")
     elif isinstance(array, (bytes, bytearray, memoryview)):
         data = memoryview(array).cast("B")
     else:
@@ -123,8 +126,9 @@ def download_layout(view: BufferView, dtype, shape) -> tuple[np.dtype, Optional[
 
 
 def as_array(raw: bytes, dtype: np.dtype, shape: Optional[tuple[int, ...]]) -> np.ndarray:
-    """A download's bytes as a new array (checked by ``download_layout``)."""
-    out = np.frombuffer(raw, dtype=dtype).copy()
+    """A download's bytes as a new array (checked by ``download_layout``); a dtype of the other byte
+    order gives the device's little-endian values in that order, as ``upload`` takes them."""
+    out = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype)      # a copy, in the order asked
     return out.reshape(shape) if shape is not None else out
 
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Optional, Sequence, Union
 
-from .compiler import Compiler, CompilerOutput, Job, Versions, find_compiler
+from .compiler import Compiler, CompilerOutput, Job, find_compiler
 from ..project.config import Config, Variant
 from ..errors import ToolchainError, UnavailableError
-from ..project.variants import CompilerName
+from ..project.variants import CompilerName, Versions
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Compilers:
 
     def manifest_facts(self) -> dict[CompilerName, Mapping[str, str]]:
         """What the manifest's toolchain records of each compiler besides the default, written
-        when it built some variant (``genspirv.buildsys.outputs``)."""
+        when it built some variant (``genspirv.buildsys.render``)."""
         return {name: c.manifest_facts() for name, c in self.by_name.items()
                 if name is not CompilerName.GLSLANG and hasattr(c, "manifest_facts")}
 

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar, Optional, Protocol, Sequence
 
 from ..project.config import Config, Variant
-from ..project.variants import DEFAULT_COMPILERS, CompilerName
+from ..project.variants import CompilerName
 from ..errors import GenspirvError, ToolchainError
 from ..project.generated import GENERATED_DIR, is_generated
 from .spirv_tools import optimize, tool_version, validate
@@ -61,23 +61,6 @@ if TYPE_CHECKING:
     from .glslang_library import GlslangLibrary
 
 CommandLog = Optional[Callable[[Sequence[str]], None]]
-
-
-@dataclass(frozen=True)
-class Versions:
-    compiler: str                       # the default compiler's (the pinned glslang's) version
-    optimizer: Optional[str] = None     # spirv-opt's, when any variant is optimised
-    # (name, label) of each other compiler: "slang-glslang 2026.12 (...)", or "... (not installed)"
-    others: tuple[tuple[CompilerName, str], ...] = ()
-
-    def of(self, variant: Variant) -> str:
-        """The compiler part of ``variant``'s content key: the default compiler's version alone,
-        as every key has always had it; else each compiler of its chain, named, in order
-        (docs/COMPILERS.md, "In a build")."""
-        if variant.chain == DEFAULT_COMPILERS:
-            return self.compiler
-        labels = {CompilerName.GLSLANG: f"glslang {self.compiler}", **dict(self.others)}
-        return ", else ".join(labels.get(name, f"{name.value} (not installed)") for name in variant.chain)
 
 
 @dataclass(frozen=True)

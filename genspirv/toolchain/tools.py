@@ -36,7 +36,7 @@ from typing import Callable, Mapping, Optional, Protocol, Sequence
 from . import children
 from .. import settings
 from ..errors import CompileError, OutputError, ToolchainError, UnavailableError
-from ..fsutil import atomic_write
+from ..fsutil import CACHE_FILE_MAX, atomic_write, read_json
 from .includes import cycle_text, find_include_cycle, reached_from, unguarded
 from .preamble import missing_version, read_text, write_composed
 
@@ -129,18 +129,19 @@ def _cap_memory(pid: int, limit: int) -> None:
 
 
 def _from_wheel(tool: str, path: Optional[Sequence[str]] = None) -> Optional[Tool]:
-    """``tool`` inside its cmeel wheel, the first found on ``path`` (default ``sys.path``)."""
+    """``tool`` inside its cmeel wheel, the first found on ``path`` (default ``sys.path``): where
+    the wheel installs it, ``<site>/cmeel.prefix/bin/<tool>``, in a folder that holds the wheel's
+    ``.dist-info``. Looked up by path, not through ``importlib.metadata``, which costs a no-op
+    build ~25 ms to import and scan."""
     wheel = WHEEL_OF.get(tool)
     if wheel is None:
         return None
-    # Imported here: a no-op build whose compiler version is cached never gets this far.
-    from importlib import metadata
-    dist = next(iter(metadata.distributions(name=wheel, path=list(sys.path if path is None else path))), None)
-    for f in (dist.files or ()) if dist is not None else ():
-        if f.parts[-3:] == ("cmeel.prefix", "bin", tool):
-            found = Path(dist.locate_file(f)).resolve()
-            if found.is_file() and os.access(found, os.X_OK):
-                return Tool(tool, found, lib_dir=found.parent.parent / "lib", origin=f"wheel {wheel}")
+    dist_info = wheel.replace("-", "_") + "-*.dist-info"
+    for site in (sys.path if path is None else path):
+        exe = Path(site or ".", "cmeel.prefix", "bin", tool)
+        if exe.is_file() and os.access(exe, os.X_OK) and next(Path(site or ".").glob(dist_info), None) is not None:
+            found = exe.resolve()
+            return Tool(tool, found, lib_dir=found.parent.parent / "lib", origin=f"wheel {wheel}")
     return None
 
 
@@ -209,7 +210,7 @@ def cached_version(tool: Tool, probe: Callable[[Tool], str], cache: Optional[Pat
     known = {}
     if cache is not None:
         try:
-            known = json.loads(cache.read_text(encoding="utf-8"))
+            known = read_json(cache, CACHE_FILE_MAX)      # a FIFO or /dev/zero there: not ours
         except (OSError, ValueError):
             known = {}
         entry = known.get(tool.name) if isinstance(known, dict) else None

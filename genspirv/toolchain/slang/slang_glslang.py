@@ -17,7 +17,6 @@ no path and no debug info, so any folder and any run gives the same blob.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import threading
@@ -27,7 +26,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 from ... import settings
 from ...errors import CompileError, ConfigError, ToolchainError, UnavailableError
-from ...fsutil import write_json_atomic
+from ...fsutil import CACHE_FILE_MAX, read_json, write_json_atomic
 from ..includes import reached_from, unguarded_include_cycle
 from ..preamble import Composed, compose, missing_version, read_text
 from ..tools import Glslang, find_glslang, missing_extensions, uses_include
@@ -206,7 +205,7 @@ class SlangGlslang:
             known = {}
             if self.cache is not None:
                 try:
-                    known = json.loads(self.cache.read_text(encoding="utf-8"))
+                    known = read_json(self.cache, CACHE_FILE_MAX)     # a FIFO or /dev/zero there: not ours
                 except (OSError, ValueError):
                     known = {}
             if not isinstance(known, dict) or known.get("identity") != self.identity:

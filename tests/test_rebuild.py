@@ -1,20 +1,18 @@
-"""The no-op stamp (genspirv.buildsys.noopstamp): a build that repeats the last no-op is decided from
-stat() alone, and any input that changed still rebuilds exactly what it should.
+"""The one decider against a settled project: a no-op compiles, reads and writes nothing, and any
+input that changed rebuilds exactly what it should (genspirv.buildsys.plan through the build loop).
 
-Each case first settles the project (a build, then a no-op that writes the stamp) and checks
-that the next build would take the shortcut (it makes no plan), then changes one input: had
-the stamp been trusted, nothing would rebuild, so each case fails if the shortcut is too eager
-(``test_a_stamp_trusted_blindly_would_miss_the_change`` shows it on one of them). Against the
-fake compiler (tests/fake_compiler.py)."""
+Each case first settles the project (a build, then a no-op that writes nothing), then changes
+one input. Against the fake compiler (tests/fake_compiler.py); the stat log's entries are
+trusted at once (files written just now count as settled, as they would a moment later), so
+a stat-only decision that missed a change would show here."""
 
 from __future__ import annotations
 
 import pytest
 
-import genspirv.buildsys.builder as build_mod
 from fake_compiler import FakeCompiler
-from genspirv.buildsys import noopstamp
 from genspirv.buildsys.builder import build
+from genspirv.buildsys.statlog import StatLog
 from genspirv.project.config import load_config
 from test_plan import ALL, TABLE, make_project, set_config
 
@@ -24,20 +22,19 @@ GENERATOR = ('def variants():\n    return [{"name": "gen_a", "source": "neg.comp
 
 @pytest.fixture
 def plans(monkeypatch):
-    """How many full plans the builds made (the shortcut makes none); files written just now
-    count as settled, as they would a moment later."""
+    """The files the builds read and hashed (a settled no-op reads none); files written just
+    now count as settled, as they would a moment later."""
     monkeypatch.setattr("genspirv.buildsys.statlog.RACY_S", -1.0)
-    made = []
-    real = build_mod.make_plan
-    monkeypatch.setattr(build_mod, "make_plan", lambda *a, **kw: made.append(1) or real(*a, **kw))
-    return made
+    read = []
+    real = StatLog.note         # called only for a file that was read and hashed
+    monkeypatch.setattr(StatLog, "note", lambda self, rel, st, digest: read.append(rel) or real(self, rel, st, digest))
+    return read
 
 
 def settle(root, plans, compiler=None):
-    """Build, then no-op (which writes the stamp); the next build takes the shortcut."""
+    """Build, then no-op; the next build is a no-op that reads no file."""
     build(load_config(root), compiler=compiler or FakeCompiler(), jobs=1)
     build(load_config(root), compiler=compiler or FakeCompiler(), jobs=1)
-    assert (root / ".genspirv" / noopstamp.STAMP_FILE).is_file()
     plans.clear()
     fake = compiler or FakeCompiler()
     report = build(load_config(root), compiler=fake, jobs=1)
@@ -51,7 +48,7 @@ def rebuild(root, compiler=None):
     return report, fake
 
 
-def test_the_shortcut_reports_what_the_full_plan_did(tmp_path, plans):
+def test_a_no_op_reports_what_the_build_before_it_planned(tmp_path, plans):
     root = make_project(tmp_path / "p")
     build(load_config(root), compiler=FakeCompiler(), jobs=1)
     full = build(load_config(root), compiler=FakeCompiler(), jobs=1)
@@ -62,16 +59,17 @@ def test_the_shortcut_reports_what_the_full_plan_did(tmp_path, plans):
         [(s.name, s.action, s.reason, s.detail) for s in full.plan.steps]
 
 
-def test_a_touched_but_unchanged_include_rebuilds_nothing_and_stamps_again(tmp_path, plans):
+def test_a_touched_but_unchanged_include_rebuilds_nothing_and_is_read_once(tmp_path, plans):
     root = make_project(tmp_path / "p")
     settle(root, plans)
     inc = root / "glsl/include/common.glsl"
     inc.write_bytes(inc.read_bytes())
     report, fake = rebuild(root)
-    assert plans == [1] and report.compiled == () and report.written == () and not fake.compiles
+    assert plans == ["glsl/include/common.glsl"] and report.compiled == () and report.written == () \
+        and not fake.compiles
     plans.clear()
     report, _ = rebuild(root)
-    assert plans == [] and report.compiled == ()        # stamped again by the build before
+    assert plans == [] and report.compiled == ()        # its new stat() logged by the build before
 
 
 def test_a_changed_include_rebuilds_its_dependents(tmp_path, plans):
@@ -81,17 +79,6 @@ def test_a_changed_include_rebuilds_its_dependents(tmp_path, plans):
     inc.write_bytes(inc.read_bytes() + b"// edited\n")
     report, _ = rebuild(root)
     assert sorted(report.compiled) == ["add_f32", "add_i32"]
-
-
-def test_a_stamp_trusted_blindly_would_miss_the_change(tmp_path, plans, monkeypatch):
-    # The negative control of the cases here: a stamp that held whatever changed rebuilds nothing.
-    root = make_project(tmp_path / "p")
-    settle(root, plans)
-    inc = root / "glsl/include/common.glsl"
-    inc.write_bytes(inc.read_bytes() + b"// edited\n")
-    monkeypatch.setattr(noopstamp, "holds", lambda *a: True)
-    report, _ = rebuild(root)
-    assert report.compiled == ()
 
 
 def test_a_changed_define_rebuilds_that_variant(tmp_path, plans):
@@ -141,7 +128,7 @@ def test_a_generator_reading_another_file_is_run_again(tmp_path, plans):
     assert report.compiled == ("gen_a",)
 
 
-def test_an_edited_blob_is_put_back_and_an_orphan_removed(tmp_path, plans):
+def test_an_edited_blob_is_put_back_an_orphan_removed_and_a_stray_kept(tmp_path, plans):
     root = make_project(tmp_path / "p")
     settle(root, plans)
     blob = root / "spirv/neg.spv"
@@ -150,9 +137,15 @@ def test_an_edited_blob_is_put_back_and_an_orphan_removed(tmp_path, plans):
     report, fake = rebuild(root)
     assert report.cached == ("neg",) and blob.read_bytes() == good and not fake.compiles
     settle(root, plans)
+    # A blob no manifest or state of genspirv's listed is not genspirv's: reported, kept.
     (root / "spirv/stray.spv").write_bytes(good)
     report, _ = rebuild(root)
-    assert report.removed == ("spirv/stray.spv",) and not (root / "spirv/stray.spv").exists()
+    assert report.removed == () and report.strays == ("spirv/stray.spv",) and (root / "spirv/stray.spv").exists()
+    # One it listed (a variant taken out of the table) is an orphan: removed.
+    set_config(root, TABLE.replace(', i32 = "int"', ''))
+    report, _ = rebuild(root)
+    assert report.removed == ("spirv/add_i32.spv",) and not (root / "spirv/add_i32.spv").exists()
+    assert report.strays == ("spirv/stray.spv",)
 
 
 def test_an_edited_manifest_is_written_again(tmp_path, plans):
@@ -163,46 +156,6 @@ def test_an_edited_manifest_is_written_again(tmp_path, plans):
     manifest.write_bytes(good + b"\n")
     report, _ = rebuild(root)
     assert "manifests/shaders.json" in report.written and manifest.read_bytes() == good
-
-
-def test_a_journal_or_a_forced_or_named_build_plans_in_full(tmp_path, plans):
-    root = make_project(tmp_path / "p")
-    settle(root, plans)
-    report = build(load_config(root), compiler=FakeCompiler(), jobs=1, only=["neg"])
-    assert plans == [1] and report.compiled == ()
-    plans.clear()
-    report = build(load_config(root), compiler=FakeCompiler(), jobs=1, force=True)
-    assert plans == [1] and sorted(report.compiled) == list(ALL)
-    settle(root, plans)
-    (root / ".genspirv/journal.jsonl").write_text("")      # an interrupted build's
-    rebuild(root)
-    assert plans == [1]
-
-
-# -- the stamp a build leaves for the no-op after it ------------------------------------------
-
-
-def stamp_of(root):
-    return (root / ".genspirv" / noopstamp.STAMP_FILE).read_bytes()
-
-
-@pytest.mark.parametrize("table", [TABLE, f'generator = "gen.py"\n{TABLE}'])
-def test_a_build_stamps_the_no_op_that_follows_it(tmp_path, plans, table):
-    # The stamp a build leaves is byte for byte the one a full no-op after it would leave (the
-    # same digest, the same files with the same stat()), so the next build takes the shortcut.
-    root = make_project(tmp_path / "p", table)
-    (root / "gen.py").write_text(GENERATOR)
-    first = build(load_config(root), compiler=FakeCompiler(), jobs=1)
-    assert first.compiled and first.stamped is not None and first.stamped.did_nothing
-    left = stamp_of(root)
-    (root / ".genspirv" / noopstamp.STAMP_FILE).unlink()
-    plans.clear()
-    full = build(load_config(root), compiler=FakeCompiler(), jobs=1)
-    assert plans == [1] and full.did_nothing and stamp_of(root) == left
-    assert first.stamped.summary() == full.summary() and first.stamped.up_to_date == full.up_to_date
-    plans.clear()
-    report, fake = rebuild(root)
-    assert plans == [] and report.did_nothing and not fake.compiles
 
 
 class EditsWhileCompiling(FakeCompiler):
@@ -225,46 +178,22 @@ def test_a_source_edited_while_it_compiled_is_compiled_again(tmp_path, plans):
     settle(root, plans)
     (root / "glsl/neg.comp").write_bytes((root / "glsl/neg.comp").read_bytes() + b"// edited\n")
     report, _ = rebuild(root, EditsWhileCompiling("neg"))
-    assert report.compiled == ("neg",) and report.stamped is not None
+    assert report.compiled == ("neg",)
     report, fake = rebuild(root)
     assert report.compiled == ("neg",) and fake.compiles == {"neg": 1}
 
 
-def test_a_stamp_that_read_its_inputs_again_would_miss_that_edit(tmp_path, plans, monkeypatch):
-    # The negative control of the case above: stat() the inputs at the build's end, not when they
-    # were read, and the stamp holds over the edit made while the variant compiled.
+def test_an_output_changed_after_it_was_written_is_put_back(tmp_path, plans):
     root = make_project(tmp_path / "p")
-    settle(root, plans)
-    (root / "glsl/neg.comp").write_bytes((root / "glsl/neg.comp").read_bytes() + b"// edited\n")
-    real = noopstamp.save
-
-    def save(config, versions, stats):
-        for rel, sig in stats.consulted.items():
-            stats.consulted[rel] = noopstamp.signature((config.root / rel).stat()) if sig else sig
-        return real(config, versions, stats)
-    monkeypatch.setattr(noopstamp, "save", save)
-    rebuild(root, EditsWhileCompiling("neg"))
-    report, fake = rebuild(root)
-    assert report.compiled == () and not fake.compiles
-
-
-def test_an_output_changed_after_it_was_written_is_not_stamped(tmp_path, plans, monkeypatch):
-    root = make_project(tmp_path / "p")
-    real = noopstamp.save_after_build
-
-    def changed_first(config, versions, stats, outputs, written_ns):
-        (root / "spirv/neg.spv").write_bytes(b"\0" * 20)     # another writer, before the stamp
-        return real(config, versions, stats, outputs, written_ns)
-    monkeypatch.setattr(noopstamp, "save_after_build", changed_first)
-    report = build(load_config(root), compiler=FakeCompiler(), jobs=1)
-    assert report.stamped is None and not (root / ".genspirv" / noopstamp.STAMP_FILE).exists()
+    build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    (root / "spirv/neg.spv").write_bytes(b"\0" * 20)     # another writer, after the build
     report, _ = rebuild(root)
-    assert report.compiled == () and "spirv/neg.spv" in report.written      # put back by the full plan
+    assert report.compiled == () and "spirv/neg.spv" in report.written
 
 
 def test_an_edited_project_template_renders_again(tmp_path, plans):
-    # What the generated files are rendered with is in the stamp (and the seal): a project's
-    # template edited re-renders its output, though no source or blob changed.
+    # What the generated files are rendered with is in the outputs' key: a project's template
+    # edited re-renders its output, though no source or blob changed.
     root = make_project(tmp_path / "p", top='generate = [ { template = "t/x.j2", output = "x.txt" } ]\n')
     (root / "t").mkdir()
     (root / "t/x.j2").write_text("{% for s in shaders %}{{ s.name }}\n{% endfor %}")
@@ -276,8 +205,8 @@ def test_an_edited_project_template_renders_again(tmp_path, plans):
 
 
 def test_a_new_include_folder_rebuilds_every_variant(tmp_path, plans):
-    # glsl/include joins the include path when it exists: every key changes, as the full plan
-    # sees, though no file a variant read changed.
+    # glsl/include joins the include path when it exists: every key changes, though no file a
+    # variant read changed.
     root = make_project(tmp_path / "p")
     (root / "glsl/add.comp").write_text((root / "glsl/add.comp").read_text().replace('#include "common.glsl"\n', ""))
     (root / "glsl/include/common.glsl").unlink()
@@ -286,3 +215,87 @@ def test_a_new_include_folder_rebuilds_every_variant(tmp_path, plans):
     (root / "glsl/include").mkdir()
     report, _ = rebuild(root)
     assert sorted(report.compiled) == list(ALL)
+
+
+# -- the records' keys stand unmade only while the settings they were made with do -----------------
+
+
+@pytest.fixture
+def keys_made(monkeypatch):
+    """The variants whose content key the plan made (a settled one keeps its record's)."""
+    import genspirv.buildsys.builder as builder_mod
+    made = []
+    real = builder_mod.key_inputs
+    monkeypatch.setattr(builder_mod, "key_inputs", lambda v, *a: made.append(v.name) or real(v, *a))
+    return made
+
+
+def test_a_settled_no_op_makes_no_key_and_a_touched_file_makes_its_dependents(tmp_path, plans, keys_made):
+    root = make_project(tmp_path / "p")
+    settle(root, plans)
+    keys_made.clear()
+    report, _ = rebuild(root)
+    assert report.compiled == () and keys_made == []
+    # Control: a touched include makes the keys of the variants that read it, and only theirs.
+    inc = root / "glsl/include/common.glsl"
+    inc.write_bytes(inc.read_bytes())
+    report, _ = rebuild(root)
+    assert report.compiled == () and sorted(keys_made) == ["add_f32", "add_i32"]
+
+
+class FailsFor(FakeCompiler):
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def compile(self, job):
+        if job.variant.name == self.name:
+            from genspirv.errors import CompileError
+            raise CompileError(f"{job.variant.source}:1: error: no", source=job.variant.source)
+        return super().compile(job)
+
+
+def test_a_record_older_than_the_settings_is_never_taken_as_current(tmp_path, plans, keys_made):
+    """Records a build keeps from before its settings changed (a variant that failed, the
+    others of a build of named variants, an interrupted build's journal) are decided by their
+    keys: each rebuild below compiles what its settings say, however its files' stat() stand."""
+    from genspirv.errors import GenspirvError
+    root = make_project(tmp_path / "p")
+    settle(root, plans)
+    changed = TABLE.replace('i32 = "int"', 'i32 = "uint"')
+    set_config(root, changed)
+    with pytest.raises(GenspirvError):
+        build(load_config(root), compiler=FailsFor("add_i32"), jobs=1)      # keeps its old record
+    report, _ = rebuild(root)
+    assert report.compiled == ("add_i32",)
+    set_config(root, TABLE)
+    report = build(load_config(root), compiler=FakeCompiler(), jobs=1, only=["neg"])     # keeps add_i32's
+    assert report.compiled == ()
+    report, _ = rebuild(root)
+    assert report.cached == ("add_i32",) and "add_i32" not in report.up_to_date     # its old blob, by key
+    # An interrupted build's journal holds a record made with settings since put back.
+    set_config(root, TABLE.replace('f32 = "float", i32 = "int"', 'f32 = "half", i32 = "long"'))
+    with pytest.raises(KeyboardInterrupt):
+        build(load_config(root), compiler=Interrupts(), jobs=1)
+    assert (root / ".genspirv/journal.jsonl").read_text().count('"name":') == 1
+    set_config(root, TABLE)
+    report, _ = rebuild(root)
+    assert "add_f32" not in report.up_to_date
+    assert (root / "spirv/add_f32.spv").read_bytes() == build_bytes(tmp_path, TABLE, "add_f32")
+
+
+class Interrupts(FakeCompiler):
+    """Compiles the first variant (its record reaches the journal), then stops the build at the
+    next as Ctrl-C does."""
+
+    def compile(self, job):
+        if self.compiles:
+            raise KeyboardInterrupt
+        return super().compile(job)
+
+
+def build_bytes(tmp_path, table, name) -> bytes:
+    """The blob a fresh project of ``table`` builds for ``name``."""
+    root = make_project(tmp_path / f"fresh-{len(list(tmp_path.iterdir()))}", table)
+    build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    return (root / f"spirv/{name}.spv").read_bytes()
