@@ -365,7 +365,7 @@ def _cache_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_cache(args: argparse.Namespace) -> int:
     from .commands.cache import run
-    return run(_config(args), args, _say)
+    return run(lambda: _config(args), args, _say)
 
 
 # -- the table ----------------------------------------------------------------
@@ -383,7 +383,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("build", "incremental build of all variants, or of those named (--explain: why each compiles)",
             _build_args, cmd_build),
     Command("check", "verify committed blobs and manifest byte for byte", _add_jobs_quiet, cmd_check),
-    Command("cache", "the compile caches: stats (--json, --zero-stats), clear", _cache_args, cmd_cache),
+    Command("cache", "the compile caches: stats (--json, --zero-stats; also -s, -z), clear", _cache_args, cmd_cache),
     Command("reflect", "reflection of any SPIR-V blob", _reflect_args, cmd_reflect),
     Command("list", "the shaders the manifest holds (--unavailable: the variants it could not build)",
             _list_args, cmd_list),
@@ -405,6 +405,7 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
         "Reproducible SPIR-V builds, reflection manifests and a dependency-aware Vulkan runtime."))
     parser.add_argument("--root", metavar="DIR", default=None, help=ROOT_HELP)
     parser.add_argument("--check", action="store_true", help="same as `genspirv check`")
+    parser.add_argument("--cmakedir", action="store_true", help="same as `genspirv cmake-dir` (pybind11's spelling)")
     from . import __version__
     parser.add_argument("--version", action="version", version=f"genspirv {__version__}")
     # --root after the command too; SUPPRESS keeps it from overwriting the one given before.
@@ -449,7 +450,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         getattr(args, "usage_of", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.check and args.command not in (None, "check"):
         parser.error("--check is `genspirv check`; it takes no other command")
-    run = cmd_check if args.check else getattr(args, "run", None)
+    if args.cmakedir and (args.command is not None or args.check):
+        parser.error("--cmakedir is `genspirv cmake-dir`; it takes no other command")
+    run = cmd_check if args.check else cmd_cmake_dir if args.cmakedir else getattr(args, "run", None)
     if run is None:
         parser.print_help(sys.stderr)
         return 2

@@ -69,6 +69,54 @@ def test_zero_stats_starts_the_counters_afresh_and_clear_empties_the_cache(tiny_
     assert stats(fake_genspirv, root)["counters"]["local_misses"] == 1
 
 
+def test_stats_outside_a_project_show_the_shared_cache_and_exit_0(tiny_project, fake_genspirv, tmp_path,
+                                                                  monkeypatch):
+    """As ccache -s, `cache stats` works anywhere: outside a project, the shared cache (no counters:
+    each project keeps its own). Control: the same folder with --root, or inside the project, is the
+    project's; `build` outside any project is still refused."""
+    shared = tmp_path / "shared"
+    root = tiny_project()
+    assert fake_genspirv("build", "--root", root, "-q", env={"GENSPIRV_CACHE_DIR": str(shared)}).code == 0
+    size = sum(p.stat().st_size for p in shared.glob("??/*.spv"))
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    monkeypatch.chdir(nowhere)
+    env = {"GENSPIRV_CACHE_DIR": str(shared)}
+    shown = fake_genspirv("cache", "stats", env=env)
+    assert shown.code == 0, shown.err
+    assert shown.out.splitlines() == [
+        "genspirv cache stats: no genspirv project here, so no counters (each project keeps its own); "
+        "the shared cache, GENSPIRV_CACHE_DIR:", f"  {shared}: 3 entries, {cachestats.human_size(size)}"]
+    assert fake_genspirv("cache", "-s", env=env).out == shown.out
+    doc = json.loads(fake_genspirv("cache", "stats", "--json", env=env).out)
+    assert doc["folders"] == [{"path": str(shared), "entries": 3, "bytes": size}] and doc["builds"] == 0
+    unset = fake_genspirv("cache", "stats")
+    assert unset.code == 0 and "GENSPIRV_CACHE_DIR names no shared cache" in unset.out, unset.err
+    assert fake_genspirv("build", "-q").code == 2                           # control: no project to build
+    assert "3 misses" in fake_genspirv("cache", "stats", "--root", root, env=env).out    # the project's
+    monkeypatch.chdir(root / "glsl")
+    assert "3 misses" in fake_genspirv("cache", "-s", env=env).out
+
+
+def test_cache_takes_ccaches_spellings(tiny_project, fake_genspirv):
+    """`cache -s` is `cache stats`; `cache -z` zeroes the counters; `-s -z` shows them, then zeroes."""
+    root = tiny_project()
+    assert fake_genspirv("build", "--root", root, "-q").code == 0
+    long = fake_genspirv("cache", "stats", "--root", root)
+    assert fake_genspirv("cache", "-s", "--root", root).out == long.out and "3 misses" in long.out
+    both = fake_genspirv("cache", "-s", "-z", "--root", root)
+    assert both.out.splitlines() == [*long.out.splitlines(), "genspirv cache stats: counters zeroed"]
+    assert stats(fake_genspirv, root)["counters"]["local_misses"] == 0
+    (root / "spirv/neg.spv").unlink()
+    assert fake_genspirv("build", "--root", root, "-q").code == 0           # 1 local hit
+    zeroed = fake_genspirv("cache", "-z", "--root", root)
+    assert zeroed.code == 0 and zeroed.out == "genspirv cache stats: counters zeroed\n"
+    assert stats(fake_genspirv, root)["counters"]["local_hits"] == 0
+    bare = fake_genspirv("cache", "--root", root)                          # control: no action, no flag
+    assert bare.code == 2 and "name an action: stats or clear" in bare.err
+    assert fake_genspirv("cache", "-s", "clear", "--root", root).code == 2
+
+
 def test_force_replaces_a_damaged_cache_entry(tiny_project, fake_genspirv):
     """Re-seeding: --force compiles everything, asks no cache, and writes every blob afresh."""
     root = tiny_project()

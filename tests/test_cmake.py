@@ -150,6 +150,14 @@ def test_cmake_dir_prints_the_package_folder():
     assert (Path(out) / "genspirvConfigVersion.cmake").is_file()
 
 
+def test_cmakedir_option_prints_what_cmake_dir_prints(genspirv):
+    """`genspirv --cmakedir`, pybind11's spelling, is `genspirv cmake-dir`; it takes no other command."""
+    spelled = genspirv("--cmakedir")
+    assert spelled.code == 0 and spelled == genspirv("cmake-dir") and Path(spelled.out.strip()) == cmake_dir()
+    refused = genspirv("--cmakedir", "list")
+    assert refused.code == 2 and "--cmakedir is `genspirv cmake-dir`" in refused.err
+
+
 def test_package_version_is_the_python_package_version():
     import genspirv
     text = (cmake_dir() / "genspirvConfigVersion.cmake").read_text()
@@ -277,6 +285,89 @@ def test_configure_error_names_unknown_arguments_with_spaces(tmp_path):
     proc = run(CMAKE, "-S", src, "-B", tmp_path / "c", f"-Dgenspirv_DIR={cmake_dir()}",
                f"-DGENSPIRV_PYTHON={sys.executable}", ok=False)
     assert proc.returncode != 0 and "ROOT needs a folder" in proc.stderr, proc.stderr
+
+
+STOCK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+# A consumer of the vendored package: the committed table, hazards.h, and vulkan.h through genspirv::vulkan.
+VENDORED_CMAKELISTS = """\
+cmake_minimum_required(VERSION 3.20)
+project(consumer CXX)
+find_package(genspirv CONFIG REQUIRED)
+genspirv_add_shaders(kernels ROOT "shader dir")
+add_executable(consumer main.cpp)
+target_link_libraries(consumer PRIVATE kernels genspirv::vulkan)
+"""
+
+
+def stock(*args, cwd=None, ok=True) -> subprocess.CompletedProcess:
+    """``args`` as a new user's shell runs them: env -i with the system PATH (no genspirv importable)."""
+    proc = subprocess.run(["env", "-i", f"PATH={STOCK_PATH}", f"HOME={os.environ.get('HOME', '/root')}",
+                           *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300)
+    if ok:
+        assert proc.returncode == 0, f"{' '.join(map(str, args))}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+@pytest.mark.slow
+@needs_cmake
+@pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja (apt-get install ninja-build)")
+def test_a_vendored_copy_of_the_cmake_dir_alone_builds_the_committed_table(tmp_path):
+    """The folder `genspirv cmake-dir` names, copied into a project, is the whole package: with
+    -DGENSPIRV_COMPILE_SHADERS=OFF, under env -i (no genspirv anywhere), it builds a consumer of the
+    committed table that includes genspirv/hazards.h and genspirv/vulkan.h."""
+    src = make_consumer(tmp_path)
+    run(sys.executable, "-m", "genspirv", "--root", src / "shader dir", "build", "-q")      # the committed table
+    vendored = src / "third_party" / "genspirv"
+    shutil.copytree(cmake_dir(), vendored)
+    (src / "CMakeLists.txt").write_text(VENDORED_CMAKELISTS)
+    (src / "main.cpp").write_text(MAIN.replace('#include "genspirv/hazards.h"',
+                                               '#include "genspirv/hazards.h"\n#include "genspirv/vulkan.h"'))
+    assert stock("python3", "-c", "import genspirv", cwd=tmp_path, ok=False).returncode != 0
+    build = tmp_path / "build"
+    stock(CMAKE, "-S", src, "-B", build, "-G", "Ninja", f"-Dgenspirv_DIR={vendored}", "-DGENSPIRV_COMPILE_SHADERS=OFF",
+          cwd=tmp_path)
+    log = stock(CMAKE, "--build", build).stdout
+    assert "genspirv build" not in log and "Linking" in log, log
+    assert program_words(build) == blob_words(src)
+
+
+@pytest.mark.slow
+@needs_cmake
+@pytest.mark.skipif(not Path("/usr/include/vulkan/vulkan.h").is_file(), reason="needs the Vulkan headers")
+def test_genspirv_vulkan_carries_the_vulkan_headers_include(tmp_path):
+    """genspirv::vulkan puts the Vulkan headers on its user's include path: the project's
+    Vulkan::Headers (find_package(Vulkan) after the package), else GENSPIRV_VULKAN_INCLUDE_DIR. The
+    headers are copied to a folder of their own, so the compile line shows where they came from."""
+    headers = tmp_path / "vulkan-sdk" / "include"
+    for sub in ("vulkan", "vk_video"):
+        if Path("/usr/include", sub).is_dir():
+            shutil.copytree(Path("/usr/include", sub), headers / sub)
+    src = make_consumer(tmp_path)
+    run(sys.executable, "-m", "genspirv", "--root", src / "shader dir", "build", "-q")
+    (src / "main.cpp").write_text(MAIN.replace('#include "genspirv/hazards.h"',
+                                               '#include "genspirv/hazards.h"\n#include "genspirv/vulkan.h"'))
+
+    def compile_line(cmakelists: str, *options: str) -> str:
+        (src / "CMakeLists.txt").write_text(cmakelists)
+        build = tmp_path / f"build-{len(list(tmp_path.glob('build-*')))}"
+        run(CMAKE, "-S", src, "-B", build, f"-Dgenspirv_DIR={cmake_dir()}", "-DGENSPIRV_COMPILE_SHADERS=OFF",
+            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", *options)
+        run(CMAKE, "--build", build)
+        commands = __import__("json").loads((build / "compile_commands.json").read_text())
+        return next(c["command"] for c in commands if c["file"].endswith("main.cpp"))
+
+    with_target = VENDORED_CMAKELISTS.replace("genspirv_add_shaders", "find_package(Vulkan REQUIRED)\n"
+                                              "genspirv_add_shaders")
+    line = compile_line(with_target, f"-DVulkan_INCLUDE_DIR={headers}",
+                        f"-DGENSPIRV_VULKAN_INCLUDE_DIR={tmp_path / 'elsewhere'}")
+    assert str(headers) in line and "elsewhere" not in line, line          # Vulkan::Headers comes first
+    line = compile_line(VENDORED_CMAKELISTS, f"-DGENSPIRV_VULKAN_INCLUDE_DIR={headers}")
+    assert str(headers) in line, line
+    # Control: a target that links only genspirv::hazards gets no Vulkan include.
+    line = compile_line(VENDORED_CMAKELISTS.replace("genspirv::vulkan", "genspirv::hazards"),
+                        f"-DGENSPIRV_VULKAN_INCLUDE_DIR={headers}")
+    assert str(headers) not in line, line
 
 
 def test_wheel_ships_the_cmake_package_and_the_header():

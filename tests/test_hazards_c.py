@@ -27,7 +27,7 @@ from hypothesis import strategies as st  # noqa: E402
 from genspirv.runtime.hazards import Access, HazardTracker, Range  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-HEADER = REPO / "genspirv" / "include" / "genspirv" / "hazards.h"
+HEADER = REPO / "genspirv" / "cmake" / "include" / "genspirv" / "hazards.h"
 CC = shutil.which("cc")
 CXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler (cc)")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 _PROBE = """
 import json, sys
@@ -71,6 +74,70 @@ def test_without_the_runtime_extra_the_public_names_say_which_extra_to_install()
         assert out.stderr.splitlines()[-1] == (
             f"genspirv.errors.ExtraMissingError: genspirv.runtime needs {missing}, which this Python lacks: "
             "pip install 'genspirv[runtime]'"), out.stderr
+
+
+# Each module of the runtime imported in turn with numpy, vulkan or both hidden (None in sys.modules:
+# `import numpy` fails and find_spec says it is not there, as on a base install). Per module: "ok", or
+# the last line of the error and the files of the traceback's frames inside genspirv.
+_EACH_RUNTIME_MODULE = """
+import json, pkgutil, sys, traceback
+for hidden in sys.argv[1].split(","):
+    sys.modules[hidden] = None
+import genspirv.runtime
+outcome = {}
+for module in sorted(m.name for m in pkgutil.iter_modules(genspirv.runtime.__path__)):
+    try:
+        exec(compile(f"import genspirv.runtime.{module}", "<caller>", "exec"), {})
+    except BaseException as exc:
+        package = genspirv.runtime.__path__[0]
+        frames = [f.filename for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(package)]
+        outcome[module] = [traceback.format_exception_only(exc)[-1].strip(), frames]
+    else:
+        outcome[module] = "ok"
+print(json.dumps(outcome))
+"""
+
+
+def _each_runtime_module(hidden: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", _EACH_RUNTIME_MODULE, hidden], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("hidden, named", [
+    ("numpy,vulkan", "numpy and vulkan"),                  # the base install
+    pytest.param("numpy", "numpy", marks=pytest.mark.slow),
+    pytest.param("vulkan", "vulkan", marks=pytest.mark.slow),
+])
+def test_every_runtime_module_without_the_extra_is_one_line_naming_it(hidden, named):
+    """Without numpy, vulkan or both, importing any module of the runtime that needs them is the one
+    ExtraMissingError line, raised by that module's own first statement (one frame inside genspirv), not
+    `No module named 'numpy'` from a module it imports; the pure ones (extra.PURE) import as before."""
+    from genspirv.runtime.extra import PURE
+    outcome = _each_runtime_module(hidden)
+    assert {m for m, o in outcome.items() if o == "ok"} == PURE, (hidden, outcome)
+    refused = {m: o for m, o in outcome.items() if o != "ok"}
+    assert len(refused) >= 10, refused
+    for module, (last, frames) in refused.items():
+        assert last == (f"genspirv.errors.ExtraMissingError: genspirv.runtime needs {named}, which this "
+                        "Python lacks: pip install 'genspirv[runtime]'"), (hidden, module, last)
+        assert [Path(f).name for f in frames] == [f"{module}.py"], (hidden, module, frames)
+
+
+def test_the_import_the_issue_names_prints_a_short_traceback():
+    """`import genspirv.runtime.device` without numpy, as a user sees it: the caller's frame, the
+    module's, and the line naming the extra. Control: a module that imports a missing one plainly
+    gives Python's bare line, which the probe above would catch."""
+    out = subprocess.run([sys.executable, "-c", "import sys\nsys.modules['numpy'] = None\n"
+                          "import genspirv.runtime.device"], capture_output=True, text=True, timeout=60)
+    lines = out.stderr.splitlines()
+    assert out.returncode == 1 and lines[0] == "Traceback (most recent call last):", out.stderr
+    assert len([line for line in lines if line.startswith("  File ")]) == 2, out.stderr
+    assert lines[-1].endswith("genspirv.runtime needs numpy, which this Python lacks: pip install 'genspirv[runtime]'")
+    bare = subprocess.run([sys.executable, "-c", "import sys\nsys.modules['numpy'] = None\n"
+                           "import genspirv.runtime.hazards, numpy"], capture_output=True, text=True, timeout=60)
+    assert bare.stderr.splitlines()[-1].startswith("ModuleNotFoundError: import of numpy halted")
 
 
 def test_the_imports_the_docs_show_users_keep_working():

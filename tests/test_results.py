@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fake_compiler import ERROR_MARK
 from genspirv.commands.results import Problem, annotations
 
@@ -88,14 +90,64 @@ def test_a_stale_check_annotates_each_file_and_says_which_variant(tiny_project, 
     result = fake_genspirv("check", "--root", root, "-q", "--annotations", "github", "--json", out)
     assert result.code == 1
     notes = [ln for ln in result.out.splitlines() if ln.startswith("::")]
+    # A blob edited by hand (its sources unchanged): annotated on the blob, the variant named once.
     assert len(notes) == 1 and notes[0].startswith(
-        "::error file=spirv/neg.spv,title=genspirv check::spirv/neg.spv (neg): differs from a fresh build")
-    assert notes[0].endswith("run `genspirv build` and commit the result (in neg)")
+        "::error file=spirv/neg.spv,title=genspirv check::spirv/neg.spv: differs from a fresh build: edited by hand")
+    assert notes[0].endswith("run `genspirv build` and commit the result (in neg)") and notes[0].count("neg)") == 1
     doc = json.loads(out.read_text())
     assert doc["command"] == "check" and doc["ok"] is False and doc["summary"]["stale"] == 1
     assert {v["name"]: v["status"] for v in doc["variants"]} == {**dict.fromkeys(TINY_VARIANTS, "up_to_date"),
                                                                  "neg": "differs"}
     assert [f["path"] for f in doc["files"]] == ["spirv/neg.spv"] and doc["files"][0]["status"] == "differs"
+    assert doc["files"][0]["cause"].startswith("edited by hand") and doc["problems"][0]["file"] == "spirv/neg.spv"
+
+
+def _check_notes(run, root) -> list[str]:
+    result = run("check", "--root", root, "-q", "--annotations", "github")
+    assert result.code == 1, result.err
+    return [line for line in result.out.splitlines() if line.startswith("::error ")]
+
+
+def test_a_blob_made_stale_by_an_edit_is_annotated_on_the_file_edited(tiny_project, fake_genspirv):
+    """A stale blob's annotation goes on the file whose edit made it stale, saying so, the variant
+    once: the source, or the include the variants share; this clone's .genspirv/ knows which."""
+    root = tiny_project()
+    assert fake_genspirv("build", "--root", root, "-q").code == 0
+    source = root / "glsl/neg.comp"
+    source.write_text(source.read_text().replace("-X.data", "2.0 * X.data"))
+    [note] = [n for n in _check_notes(fake_genspirv, root) if "spirv/neg.spv" in n]
+    assert note.startswith("::error file=glsl/neg.comp,title=genspirv check::spirv/neg.spv: differs from a fresh "
+                           "build: source changed since the committed build (glsl/neg.comp changed); first "
+                           "difference at byte "), note
+    assert note.endswith("(in neg)") and note.count("neg)") == 1
+    shown = fake_genspirv("check", "--root", root, "-q").err        # the same cause on the terminal
+    assert "spirv/neg.spv (neg): differs from a fresh build: source changed since the committed build" in shown
+    assert fake_genspirv("build", "--root", root, "-q").code == 0
+    header = root / "glsl/include/common.glsl"
+    header.write_text(header.read_text().replace("#define ONE 1", "#define ONE 2"))
+    notes = [n for n in _check_notes(fake_genspirv, root) if ".spv" in n]
+    assert [n.split(",title=")[0] for n in notes] == ["::error file=glsl/include/common.glsl"] * 2, notes
+    assert all("include changed since the committed build (glsl/include/common.glsl changed)" in n for n in notes)
+
+
+def test_a_fresh_clone_says_the_inputs_changed_and_blames_the_source(tiny_project, fake_genspirv):
+    """A fresh clone (CI: no .genspirv/) knows the manifest's inputs key only: the blob's inputs
+    changed, annotated on its source; not a hand edit. Control: a blob edited by hand in the
+    same clone is said to be, on the blob."""
+    import shutil
+    root = tiny_project()
+    assert fake_genspirv("build", "--root", root, "-q").code == 0
+    shutil.rmtree(root / ".genspirv")
+    source = root / "glsl/neg.comp"
+    source.write_text(source.read_text().replace("-X.data", "2.0 * X.data"))
+    blob = root / "spirv/add_f32.spv"
+    blob.write_bytes(blob.read_bytes()[:-4])
+    notes = sorted(_check_notes(fake_genspirv, root))
+    spv = [n for n in notes if ".spv:" in n]
+    assert [n.split(",title=")[0] for n in spv] == ["::error file=glsl/neg.comp", "::error file=spirv/add_f32.spv"]
+    neg, add = (n for n in spv if "spirv/neg.spv" in n), (n for n in spv if "spirv/add_f32.spv" in n)
+    assert "differs from a fresh build: its inputs changed since the committed build" in next(neg)
+    assert "differs from a fresh build: edited by hand" in next(add)
 
 
 def test_annotations_escape_what_would_end_a_property_or_the_message():
@@ -103,3 +155,41 @@ def test_annotations_escape_what_would_end_a_property_or_the_message():
     assert line == "::error file=dir%2Ca/b%3Ac.comp,line=7,title=genspirv build::50%25 off%0Asecond line (in v)"
     [bare] = annotations([Problem("no file")], "genspirv check")
     assert bare == "::error title=genspirv check::no file"
+
+
+def _only_json(stdout: str) -> dict:
+    """stdout parsed as one JSON document, nothing before or after it (json.loads refuses any other line)."""
+    return json.loads(stdout)
+
+
+@pytest.mark.slow
+def test_json_on_stdout_with_annotations_keeps_stdout_one_document(tiny_project, genspirv):
+    """--json - with --annotations github: stdout is the JSON alone, exactly when there are errors; the
+    annotations go to stderr. A real compile of a source with a syntax error, through the command line."""
+    root = tiny_project(extra={"glsl/neg.comp": "#version 450\nlayout(local_size_x = 32) in;\n"
+                                                "void main() { float x = ; }\n"})
+    built = genspirv("build", "--root", root, "-q", "--json", "-", "--annotations", "github")
+    assert built.code == 1, built.err
+    doc = _only_json(built.out)
+    assert doc["ok"] is False and doc["problems"][0]["file"] == "glsl/neg.comp"
+    assert doc["problems"][0]["line"] == 3 and doc["problems"][0]["variants"] == ["neg"]
+    notes = [line for line in built.err.splitlines() if line.startswith("::error ")]
+    assert len(notes) == 1 and notes[0].startswith("::error file=glsl/neg.comp,line=3,title=genspirv build::")
+    checked = genspirv("check", "--root", root, "-q", "--json", "-", "--annotations", "github")
+    assert checked.code == 1, checked.err
+    assert _only_json(checked.out)["problems"][0]["file"] == "glsl/neg.comp"
+    assert "::error file=glsl/neg.comp,line=3,title=genspirv check::" in checked.err
+    # Control: with the document in a file, the annotations stay on stdout, where they always were.
+    to_file = genspirv("build", "--root", root, "-q", "--json", root / "r.json", "--annotations", "github")
+    assert to_file.out.startswith("::error file=glsl/neg.comp,line=3,") and "::error" not in to_file.err
+
+
+def test_json_on_stdout_with_annotations_through_the_fake_compiler(tiny_project, fake_genspirv):
+    """The quick loop's copy of the test above: a compile error, --json - and --annotations github."""
+    root = tiny_project()
+    header = root / "glsl/include/common.glsl"
+    header.write_text(header.read_text() + ERROR_MARK + "\n")
+    result = fake_genspirv("build", "--root", root, "-q", "--annotations", "github", "--json", "-")
+    assert result.code == 1
+    assert _only_json(result.out)["problems"][0]["variants"] == ["add_f32", "add_i32"]
+    assert "::error file=glsl/include/common.glsl,line=3," in result.err

@@ -20,7 +20,7 @@ RUNTIME = Path(genspirv.__file__).parent / "runtime"
 
 # Lowest first; a module imports only from layers below its own.
 LAYERS = [
-    {"hazards", "sharing", "profile", "args", "push", "limits"},   # pure: no Vulkan
+    {"extra", "hazards", "sharing", "profile", "args", "push", "limits"},   # pure: no Vulkan
     {"trust"},                                        # pure: proofs over limits and reflection
     {"_vk"},                                          # the binding
     {"memory", "context", "kernel"},                  # Vulkan objects

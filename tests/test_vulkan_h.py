@@ -25,7 +25,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 CHECKS = REPO / "tests" / "c" / "checks"
-INCLUDE = REPO / "genspirv" / "include"
+INCLUDE = REPO / "genspirv" / "cmake" / "include"
 DEVICE_C = REPO / "examples" / "c-backend" / "src"
 WARNINGS = ["-Wall", "-Wextra", "-Werror", "-pedantic"]
 

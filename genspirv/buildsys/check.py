@@ -10,7 +10,10 @@ renders its manifest entry then), and ``Comparing.differences`` compares
 every other output and names what lies in spirv_dir besides the variants'
 blobs, as a build would treat it. Gives a ``CheckReport`` listing every
 ``Difference``: a differing file (first differing byte and word, and a short
-``spirv-dis`` or text diff), a missing file, an orphan blob (genspirv's own: a
+``spirv-dis`` or text diff; for a blob, its cause and the file to blame: its
+inputs changed since the committed build, naming the file when this clone's
+``.genspirv/`` recorded the inputs behind the manifest's key, or the blob was
+edited by hand), a missing file, an orphan blob (genspirv's own: a
 build removes it), a stray one (not genspirv's: left where it is, by build
 and check alike), a temp file an interrupted write left.
 """
@@ -22,13 +25,18 @@ import enum
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from .. import statedir
 from ..errors import ToolchainError
 from ..fsutil import RefusedRead, read_regular
 from ..project.config import Config
+from ..statedir import Kept
 from ..toolchain.spirv_tools import disassemble
 from ..toolchain.tools import Tool, find_tool
 from .commit import STRAY_NOTE, SpareBlobs, holds, stale_temp_files
-from .keys import Record
+from .keys import Record, sha256_hex
+from .plan import why_stale
+from .state import RecordedInputs, committed_manifest
+from .statlog import StatLog
 from .render import entry_text
 from .variant_compile import Compiled
 
@@ -51,6 +59,8 @@ class Difference:
     path: str           # posix, relative to the root
     variant: Optional[str]
     detail: str         # first differing offset and a short diff, or why
+    cause: str = ""     # a differing blob: its inputs changed since the committed build, or a hand edit
+    blame: Optional[str] = None     # the file whose edit made it stale, where CI annotates it (None: path)
 
     def __str__(self) -> str:
         what = f"{self.path} ({self.variant})" if self.variant else self.path
@@ -59,7 +69,8 @@ class Difference:
                 Kind.ORPHAN: f"{what}: orphan blob, no variant builds it",
                 Kind.STRAY: f"{what}: stray blob, no variant builds it",
                 Kind.LEFTOVER: f"{what}: leftover"}[self.kind]
-        return head + (f": {self.detail}" if self.detail else "")
+        head += f": {self.cause}" if self.cause else ""
+        return head + (f"{'; ' if self.cause else ': '}{self.detail}" if self.detail else "")
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,32 @@ def _describe_text(rel: str, committed: bytes, fresh: bytes) -> str:
     return f"first difference at byte {offset} (line {line})\n{diff}"
 
 
+def _blob_cause(rel: str, name: str, source: str, committed: bytes, fresh: Record, made: Optional[Record],
+                recorded: RecordedInputs) -> tuple[str, str]:
+    """Why the committed blob ``rel`` differs from a fresh build, and the file to blame: the one whose
+    edit made it stale (its source where this clone cannot tell which), or the blob when it was edited.
+    ``made``: the committed manifest's record of it (inputs key, sha256); ``recorded``: the inputs
+    behind such keys that this clone's builds kept."""
+    if made is None or made.key is None:
+        return "the committed manifest records no inputs for it", source
+    by_hand = sha256_hex(committed) != made.sha256
+    if made.key != fresh.key:
+        old, now = recorded.get(name, made.key), fresh.inputs
+        also = "; nor is the blob the one the manifest records (edited by hand?)" if by_hand else ""
+        if old is None or now is None:
+            return ("its inputs changed since the committed build (its source, an include, a define, a flag or "
+                    f"the compiler; this clone's .genspirv/ does not record which){also}"), source
+        reason, what = why_stale(old, now)
+        edited = [path for path, digest in now.files if dict(old.files).get(path, digest) != digest]
+        return f"{reason.value} since the committed build ({what}){also}", edited[0] if edited else source
+    if by_hand:
+        return ("edited by hand (or left out of the commit that updated the manifest): its bytes are not the "
+                "ones the manifest records, and its sources still give the manifest's inputs key"), rel
+    return ("its sources give the manifest's inputs key and the blob is the one the manifest records, yet a "
+            "fresh compile differs: the manifest's entry was edited with it, or the compile is not "
+            "reproducible"), rel
+
+
 class Comparing:
     """Check's step of the loop: each finished compile compared with its committed blob and its
     manifest entry rendered (``keep``); at the end every output compared (``differences``)."""
@@ -121,9 +158,12 @@ class Comparing:
         self.config = config
         self.same: dict[str, bool] = {}      # blob path -> the committed file holds the fresh bytes
         self.texts: dict = {}                # name -> its manifest entry and text (render.entry_text)
+        self.records: dict[str, Record] = {}     # name -> its fresh record: a differing blob's cause
+        self.sources: dict[str, str] = {}
 
     def keep(self, name: str, record: Record, result: Optional[Compiled], fetched: bool = False) -> None:
         if result is not None:
+            self.records[name], self.sources[name] = record, result.variant.source
             self.same[self.config.blob_relpath(result.variant)] = self._committed_equals(result)
             self.texts[name] = entry_text(self.config, result, record.key)
 
@@ -140,6 +180,8 @@ class Comparing:
         except ToolchainError:   # the diff is a courtesy; the verdict does not need it
             spirv_dis = None
         differences = []
+        made = None         # the committed manifest's records, read once a blob differs
+        recorded = RecordedInputs(statedir.path(config.root, Kept.INPUTS))
         for rel, fresh in expected.items():
             variant = blobs.get(rel)
             if self.same.get(rel):
@@ -160,9 +202,14 @@ class Comparing:
                 continue
             if committed == fresh:
                 continue
-            detail = (_describe_blob(spirv_dis, rel, variant, committed, fresh) if variant
-                      else _describe_text(rel, committed, fresh))
-            differences.append(Difference(Kind.DIFFERS, rel, variant, detail))
+            if variant:
+                made = made if made is not None else committed_manifest(config, StatLog(config.root, None)).records
+                cause, blame = _blob_cause(rel, variant, self.sources[variant], committed, self.records[variant],
+                                           made.get(variant), recorded)
+                detail = _describe_blob(spirv_dis, rel, variant, committed, fresh)
+                differences.append(Difference(Kind.DIFFERS, rel, variant, detail, cause, blame))
+                continue
+            differences.append(Difference(Kind.DIFFERS, rel, None, _describe_text(rel, committed, fresh)))
         for rel in spare.orphans:
             differences.append(Difference(Kind.ORPHAN, rel, None, f"{spare.reason(rel)}; `genspirv build` removes it"))
         for rel in spare.strays:

@@ -4,7 +4,10 @@
 #                                            # -DCMAKE_PREFIX_PATH=<the venv or prefix genspirv is in>
 #   genspirv_add_shaders(<target> [ROOT <dir>])
 #   target_link_libraries(<yours> PRIVATE genspirv::hazards)   # genspirv/hazards.h (genspirv::vulkan:
-#                                                              # genspirv/vulkan.h too)
+#                                                              # genspirv/vulkan.h and the Vulkan headers)
+#
+# This folder is the whole package (the headers are in include/): a project may vendor a copy of
+# it and build its committed tables with -DGENSPIRV_COMPILE_SHADERS=OFF, with no genspirv installed.
 #
 # <target> becomes a static library of the C table that `genspirv build` writes
 # for the project at ROOT (default: the current source dir; the project whose
@@ -31,7 +34,9 @@
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.20...3.28)   # DEPFILE with Makefiles needs 3.20; CMP0116 NEW for Ninja
 
-get_filename_component(genspirv_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../include" ABSOLUTE)
+# The headers live in this folder: a copy of it alone is the whole package (vendored into a project
+# that builds its committed tables with -DGENSPIRV_COMPILE_SHADERS=OFF).
+get_filename_component(genspirv_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/include" ABSOLUTE)
 get_filename_component(_genspirv_package "${CMAKE_CURRENT_LIST_DIR}/.." REALPATH)
 
 option(GENSPIRV_COMPILE_SHADERS
@@ -134,13 +139,23 @@ set(_genspirv_include_dir "${genspirv_INCLUDE_DIR}" CACHE INTERNAL "the folder o
 
 # The headers as targets: genspirv::hazards (genspirv/hazards.h, C99) and genspirv::vulkan
 # (genspirv/vulkan.h, which also needs the Vulkan headers and, included before it, a table).
+# genspirv::vulkan carries the Vulkan headers' include: the project's Vulkan::Headers where it has
+# that target (find_package(Vulkan), before or after this package, or the VulkanHeaders package),
+# else the folder of <vulkan/vulkan.h> found here: -DGENSPIRV_VULKAN_INCLUDE_DIR=<dir> names another.
 if(NOT TARGET genspirv::hazards)
   add_library(genspirv::hazards INTERFACE IMPORTED GLOBAL)
   set_target_properties(genspirv::hazards PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${genspirv_INCLUDE_DIR}")
 endif()
 if(NOT TARGET genspirv::vulkan)
+  find_path(GENSPIRV_VULKAN_INCLUDE_DIR vulkan/vulkan.h HINTS "$ENV{VULKAN_SDK}/include"
+            DOC "the folder of vulkan/vulkan.h, for genspirv::vulkan when the project has no Vulkan::Headers")
   add_library(genspirv::vulkan INTERFACE IMPORTED GLOBAL)
-  set_target_properties(genspirv::vulkan PROPERTIES INTERFACE_LINK_LIBRARIES genspirv::hazards)
+  set_target_properties(genspirv::vulkan PROPERTIES
+                        INTERFACE_LINK_LIBRARIES "genspirv::hazards;$<TARGET_NAME_IF_EXISTS:Vulkan::Headers>")
+  if(GENSPIRV_VULKAN_INCLUDE_DIR)
+    set_target_properties(genspirv::vulkan PROPERTIES INTERFACE_INCLUDE_DIRECTORIES
+                          "$<$<NOT:$<TARGET_EXISTS:Vulkan::Headers>>:${GENSPIRV_VULKAN_INCLUDE_DIR}>")
+  endif()
 endif()
 
 # The C table's header and source for the project at <root>, without Python: pyproject.toml's

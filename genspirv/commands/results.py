@@ -11,13 +11,16 @@ ended with, and gives:
   ``::error file=F,line=L,title=T::message``, which the job's page shows on the
   file's line.
 
-Pure but for ``emit`` (``add_arguments`` gives the options): the annotations to
-stdout, the document to a file (the atomic writer) or to stdout.
+Pure but for ``emit`` (``add_arguments`` gives the options): the document to a
+file (the atomic writer) or to stdout; the annotations to stdout, or to stderr
+when the document takes stdout (``--json -``), so stdout holds one format that
+parses (GitHub's runner reads workflow commands from both streams).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import enum
 import json
 import re
@@ -126,12 +129,14 @@ _LINE = re.compile(r"\(line (\d+)\)")
 
 
 def check_problems(report: CheckReport) -> list[Problem]:
-    """Each stale file as a problem, on the line where it first differs when it is text."""
+    """Each stale file as a problem: a generated text file on the line where it first differs, a
+    blob on the file whose edit made it stale (its source, or the blob when it was edited by hand),
+    its variant named once (in the problem's variants, not in the message too)."""
     found = []
     for d in report.differences:
-        head = str(d).split("\n", 1)[0]
-        m = _LINE.search(head) if d.kind == "differs" and not d.path.endswith(".spv") else None
-        found.append(Problem(f"{head}; run `genspirv build` and commit the result", d.path,
+        head = str(dataclasses.replace(d, variant=None)).split("\n", 1)[0]
+        m = _LINE.search(head) if d.kind == "differs" and d.variant is None else None
+        found.append(Problem(f"{head}; run `genspirv build` and commit the result", d.blame or d.path,
                              int(m.group(1)) if m else None, (d.variant,) if d.variant else ()))
     return found
 
@@ -150,7 +155,8 @@ def check_result(config: Config, report: Optional[CheckReport], exit_code: int,
         d = by_path.get(rel)
         status = Status(d.kind) if d is not None else Status.UP_TO_DATE if rel in checked else Status.UNAVAILABLE
         variants.append({"name": v.name, "source": v.source, "spirv": rel, "status": status.value})
-    files = [{"path": d.path, "status": d.kind, "variant": d.variant, "detail": d.detail} for d in report.differences]
+    files = [{"path": d.path, "status": d.kind, "variant": d.variant, "detail": d.detail, "cause": d.cause or None}
+             for d in report.differences]
     summary = {"text": (f"{len(report.checked)} files up to date" if report.ok else
                         f"{len(report.differences)} of the committed outputs are stale"),
                "checked": len(report.checked), "stale": len(report.differences)}
@@ -195,10 +201,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def emit(json_target: Optional[str], kind: Optional[str], doc: dict[str, Any], problems: Sequence[Problem],
          title: str) -> None:
-    """What --annotations and --json asked for: the annotations, then the document."""
+    """What --annotations and --json asked for: the annotations, then the document. With the
+    document on stdout (``--json -``) the annotations go to stderr: stdout is the JSON alone."""
     if kind is not None:
+        stream = sys.stderr if json_target == STDOUT else sys.stdout
         for line in annotations(problems, title):
-            print(line, flush=True)
+            print(line, file=stream, flush=True)
     if json_target:
         try:
             write_json(doc, json_target)

@@ -2,7 +2,7 @@
 
 - ``cmake_dir()``: the package's folder (``genspirv cmake-dir`` prints it);
   ``include_dir()``: the folder holding ``genspirv/hazards.h`` and
-  ``genspirv/vulkan.h``.
+  ``genspirv/vulkan.h``, inside it.
 - ``depfile_inputs(config)`` / ``write_depfile(config, path, target)``: every
   file a build read, in Make syntax, for CMake's ``DEPFILE`` (and Ninja's):
   the union of the manifest entries' ``depends`` (the sources and their
@@ -38,7 +38,9 @@ def cmake_dir() -> Path:
 
 
 def include_dir() -> Path:
-    return PACKAGE / "include"
+    """Inside the package's folder: a copy of that folder alone is a whole package (vendored, for
+    -DGENSPIRV_COMPILE_SHADERS=OFF on a machine without genspirv)."""
+    return cmake_dir() / "include"
 
 
 # -- depfile ------------------------------------------------------------------

@@ -10,27 +10,16 @@ profile.py. docs/ARCHITECTURE.md lists the layers.
 
 The public names load on first use, so ``import genspirv.runtime.hazards``
 (pure Python) loads neither Vulkan nor numpy. The rest needs both (the
-``runtime`` extra): without them, ``from genspirv.runtime import Device`` (and
-any module that loads the binding, ``_vk``) is one ``ExtraMissingError`` saying
-which extra to install.
+``runtime`` extra): without them, ``from genspirv.runtime import Device``, and
+the import of any module that needs them (``import genspirv.runtime.device``),
+is one ``ExtraMissingError`` saying which extra to install (extra.py).
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
-from ..errors import ExtraMissingError
-
-PURE = {"hazards"}      # the public names' modules that need neither numpy nor Vulkan
-
-
-def require_extra() -> None:
-    """ExtraMissingError, one line naming the extra, unless numpy and vulkan can be imported (the
-    base install is the toolchain; the runtime's libraries are the `runtime` extra)."""
-    missing = [name for name in ("numpy", "vulkan") if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ExtraMissingError.runtime(missing)
+from .extra import PURE, missing_extra
 
 _PUBLIC = {
     "Device": "device", "GpuTimer": "device", "ValidationMessage": "context",
@@ -47,8 +36,8 @@ def __getattr__(name: str):
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if module not in PURE:
-        require_extra()
+    if module not in PURE and (missing := missing_extra()) is not None:
+        raise missing       # here, not in a helper: the traceback is the caller's line and this one
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value

@@ -13,6 +13,10 @@ call returns. Other modules take the binding as ``from ._vk import vk``.
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 import atexit
 
 from ..errors import AllocationError, ExtraMissingError, VulkanError

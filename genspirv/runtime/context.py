@@ -10,6 +10,10 @@ device and the instance. No batches, buffers or kernels live here.
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 from dataclasses import dataclass
 from typing import Callable, Literal, Optional, Sequence, Union, get_args
 

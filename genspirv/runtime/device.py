@@ -18,6 +18,10 @@ mechanism for tests and diagnostics.
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 import atexit
 import itertools
 import os
@@ -75,8 +79,7 @@ class Device:
     def __init__(self, manifest=None, *, validation: bool = False, device: Optional[str] = None,
                  inflight: Optional[int] = None, batch: Optional[int] = None,
                  barriers: Optional[str] = None, upload: Optional[UploadMode] = None,
-                 host_profile: Optional[bool] = None, transfer_queue: str = "auto",
-                 robust: bool = False):
+                 host_profile: Optional[bool] = None, transfer_queue: str = "auto", robust: bool = False):
         self._closed = True   # until construction completes, close() has nothing to do
         self._lock = threading.RLock()   # every public method holds it: see sharing.py
         if manifest is not None and not isinstance(manifest, (str, os.PathLike, Manifest)):

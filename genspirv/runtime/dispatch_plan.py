@@ -16,6 +16,10 @@ worked out here, once: the hot path only checks the push size and group count.
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 from dataclasses import dataclass, field
 from typing import Mapping
 

@@ -22,6 +22,10 @@ push size) live here too, so their messages name the kernel and both numbers.
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 import dataclasses
 import numbers
 import struct

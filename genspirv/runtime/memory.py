@@ -12,6 +12,10 @@ two views overlap only if they share a buffer and their ranges intersect.
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 import itertools
 from dataclasses import dataclass
 from typing import Optional

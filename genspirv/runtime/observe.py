@@ -9,6 +9,10 @@ device hands it (this module knows nothing of the device).
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 from dataclasses import dataclass
 from typing import Callable, Optional
 

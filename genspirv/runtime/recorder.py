@@ -16,6 +16,10 @@ picks which and calls it; transfers.py records its copies through one.
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 from typing import Callable, Optional
 
 from ._vk import (BARRIER_STRUCTS, BIND_POINT_COMPUTE, NULL, STAGE_COMPUTE, barrier_struct,

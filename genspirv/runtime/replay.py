@@ -21,6 +21,10 @@ device's tracker, so the next command orders itself after the graph.
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 from typing import Callable, Optional
 
 from ..errors import GenspirvError

@@ -18,6 +18,10 @@ caught here at once, not by a rare wrong value on a fast GPU.
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 from enum import Enum
 from typing import Optional
 

@@ -15,6 +15,10 @@ batch open (``submit_side``), and a copy on the transfer queue
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 from typing import Optional, Sequence
 
 from . import _vk

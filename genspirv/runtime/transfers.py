@@ -13,6 +13,10 @@ before any work is recorded.
 
 from __future__ import annotations
 
+from .extra import missing_extra
+if (_missing := missing_extra()) is not None:       # without numpy or vulkan: the one line naming the extra
+    raise _missing
+
 import logging
 import math
 import statistics
