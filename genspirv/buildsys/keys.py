@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -96,10 +97,13 @@ def key_inputs(variant: Variant, deps: Sequence[str], digest: Digest, versions: 
                      preamble=variant.preamble)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _dep_path(dep: Any) -> bool:
     """A file a compile may have read, as ``toolchain.compiler.dep_path`` names it: relative to the
     root and normalised (no ``..``), or absolute for one outside the project; one line of text."""
-    if not isinstance(dep, str) or not dep or len(dep) > 4096 or any(c < " " for c in dep):
+    if not isinstance(dep, str) or not dep or len(dep) > 4096 or _CONTROL.search(dep):
         return False
     return dep.startswith("/") or (".." not in dep.split("/") and "\\" not in dep and not dep.startswith("./"))
 
