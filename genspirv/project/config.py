@@ -30,9 +30,10 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 if sys.version_info >= (3, 11):
     import tomllib

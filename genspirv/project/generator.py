@@ -291,14 +291,14 @@ def generator_items(root: Path, rel: str, glsl_dir: str) -> GeneratorOutput:
     listed, extra = run_generator(root, rel)
     files = _generated_files(root, rel, extra, listed)
     out = []
-    sources: dict[str, tuple[PurePosixPath, bool, bool]] = {}     # source -> (path, bad, on disk)
+    sources: dict[str, tuple[str, bool, bool]] = {}     # source -> (posix path, bad, on disk)
     for i, item in enumerate(listed):
         name = item.get("name") if isinstance(item, Mapping) else None
         where = f"{rel}: variant {name!r}" if isinstance(name, str) else f"{rel}: variant #{i}"
         if not isinstance(item, Mapping):
             raise ConfigError(f"{where}: expected a mapping, got {type(item).__name__}")
-        unknown = sorted((k for k in item if k not in GENERATOR_KEYS), key=repr)
-        if unknown:
+        if not GENERATOR_KEYS.issuperset(item):
+            unknown = sorted((k for k in item if k not in GENERATOR_KEYS), key=repr)
             raise ConfigError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(GENERATOR_KEYS))})")
         for key in ("name", "source"):
             if not isinstance(item.get(key), str):
@@ -311,16 +311,16 @@ def generator_items(root: Path, rel: str, glsl_dir: str) -> GeneratorOutput:
         if source not in sources:       # many variants share a source: look at each one once
             p = PurePosixPath(source)
             bad = not source or p.is_absolute() or ".." in p.parts or "\\" in source
-            sources[source] = (p, bad, not bad and (root / glsl_dir / source).is_file())
-        p, bad, on_disk = sources[source]
+            sources[source] = (p.as_posix(), bad, not bad and (root / glsl_dir / source).is_file())
+        posix, bad, on_disk = sources[source]
         if bad:
             raise ConfigError(f"{where}: source {source!r} must be a relative posix path inside {glsl_dir}")
-        generated = p.as_posix() in files
+        generated = posix in files
         if generated and on_disk and "source_text" not in item:
             raise ConfigError(f"{where}: source {source!r} is both {glsl_dir}/{source} and a generated file; "
                               "rename one of them")
         if not generated and not on_disk:
             raise ConfigError(f"{where}: no such source {glsl_dir}/{source} (and no generated file of that name)")
-        path = generated_path(p.as_posix()) if generated else f"{glsl_dir}/{p.as_posix()}"
-        out.append(GeneratorItem(where, name, p.as_posix(), item, path, generated))
+        path = generated_path(posix) if generated else f"{glsl_dir}/{posix}"
+        out.append(GeneratorItem(where, name, posix, item, path, generated))
     return GeneratorOutput(tuple(out), tuple(sorted((f for f, _ in files.values()), key=lambda f: f.path)))

@@ -161,6 +161,10 @@ def parse_defines(value: Any, key: str) -> dict[str, str]:
     expect(value, dict, key, "a table of NAME = \"value\"")
     out = {}
     for name, v in value.items():
+        # The common case checked first, its messages made only for a define that fails.
+        if type(v) is str and DEFINE_RE.match(name) and not _CONTROL.search(v) and not v.endswith("\\"):
+            out[name] = v
+            continue
         if not DEFINE_RE.match(name):
             raise ConfigError(f"{key}.{name}: not a valid preprocessor name")
         out[name] = _define_value(expect(v, str, f"{key}.{name}", "a string"), f"{key}.{name}")
@@ -252,21 +256,21 @@ def parse_preamble(value: Any, key: str, root: Optional[Path] = None) -> Optiona
 
 def settings_of(table: Mapping[str, Any], base: Settings, key: str, root: Optional[Path] = None) -> Settings:
     """``base`` overridden by the setting keys ``table`` holds; flags accumulate."""
-    s = base
+    changes: dict[str, Any] = {}
     if "preamble" in table:
-        s = replace(s, preamble=parse_preamble(table["preamble"], f"{key}.preamble", root))
+        changes["preamble"] = parse_preamble(table["preamble"], f"{key}.preamble", root)
     if "flags" in table:
-        s = replace(s, flags=s.flags + parse_flags(table["flags"], f"{key}.flags"))
+        changes["flags"] = base.flags + parse_flags(table["flags"], f"{key}.flags")
     if "target_env" in table:
-        s = replace(s, target_env=parse_target_env(table["target_env"], f"{key}.target_env"))
+        changes["target_env"] = parse_target_env(table["target_env"], f"{key}.target_env")
     for flag in ("optimize", "validate", "optional"):
         if flag in table:
-            s = replace(s, **{flag: expect(table[flag], bool, f"{key}.{flag}", "true or false")})
+            changes[flag] = expect(table[flag], bool, f"{key}.{flag}", "true or false")
     if "compiler" in table:
-        s = replace(s, compilers=parse_compiler(table["compiler"], f"{key}.compiler"))
+        changes["compilers"] = parse_compiler(table["compiler"], f"{key}.compiler")
     if "lint" in table:
-        s = replace(s, lint_ignore=s.lint_ignore + parse_lint(table["lint"], f"{key}.lint"))
-    return s
+        changes["lint_ignore"] = base.lint_ignore + parse_lint(table["lint"], f"{key}.lint")
+    return replace(base, **changes) if changes else base
 
 
 def parse_lint(value: Any, key: str) -> tuple[tuple[str, str], ...]:
