@@ -39,6 +39,18 @@ class Toolchain:
     slang_glslang: Optional[str] = None
     slangpy: Optional[str] = None
 
+    def compilers(self) -> tuple[tuple[str, str], ...]:
+        """(name, version) of each compiler these blobs went through, in the order they ran:
+        glslang, slang-glslang (its library's version, and the slangpy wheel it came in) where
+        it built a variant, spirv-opt where it ran on one."""
+        out = [("glslang", self.glslang)]
+        if self.slang_glslang is not None:
+            wheel = f" (slangpy {self.slangpy})" if self.slangpy is not None else ""
+            out.append(("slang-glslang", self.slang_glslang + wheel))
+        if self.spirv_opt is not None:
+            out.append(("spirv-opt", self.spirv_opt))
+        return tuple(out)
+
 
 @dataclass(frozen=True)
 class Unavailable:

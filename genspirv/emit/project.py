@@ -1,11 +1,17 @@
-"""A project's own template: a manifest and its blobs in, one rendered file out.
+"""A project's own template: a ``RenderInput`` and a template in, one rendered file out.
 
-``render_template(manifest, template, output, blobs) -> bytes`` renders the
-jinja2 file ``template`` (a posix path relative to the manifest's root) in a
-sandbox (``jinja2.sandbox.SandboxedEnvironment``) with ``StrictUndefined``: a
-misspelt variable is an error naming the template and line, never an empty
-string. A template is one file: ``{% include %}`` and ``{% import %}`` are refused,
-so the template's own bytes are all a build has to track.
+``render_template(source, template, output) -> bytes`` renders the jinja2 file
+``template`` (a posix path relative to the manifest's root) for ``source``
+(``render_input.RenderInput``: the manifest and its verified blobs, shared by
+every output of a build) in a sandbox (``jinja2.sandbox.SandboxedEnvironment``)
+with ``StrictUndefined``: a misspelt variable is an error naming the template
+and line, never an empty string. A template is one file: ``{% include %}`` and
+``{% import %}`` are refused, so the template's own bytes are all a build has
+to track. The manifest's data is shared by every output, so a template may not
+change it (``append`` to a shader's ``bindings``, say: a SecurityError naming
+the line); each output gets its own copy of each shader's mapping. Several
+threads or processes may render at once: a template's text is compiled once per
+process (``_compiled``, keyed by its text), and nothing else is kept.
 
 Variables (the GUIDE's "Project templates" documents them):
 
@@ -15,23 +21,28 @@ Variables (the GUIDE's "Project templates" documents them):
   bytes), ``words`` (the 32-bit words) and ``ident`` (``name`` as a C identifier)
   added, and ``meta`` (the variant's meta table, ``{}`` when it has none);
 - ``unavailable``: the manifest's ``unavailable`` list, or ``[]``;
+- ``compilers``: each compiler the manifest's toolchain names, with its version
+  (``Toolchain.compilers``: glslang, slang-glslang where it built a variant,
+  spirv-opt where one ran);
 - ``toolchain``, ``banner``, ``output`` and ``template``.
 
-Filters: ``c_string``/``c_escape``, ``c_ident``, ``hex_bytes(per_line=16)``
-and ``hex_words(per_line=8)`` (``ctext``'s, the C table's own escaping).
+Filters: ``c_string``/``c_escape``, ``c_ident``, ``hex_bytes(per_line=16, suffix="")``
+and ``hex_words(per_line=8, suffix="")`` (``ctext``'s, the C table's own escaping).
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import json
 import traceback
-from typing import Mapping
 
 import jinja2
 import jinja2.sandbox
 
 from ..errors import CodegenError
-from ..manifest import Manifest, manifest_to_dict
-from .ctext import BANNER, blob_words, c_escape, c_ident, c_string, hex_bytes, hex_words
+from .ctext import BANNER, Words, c_escape, c_ident, c_string, hex_bytes, hex_words
+from .render_input import RenderInput
 
 
 class _OneFileLoader(jinja2.BaseLoader):
@@ -48,13 +59,41 @@ class _OneFileLoader(jinja2.BaseLoader):
         return self.source, self.name, lambda: True
 
 
-def _environment(name: str, source: str) -> jinja2.sandbox.SandboxedEnvironment:
-    env = jinja2.sandbox.SandboxedEnvironment(
-        loader=_OneFileLoader(name, source), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+# The ids of the containers the output being rendered on this thread shares with others.
+_SHARED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar("genspirv_template_shared",
+                                                                          default=frozenset())
+
+
+class _Sandbox(jinja2.sandbox.SandboxedEnvironment):
+    """jinja2's sandbox, which also refuses to change the manifest data every output shares."""
+
+    def is_safe_attribute(self, obj, attr, value) -> bool:
+        if id(obj) in _SHARED.get() and jinja2.sandbox.modifies_known_mutable(obj, attr):
+            return False
+        return super().is_safe_attribute(obj, attr, value)
+
+
+def _json_value(value):
+    """``tojson`` of ``words``: the list of ints it stands for."""
+    if isinstance(value, Words):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _dumps(value, **kwargs) -> str:
+    return json.dumps(value, default=_json_value, **kwargs)
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(name: str, source: str) -> jinja2.Template:
+    """The template ``name`` whose text is ``source``, compiled (once per process and text:
+    the outputs of one template share it; a jinja2 Template renders on several threads)."""
+    env = _Sandbox(loader=_OneFileLoader(name, source), undefined=jinja2.StrictUndefined,
+                   keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
     env.filters.update(c_string=c_string, c_escape=c_escape, c_ident=c_ident,
                        hex_bytes=hex_bytes, hex_words=hex_words)
-    return env
+    env.policies["json.dumps_function"] = _dumps
+    return env.get_template(name)
 
 
 def _template_line(exc: BaseException, name: str) -> str:
@@ -65,36 +104,35 @@ def _template_line(exc: BaseException, name: str) -> str:
     return name
 
 
-def context(manifest: Manifest, template: str, output: str, blobs: Mapping[str, bytes]) -> dict:
-    """The variables a project template receives."""
-    doc = manifest_to_dict(manifest)
-    shaders = []
-    for entry in doc["shaders"]:
-        blob = blobs[entry["name"]]
-        shaders.append({**entry, "meta": entry.get("meta", {}), "blob": blob,
-                        "words": list(blob_words(blob, entry["spirv"])), "ident": c_ident(entry["name"])})
-    return {"manifest": doc, "shaders": shaders, "unavailable": doc.get("unavailable", []),
+def context(source: RenderInput, template: str, output: str) -> dict:
+    """The variables a project template receives (this output's own list and shader mappings;
+    what they hold is shared)."""
+    doc = source.doc
+    compilers = [{"name": name, "version": version} for name, version in source.manifest.toolchain.compilers()]
+    return {"manifest": doc, "shaders": [dict(s) for s in source.template_shaders],
+            "unavailable": doc.get("unavailable", []), "compilers": compilers,
             "toolchain": doc["toolchain"], "banner": BANNER, "output": output, "template": template}
 
 
-def render_template(manifest: Manifest, template: str, output: str, blobs: Mapping[str, bytes]) -> bytes:
+def render_template(source: RenderInput, template: str, output: str) -> bytes:
     """Render ``template`` (relative to the manifest's root) for ``output``; UTF-8 bytes."""
+    manifest = source.manifest
     if manifest.root is None:
         raise CodegenError(f"{template}: the manifest has no project root to find the template in")
     path = manifest.root / template
     try:
-        source = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CodegenError(f"generate template {template}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CodegenError(f"generate template {template}: cannot read: {exc}") from None
-    env = _environment(template, source)
     try:
-        compiled = env.get_template(template)
+        compiled = _compiled(template, text)
     except jinja2.TemplateSyntaxError as exc:
         raise CodegenError(f"{template}:{exc.lineno}: template syntax error: {exc.message}") from None
+    shared = _SHARED.set(source.shared_ids)
     try:
-        text = compiled.render(context(manifest, template, output, blobs))
+        rendered = compiled.render(context(source, template, output))
     except CodegenError as exc:   # from a filter, e.g. c_string of a bad value
         raise CodegenError(f"{_template_line(exc, template)}: {exc}") from None
     except jinja2.TemplateError as exc:
@@ -102,4 +140,6 @@ def render_template(manifest: Manifest, template: str, output: str, blobs: Mappi
         raise CodegenError(f"{_template_line(exc, template)}: {type(exc).__name__}: {exc}") from None
     except (TypeError, ValueError, KeyError, IndexError, ArithmeticError) as exc:
         raise CodegenError(f"{_template_line(exc, template)}: {type(exc).__name__}: {exc}") from None
-    return text.encode("utf-8")
+    finally:
+        _SHARED.reset(shared)
+    return rendered.encode("utf-8")
