@@ -79,6 +79,7 @@ class ManifestEntry:
     depends: tuple[str, ...] = ()        # the source and every include, posix, relative to the root
     validated: bool = True               # False: spirv-val was skipped (validate = false)
     optimized: bool = False              # spirv-opt -O ran
+    stripped: bool = False               # its debug information is gone (-g0), after reflection read the names
     target_env: Optional[str] = None     # when it differs from the toolchain's
     compiler: Optional[str] = None       # the compiler that built it, when not the default
     meta_json: str = ""                  # the variant's meta (data for templates), canonical JSON
@@ -199,7 +200,7 @@ def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
 
 
 # Build facts written only when they say something (the schema does not require them); all of them.
-OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "target_env", "compiler", "meta")
+OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "stripped", "target_env", "compiler", "meta")
 BUILD_FACTS = ("name", "source", "defines", "spirv", "sha256", "size") + OPTIONAL_FACTS
 
 
@@ -213,6 +214,8 @@ def build_facts(entry: ManifestEntry) -> dict[str, Any]:
         d["validated"] = False
     if entry.optimized:
         d["optimized"] = True
+    if entry.stripped:
+        d["stripped"] = True
     if entry.target_env is not None:
         d["target_env"] = entry.target_env
     if entry.compiler is not None:
@@ -473,7 +476,7 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
             inputs=e.get("inputs", ""),
             depends=tuple(check_relative_path(p, w) for p in e.get("depends", ())),
             validated=e.get("validated", True), optimized=e.get("optimized", False),
-            target_env=e.get("target_env"), compiler=e.get("compiler"), meta_json=_meta_text(e.get("meta"))))
+            stripped=e.get("stripped", False), target_env=e.get("target_env"), compiler=e.get("compiler"), meta_json=_meta_text(e.get("meta"))))
     unavailable = tuple(Unavailable(u["name"], check_relative_path(u["source"], f"{where}, unavailable"),
                                     tuple(u["missing"]), u.get("inputs", ""), tuple(u.get("depends", ())),
                                     u.get("compiler"), _meta_text(u.get("meta")))
