@@ -586,15 +586,16 @@ def test_template_variables_documented_are_the_ones_given(project):
     from genspirv.emit.project import context
     blobs = {e.name: project.read_blob(e) for e in project.shaders}
     ctx = context(emit.prepare(project, blobs), "t.j2", "o.hpp")
-    assert set(ctx) == {"manifest", "shaders", "unavailable", "compilers", "toolchain", "banner", "output",
-                        "template"}
+    assert set(ctx) == {"manifest", "shaders", "unavailable", "compilers", "blobs", "toolchain", "banner",
+                        "output", "template"}
     first = ctx["shaders"][0]
     assert [s["name"] for s in ctx["shaders"]] == sorted(e.name for e in project.shaders)
     assert first["blob"] == blobs[first["name"]] and first["ident"] == first["name"]
     assert first["words"][0] == 0x07230203
     assert first["words"] == list(ctext.blob_words(first["blob"], "x")) and len(first["words"]) == first["size"] // 4
     guide = (REPO / "docs" / "GUIDE.md").read_text(encoding="utf-8")
-    for name in [*ctx, "blob", "words", "ident", "c_string", "c_escape", "c_ident", "hex_bytes", "hex_words"]:
+    for name in [*ctx, "blob", "words", "ident", "c_string", "c_escape", "c_ident", "hex_bytes", "hex_words",
+                 "blob_array"]:
         assert f"`{name}`" in guide, f"GUIDE does not document template variable/filter {name!r}"
 
 
@@ -675,10 +676,10 @@ def test_renderer_key_follows_the_templates_and_emitters():
 
 def test_emit_modules_import_only_the_ones_before_them():
     """No cycle among the emitters: each imports only modules listed before it in
-    ``genspirv.emit``'s docstring (ctext, render_input, ctable, project, cmake), and the
+    ``genspirv.emit``'s docstring (ctext, cblobs, render_input, ctable, project, cmake), and the
     package itself loads a renderer only inside ``render``."""
     import ast
-    order = ["ctext", "render_input", "ctable", "project", "cmake"]
+    order = ["ctext", "cblobs", "render_input", "ctable", "project", "cmake"]
     folder = Path(emit.__file__).parent
     for i, name in enumerate(order):
         tree = ast.parse((folder / f"{name}.py").read_text())

@@ -12,6 +12,9 @@ Modules (each imports only the ones listed before it):
 
 - ``ctext``: C source text (escaping, identifiers, initialiser lines at the
   speed of ``bytes.hex()``, a blob's words), pure;
+- ``cblobs``: blobs put into the binary from their files (``#embed``,
+  ``.incbin``) instead of initialisers: a ``generate`` entry's ``blobs =
+  "files"``, pure;
 - ``render_input``: what every output of a build is rendered from
   (``prepare``, ``RenderInput``);
 - ``ctable``: target ``"c"``, the C/C++ table of blobs and reflection
@@ -74,23 +77,32 @@ def prepare(manifest, blobs: Blobs = None):
     return make(manifest, blobs)
 
 
-def render_output(source, target: str, output: str, template: Optional[str] = None) -> dict[str, bytes]:
+def render_output(source, target: str, output: str, template: Optional[str] = None,
+                  blob_mode: str = "arrays") -> dict[str, bytes]:
     """The files of one ``generate`` entry, {relative posix path: bytes}, from ``source``
     (``prepare``'s). ``template`` (a posix path relative to the manifest's root) renders a
-    project's own jinja2 template into the one file ``output``."""
+    project's own jinja2 template into the one file ``output``. ``blob_mode`` is the entry's
+    ``blobs``: ``"arrays"`` (C initialisers of the bytes) or ``"files"`` (``#embed`` or
+    ``.incbin`` of each blob's file, ``cblobs``)."""
+    from ..project.config import BlobMode
+    try:
+        mode = BlobMode(blob_mode)
+    except ValueError:
+        raise CodegenError(f"generate blobs {blob_mode!r}: not one of "
+                           f"{', '.join(m.value for m in BlobMode)}") from None
     if template is not None or target == TEMPLATE_TARGET:
         if template is None:
             raise CodegenError("generate target 'template' needs a template path")
         from .project import render_template
         output = check_output(output)
-        return {output: render_template(source, template, output)}
+        return {output: render_template(source, template, output, mode)}
     if target not in TARGETS:
         raise CodegenError(f"unknown generate target {target!r} (known: {', '.join(sorted(TARGETS))})")
     from .ctable import render_c
-    return render_c(source, check_output(output))
+    return render_c(source, check_output(output), mode)
 
 
 def render(target: str, manifest, output: str, blobs: Blobs = None,
-           template: Optional[str] = None) -> dict[str, bytes]:
+           template: Optional[str] = None, blob_mode: str = "arrays") -> dict[str, bytes]:
     """The files of one ``generate`` entry: ``render_output(prepare(manifest, blobs), ...)``."""
-    return render_output(prepare(manifest, blobs), target, output, template)
+    return render_output(prepare(manifest, blobs), target, output, template, blob_mode)

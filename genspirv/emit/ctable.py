@@ -35,9 +35,11 @@ import jinja2
 
 from ..errors import CodegenError
 from ..manifest import ManifestEntry
+from ..project.config import BlobMode
 from ..reflect import DESCRIPTOR_TYPES, SPEC_TYPES
 from ..reflect import spec_sizes
 from ..runtime.limits import CAPABILITY_FEATURES, EXTENSION_DEVICE_EXTENSIONS, SUBGROUP_BITS
+from .cblobs import blob_path, prelude, word_array, word_order_check
 from .ctext import BANNER, Words, c_escape, c_string, word_lines
 from .render_input import RenderInput, sorted_entries
 
@@ -142,7 +144,9 @@ def _binding_view(b: Mapping, min_size_steps: tuple[str, int] = ("NULL", 0)) -> 
 OPTIONAL_BINDING_FIELDS = ("min_size", "array_stride")
 
 
-def _module_view(index: int, entry: ManifestEntry, d: Mapping, words: Words) -> dict:
+def _module_view(index: int, entry: ManifestEntry, d: Mapping, words: Words, file: str = "") -> dict:
+    """One module's values for the templates; ``file`` (files mode): its blob's path from the
+    source file's folder, its words then ``cblobs.word_array``, not an initialiser."""
     info = entry.info
     if info.binding_count > MASK_BITS:
         raise CodegenError(f"shader {entry.name!r}: {info.binding_count} bindings do not fit the "
@@ -164,7 +168,9 @@ def _module_view(index: int, entry: ManifestEntry, d: Mapping, words: Words) -> 
         "entry_point_literal": c_string(info.entry_point),
         "words_ident": f"genspirv_words_{index}",
         "word_count": len(words),
-        "word_lines": word_lines(words),
+        "word_lines": [] if file else word_lines(words),
+        "blob_text": word_array(f"genspirv_words_{index}", file, entry.size, entry.sha256).rstrip("\n")
+        if file else "",
         "spec_ids_ident": f"genspirv_spec_ids_{index}",
         "spec_names_ident": f"genspirv_spec_names_{index}",
         "spec_constants_ident": f"genspirv_spec_constants_{index}",
@@ -207,18 +213,29 @@ def _unavailable_view(u: Mapping) -> dict:
             "missing_literal": c_string(str(missing))}
 
 
-def render_c(source: RenderInput, output: str) -> dict[str, bytes]:
+def render_c(source: RenderInput, output: str, blobs: BlobMode = BlobMode.ARRAYS) -> dict[str, bytes]:
     env = _environment()
     header = f"{output}.h"
     header_name = check_header_name(PurePosixPath(header).name)
     as_dict = source.doc
     dicts = {d["name"]: d for d in as_dict["shaders"]}
-    modules = [_module_view(i, e, dicts[e.name], Words(source.blobs[e.name], e.spirv))
-               for i, e in enumerate(sorted_entries(source.manifest))]
+    entries = sorted_entries(source.manifest)
+    files = BlobMode(blobs) is BlobMode.FILES
+    paths = {e.name: blob_path(f"{output}.c", e.spirv) if files else "" for e in entries}
+    modules = [_module_view(i, e, dicts[e.name], Words(source.blobs[e.name], e.spirv), paths[e.name])
+               for i, e in enumerate(entries)]
+    files_prelude = ""
+    if files and entries:
+        orders = {Words(source.blobs[e.name], e.spirv).order for e in entries}
+        if len(orders) > 1:
+            raise CodegenError(f"{output}.c: blobs = \"files\" needs every blob in one byte order; these are "
+                               "mixed (their bytes become the words): use blobs = \"arrays\"")
+        files_prelude = (prelude(paths[entries[0].name]) + word_order_check(orders.pop())).rstrip("\n")
     binding_fields = [k for k in OPTIONAL_BINDING_FIELDS
                       if any(k in b for m in modules for b in m["bindings"])]
     context = {
         "banner": BANNER,
+        "files_prelude": files_prelude,
         "toolchain": {k: c_escape(str(v)) for k, v in as_dict["toolchain"].items()},
         "guard": include_guard(output),
         "header_name": header_name,

@@ -24,10 +24,15 @@ Variables (the GUIDE's "Project templates" documents them):
 - ``compilers``: each compiler the manifest's toolchain names, with its version
   (``Toolchain.compilers``: glslang, slang-glslang where it built a variant,
   spirv-opt where one ran);
+- ``blobs``: the ``generate`` entry's ``blobs`` (``"arrays"`` or ``"files"``);
 - ``toolchain``, ``banner``, ``output`` and ``template``.
 
 Filters: ``c_string``/``c_escape``, ``c_ident``, ``hex_bytes(per_line=16, suffix="")``
-and ``hex_words(per_line=8, suffix="")`` (``ctext``'s, the C table's own escaping).
+and ``hex_words(per_line=8, suffix="")`` (``ctext``'s, the C table's own escaping),
+and ``blob_array(name)`` of a shader: its bytes as ``const unsigned char
+name[size]`` with external linkage, an initialiser under ``blobs = "arrays"``,
+``#embed`` or ``.incbin`` of its file under ``"files"`` (``cblobs``; the first in
+a file brings the prelude that picks the mechanism).
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ import jinja2
 import jinja2.sandbox
 
 from ..errors import CodegenError
+from ..project.config import BlobMode
+from .cblobs import blob_path, byte_array, byte_array_lines, prelude
 from .ctext import BANNER, Words, c_escape, c_ident, c_string, hex_bytes, hex_words
 from .render_input import RenderInput
 
@@ -62,6 +69,34 @@ class _OneFileLoader(jinja2.BaseLoader):
 # The ids of the containers the output being rendered on this thread shares with others.
 _SHARED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar("genspirv_template_shared",
                                                                           default=frozenset())
+
+
+class _Rendering:
+    """The output being rendered on this thread: its path, its blob mode, and whether its text
+    has the files prelude yet (``blob_array`` puts it before the first blob)."""
+
+    def __init__(self, output: str, mode: BlobMode) -> None:
+        self.output, self.mode, self.prelude_written = output, mode, False
+
+
+_RENDERING: contextvars.ContextVar[_Rendering] = contextvars.ContextVar("genspirv_template_rendering")
+
+
+def blob_array(shader, name: str) -> str:
+    """The ``blob_array`` filter: see the module docstring."""
+    try:
+        blob, spirv, sha256 = shader["blob"], shader["spirv"], shader["sha256"]
+    except (TypeError, KeyError):
+        raise CodegenError("blob_array: filter a shader of `shaders` (s | blob_array(s.ident ~ '_data'))") from None
+    rendering = _RENDERING.get()
+    if rendering.mode is BlobMode.ARRAYS:
+        return byte_array_lines(name, len(blob), hex_bytes(blob)).rstrip("\n")
+    path = blob_path(rendering.output, spirv)
+    text = byte_array(name, path, len(blob), sha256)
+    if not rendering.prelude_written:
+        rendering.prelude_written = True
+        text = prelude(path) + text
+    return text.rstrip("\n")
 
 
 class _Sandbox(jinja2.sandbox.SandboxedEnvironment):
@@ -91,7 +126,7 @@ def _compiled(name: str, source: str) -> jinja2.Template:
     env = _Sandbox(loader=_OneFileLoader(name, source), undefined=jinja2.StrictUndefined,
                    keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
     env.filters.update(c_string=c_string, c_escape=c_escape, c_ident=c_ident,
-                       hex_bytes=hex_bytes, hex_words=hex_words)
+                       hex_bytes=hex_bytes, hex_words=hex_words, blob_array=blob_array)
     env.policies["json.dumps_function"] = _dumps
     return env.get_template(name)
 
@@ -104,17 +139,17 @@ def _template_line(exc: BaseException, name: str) -> str:
     return name
 
 
-def context(source: RenderInput, template: str, output: str) -> dict:
+def context(source: RenderInput, template: str, output: str, mode: BlobMode = BlobMode.ARRAYS) -> dict:
     """The variables a project template receives (this output's own list and shader mappings;
     what they hold is shared)."""
     doc = source.doc
     compilers = [{"name": name, "version": version} for name, version in source.manifest.toolchain.compilers()]
     return {"manifest": doc, "shaders": [dict(s) for s in source.template_shaders],
-            "unavailable": doc.get("unavailable", []), "compilers": compilers,
+            "unavailable": doc.get("unavailable", []), "compilers": compilers, "blobs": mode.value,
             "toolchain": doc["toolchain"], "banner": BANNER, "output": output, "template": template}
 
 
-def render_template(source: RenderInput, template: str, output: str) -> bytes:
+def render_template(source: RenderInput, template: str, output: str, mode: BlobMode = BlobMode.ARRAYS) -> bytes:
     """Render ``template`` (relative to the manifest's root) for ``output``; UTF-8 bytes."""
     manifest = source.manifest
     if manifest.root is None:
@@ -131,8 +166,9 @@ def render_template(source: RenderInput, template: str, output: str) -> bytes:
     except jinja2.TemplateSyntaxError as exc:
         raise CodegenError(f"{template}:{exc.lineno}: template syntax error: {exc.message}") from None
     shared = _SHARED.set(source.shared_ids)
+    rendering = _RENDERING.set(_Rendering(output, mode))
     try:
-        rendered = compiled.render(context(source, template, output))
+        rendered = compiled.render(context(source, template, output, mode))
     except CodegenError as exc:   # from a filter, e.g. c_string of a bad value
         raise CodegenError(f"{_template_line(exc, template)}: {exc}") from None
     except jinja2.TemplateError as exc:
@@ -141,5 +177,6 @@ def render_template(source: RenderInput, template: str, output: str) -> bytes:
     except (TypeError, ValueError, KeyError, IndexError, ArithmeticError) as exc:
         raise CodegenError(f"{_template_line(exc, template)}: {type(exc).__name__}: {exc}") from None
     finally:
+        _RENDERING.reset(rendering)
         _SHARED.reset(shared)
     return rendered.encode("utf-8")
