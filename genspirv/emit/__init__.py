@@ -78,12 +78,13 @@ def prepare(manifest, blobs: Blobs = None):
 
 
 def render_output(source, target: str, output: str, template: Optional[str] = None,
-                  blob_mode: str = "arrays") -> dict[str, bytes]:
+                  blob_mode: str = "arrays", blob_root: Optional[str] = None) -> dict[str, bytes]:
     """The files of one ``generate`` entry, {relative posix path: bytes}, from ``source``
     (``prepare``'s). ``template`` (a posix path relative to the manifest's root) renders a
     project's own jinja2 template into the one file ``output``. ``blob_mode`` is the entry's
     ``blobs``: ``"arrays"`` (C initialisers of the bytes) or ``"files"`` (``#embed`` or
-    ``.incbin`` of each blob's file, ``cblobs``)."""
+    ``.incbin`` of each blob's file, ``cblobs``: paths from the output's folder, or under
+    ``blob_root`` for a copy rendered elsewhere, such as CMake's build folder)."""
     from ..project.config import BlobMode
     try:
         mode = BlobMode(blob_mode)
@@ -95,11 +96,11 @@ def render_output(source, target: str, output: str, template: Optional[str] = No
             raise CodegenError("generate target 'template' needs a template path")
         from .project import render_template
         output = check_output(output)
-        return {output: render_template(source, template, output, mode)}
+        return {output: render_template(source, template, output, mode, blob_root)}
     if target not in TARGETS:
         raise CodegenError(f"unknown generate target {target!r} (known: {', '.join(sorted(TARGETS))})")
     from .ctable import render_c
-    return render_c(source, check_output(output), mode)
+    return render_c(source, check_output(output), mode, blob_root)
 
 
 def render(target: str, manifest, output: str, blobs: Blobs = None,

@@ -20,8 +20,10 @@ it stands in for, so one template helper serves both modes):
 - ``word_array(ident, path, count, sha256)``: the C table's words, a
   ``uint32_t[count]`` local to its object (a union of the bytes and the words
   under ``#embed``, a local assembler symbol under ``.incbin``).
-- ``blob_path(output, spirv)``: a blob's path from the generated file's folder,
-  refused (CodegenError) where it holds what neither directive can quote.
+- ``blob_path(output, spirv, root=None)``: a blob's path from the generated
+  file's folder (with ``root``, an absolute folder: from there, for a copy
+  rendered outside the project), refused (CodegenError) where it holds what
+  neither directive can quote.
 
 The sha256 of each blob is in a comment beside it: a blob that changes changes
 the text, so a build system that recompiles on a changed source recompiles.
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from typing import Optional
 
 from ..errors import CodegenError
 
@@ -99,9 +102,10 @@ _PRELUDE = r"""/* The blobs are not in this file: each is put into the object fr
 """
 
 
-def blob_path(output: str, spirv: str) -> str:
-    """``spirv`` (root-relative) as a path from the folder of ``output`` (a root-relative file)."""
-    rel = posixpath.relpath(spirv, posixpath.dirname(output) or ".")
+def blob_path(output: str, spirv: str, root: Optional[str] = None) -> str:
+    """``spirv`` (root-relative) as a path from the folder of ``output`` (a root-relative file),
+    or under ``root`` (a posix folder) when one is given."""
+    rel = f"{root.rstrip('/')}/{spirv}" if root else posixpath.relpath(spirv, posixpath.dirname(output) or ".")
     if _UNQUOTABLE.search(rel):
         raise CodegenError(f"{output}: blob path {rel!r} holds a quote, a backslash or a control character, "
                            'which #embed and .incbin cannot quote; use blobs = "arrays" for it')

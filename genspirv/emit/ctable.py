@@ -29,7 +29,7 @@ import json
 import re
 import struct
 from pathlib import PurePosixPath
-from typing import Mapping
+from typing import Mapping, Optional
 
 import jinja2
 
@@ -213,7 +213,8 @@ def _unavailable_view(u: Mapping) -> dict:
             "missing_literal": c_string(str(missing))}
 
 
-def render_c(source: RenderInput, output: str, blobs: BlobMode = BlobMode.ARRAYS) -> dict[str, bytes]:
+def render_c(source: RenderInput, output: str, blobs: BlobMode = BlobMode.ARRAYS,
+             blob_root: Optional[str] = None) -> dict[str, bytes]:
     env = _environment()
     header = f"{output}.h"
     header_name = check_header_name(PurePosixPath(header).name)
@@ -221,7 +222,7 @@ def render_c(source: RenderInput, output: str, blobs: BlobMode = BlobMode.ARRAYS
     dicts = {d["name"]: d for d in as_dict["shaders"]}
     entries = sorted_entries(source.manifest)
     files = BlobMode(blobs) is BlobMode.FILES
-    paths = {e.name: blob_path(f"{output}.c", e.spirv) if files else "" for e in entries}
+    paths = {e.name: blob_path(f"{output}.c", e.spirv, blob_root) if files else "" for e in entries}
     modules = [_module_view(i, e, dicts[e.name], Words(source.blobs[e.name], e.spirv), paths[e.name])
                for i, e in enumerate(entries)]
     files_prelude = ""

@@ -41,6 +41,7 @@ import contextvars
 import functools
 import json
 import traceback
+from typing import Optional
 
 import jinja2
 import jinja2.sandbox
@@ -75,8 +76,8 @@ class _Rendering:
     """The output being rendered on this thread: its path, its blob mode, and whether its text
     has the files prelude yet (``blob_array`` puts it before the first blob)."""
 
-    def __init__(self, output: str, mode: BlobMode) -> None:
-        self.output, self.mode, self.prelude_written = output, mode, False
+    def __init__(self, output: str, mode: BlobMode, blob_root: Optional[str]) -> None:
+        self.output, self.mode, self.blob_root, self.prelude_written = output, mode, blob_root, False
 
 
 _RENDERING: contextvars.ContextVar[_Rendering] = contextvars.ContextVar("genspirv_template_rendering")
@@ -91,7 +92,7 @@ def blob_array(shader, name: str) -> str:
     rendering = _RENDERING.get()
     if rendering.mode is BlobMode.ARRAYS:
         return byte_array_lines(name, len(blob), hex_bytes(blob)).rstrip("\n")
-    path = blob_path(rendering.output, spirv)
+    path = blob_path(rendering.output, spirv, rendering.blob_root)
     text = byte_array(name, path, len(blob), sha256)
     if not rendering.prelude_written:
         rendering.prelude_written = True
@@ -149,8 +150,10 @@ def context(source: RenderInput, template: str, output: str, mode: BlobMode = Bl
             "toolchain": doc["toolchain"], "banner": BANNER, "output": output, "template": template}
 
 
-def render_template(source: RenderInput, template: str, output: str, mode: BlobMode = BlobMode.ARRAYS) -> bytes:
-    """Render ``template`` (relative to the manifest's root) for ``output``; UTF-8 bytes."""
+def render_template(source: RenderInput, template: str, output: str, mode: BlobMode = BlobMode.ARRAYS,
+                    blob_root: Optional[str] = None) -> bytes:
+    """Render ``template`` (relative to the manifest's root) for ``output``; UTF-8 bytes
+    (``blob_root``: files mode's blob paths under that folder, see ``cblobs.blob_path``)."""
     manifest = source.manifest
     if manifest.root is None:
         raise CodegenError(f"{template}: the manifest has no project root to find the template in")
@@ -166,7 +169,7 @@ def render_template(source: RenderInput, template: str, output: str, mode: BlobM
     except jinja2.TemplateSyntaxError as exc:
         raise CodegenError(f"{template}:{exc.lineno}: template syntax error: {exc.message}") from None
     shared = _SHARED.set(source.shared_ids)
-    rendering = _RENDERING.set(_Rendering(output, mode))
+    rendering = _RENDERING.set(_Rendering(output, mode, blob_root))
     try:
         rendered = compiled.render(context(source, template, output, mode))
     except CodegenError as exc:   # from a filter, e.g. c_string of a bad value
