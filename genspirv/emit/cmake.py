@@ -155,8 +155,11 @@ def _flat_names(config: Config) -> None:
 def stage(config: Config, dest: Path, files_as: str) -> list[Path]:
     """Write the package's copy of every generated file into ``dest`` (see the module
     docstring), each only when its bytes change; returns the copies."""
-    from .. import emit
     from ..manifest import load_manifest
+    from ..project.config import BlobMode
+    from .ctable import render_c
+    from .project import render_template
+    from .render_input import prepare
     if files_as not in FILES_AS:
         raise ConfigError(f"--files-as {files_as!r}: not one of {', '.join(FILES_AS)}")
     _flat_names(config)
@@ -170,11 +173,11 @@ def stage(config: Config, dest: Path, files_as: str) -> list[Path]:
                 raise OutputError(f"{config.path(rel)}: cannot read it: {exc.strerror}; run genspirv build") from None
         else:
             if source is None:
-                source = emit.prepare(load_manifest(config.path(config.manifest), root=config.root))
-            files = emit.render_output(source, g.target, g.output, g.template,
-                                       "arrays" if files_as == "arrays" else "files",
-                                       blob_root=None if files_as == "arrays" else config.root.as_posix())
-            data = files[rel]
+                source = prepare(load_manifest(config.path(config.manifest), root=config.root))
+            mode = BlobMode.ARRAYS if files_as == "arrays" else BlobMode.FILES
+            root = None if mode is BlobMode.ARRAYS else config.root.as_posix()
+            data = render_template(source, g.template, g.output, mode, root) if g.template is not None \
+                else render_c(source, g.output, mode, root)[rel]
         copy = dest / PurePosixPath(rel).name
         try:
             if not copy.is_file() or copy.read_bytes() != data:
