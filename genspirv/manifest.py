@@ -3,12 +3,11 @@
 Takes ``ManifestEntry`` records (what the build produced) and gives the bytes of
 ``manifests/shaders.json`` (schema ``genspirv/1``); reads them back with
 ``load_manifest``, which checks the schema (genspirv/schema/manifest.schema.json,
-with jsonschema), the paths (posix, relative, no
-``..``) and, by default, every blob's size and sha256.
+with jsonschema), the paths (posix, relative, no ``..``) and, by default, every blob's size and sha256.
 
-The same bytes come out of the same entries on every machine: sorted keys,
-fixed indent, trailing newline, entries sorted by name. ``genspirv.reflect`` is
-imported only where reflection is converted: a no-op build reads build facts alone.
+The same bytes come out of the same entries on every machine: sorted keys, fixed indent, trailing newline,
+entries sorted by name. ``genspirv.reflect`` is imported only where reflection is converted: a no-op build reads
+build facts alone.
 """
 
 from __future__ import annotations
@@ -38,18 +37,6 @@ class Toolchain:
     # slang-glslang's library version and its slangpy wheel's, when it built some variant
     slang_glslang: Optional[str] = None
     slangpy: Optional[str] = None
-
-    def compilers(self) -> tuple[tuple[str, str], ...]:
-        """(name, version) of each compiler these blobs went through, in the order they ran:
-        glslang, slang-glslang (its library's version, and the slangpy wheel it came in) where
-        it built a variant, spirv-opt where it ran on one."""
-        out = [("glslang", self.glslang)]
-        if self.slang_glslang is not None:
-            wheel = f" (slangpy {self.slangpy})" if self.slangpy is not None else ""
-            out.append(("slang-glslang", self.slang_glslang + wheel))
-        if self.spirv_opt is not None:
-            out.append(("spirv-opt", self.spirv_opt))
-        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -210,12 +197,10 @@ def build_facts(entry: ManifestEntry) -> dict[str, Any]:
                          "spirv": entry.spirv, "sha256": entry.sha256, "size": entry.size}
     if entry.inputs:
         d["inputs"], d["depends"] = entry.inputs, list(entry.depends)
-    if not entry.validated:
-        d["validated"] = False
-    if entry.optimized:
-        d["optimized"] = True
-    if entry.stripped:
-        d["stripped"] = True
+    for key, value, default in (("validated", entry.validated, True), ("optimized", entry.optimized, False),
+                                ("stripped", entry.stripped, False)):
+        if value != default:        # written only where it says something
+            d[key] = value
     if entry.target_env is not None:
         d["target_env"] = entry.target_env
     if entry.compiler is not None:
@@ -473,10 +458,10 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
             defines=tuple(sorted(defines.items())),
             spirv=check_relative_path(_need(e, "spirv", str, w), w),
             sha256=sha, size=_need(e, "size", int, w), info=info_from_dict(e, w),
-            inputs=e.get("inputs", ""),
-            depends=tuple(check_relative_path(p, w) for p in e.get("depends", ())),
+            inputs=e.get("inputs", ""), depends=tuple(check_relative_path(p, w) for p in e.get("depends", ())),
             validated=e.get("validated", True), optimized=e.get("optimized", False),
-            stripped=e.get("stripped", False), target_env=e.get("target_env"), compiler=e.get("compiler"), meta_json=_meta_text(e.get("meta"))))
+            stripped=e.get("stripped", False), target_env=e.get("target_env"), compiler=e.get("compiler"),
+            meta_json=_meta_text(e.get("meta"))))
     unavailable = tuple(Unavailable(u["name"], check_relative_path(u["source"], f"{where}, unavailable"),
                                     tuple(u["missing"]), u.get("inputs", ""), tuple(u.get("depends", ())),
                                     u.get("compiler"), _meta_text(u.get("meta")))

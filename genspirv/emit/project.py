@@ -22,8 +22,8 @@ Variables (the GUIDE's "Project templates" documents them):
   added, and ``meta`` (the variant's meta table, ``{}`` when it has none);
 - ``unavailable``: the manifest's ``unavailable`` list, or ``[]``;
 - ``compilers``: each compiler the manifest's toolchain names, with its version
-  (``Toolchain.compilers``: glslang, slang-glslang where it built a variant,
-  spirv-opt where one ran);
+  (``compilers``: glslang, slang-glslang where it built a variant, spirv-opt
+  where one ran);
 - ``blobs``: the ``generate`` entry's ``blobs`` (``"arrays"`` or ``"files"``);
 - ``toolchain``, ``banner``, ``output`` and ``template``.
 
@@ -47,6 +47,7 @@ import jinja2
 import jinja2.sandbox
 
 from ..errors import CodegenError
+from ..manifest import Toolchain
 from ..project.config import BlobMode
 from .cblobs import blob_path, byte_array, byte_array_lines, prelude
 from .ctext import BANNER, Words, c_escape, c_ident, c_string, hex_bytes, hex_words
@@ -140,13 +141,26 @@ def _template_line(exc: BaseException, name: str) -> str:
     return name
 
 
+def compilers(toolchain: Toolchain) -> list[dict[str, str]]:
+    """Each compiler the blobs went through, in the order they ran, as {name, version}: glslang,
+    slang-glslang (its library's version and the slangpy wheel's) where it built a variant,
+    spirv-opt where it ran on one."""
+    out = [("glslang", toolchain.glslang)]
+    if toolchain.slang_glslang is not None:
+        wheel = f" (slangpy {toolchain.slangpy})" if toolchain.slangpy is not None else ""
+        out.append(("slang-glslang", toolchain.slang_glslang + wheel))
+    if toolchain.spirv_opt is not None:
+        out.append(("spirv-opt", toolchain.spirv_opt))
+    return [{"name": name, "version": version} for name, version in out]
+
+
 def context(source: RenderInput, template: str, output: str, mode: BlobMode = BlobMode.ARRAYS) -> dict:
     """The variables a project template receives (this output's own list and shader mappings;
     what they hold is shared)."""
     doc = source.doc
-    compilers = [{"name": name, "version": version} for name, version in source.manifest.toolchain.compilers()]
     return {"manifest": doc, "shaders": [dict(s) for s in source.template_shaders],
-            "unavailable": doc.get("unavailable", []), "compilers": compilers, "blobs": mode.value,
+            "unavailable": doc.get("unavailable", []), "compilers": compilers(source.manifest.toolchain),
+            "blobs": mode.value,
             "toolchain": doc["toolchain"], "banner": BANNER, "output": output, "template": template}
 
 
