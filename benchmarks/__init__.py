@@ -9,7 +9,8 @@ reproduce it (date, device, genspirv commit, Python, cores).
   alone over the same variants.
 - ``build-generator`` — ``build_suite``: the same at a real backend's scale (400,
   1,000, 2,000 variants from a generator file, most optimised): cold build
-  beside glslang alone and glslang + spirv-opt, no-op, fresh-clone no-op,
+  beside glslang alone, glslang + spirv-opt, the peer's pipeline (glslc per
+  variant, where glslc is installed) and glslang in its library alone, no-op, fresh-clone no-op,
   one-header edit and check (``--quick``: cold, no-op and fresh-clone no-op only);
   ``--remote``: ``remote_suite``, a second machine's cold build from a warm
   remote cache against the first machine's.
@@ -29,6 +30,10 @@ reproduce it (date, device, genspirv commit, Python, cores).
 - ``c-backend`` — ``c_backend_suite``: host time per recorded dispatch of the worked C
   backend (``examples/c-backend``, ``genspirv/vulkan.h``) beside the Python runtime on the
   same graph and device.
+- ``tables`` — ``tables_suite``: a real backend's generated code (2,000 variants, a C++ file
+  per source and a header from one template): the render of every output before and after
+  (``--baseline REV``), in one process and in N, and the C++ compile of the tables as hex
+  arrays beside ``blobs = "files"`` with each compiler here.
 
 ``--quick`` gives the smallest honest run of each suite.
 
@@ -54,6 +59,7 @@ SUITES = {
     "push": ("runtime_suite", "bench_push"),
     "compilers": ("compiler_suite", "bench_compilers"),
     "c-backend": ("c_backend_suite", "bench_c_backend"),
+    "tables": ("tables_suite", "bench_tables"),
 }
 
 
@@ -112,6 +118,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roofline", action="store_true",
                         help="demo: also each time per token over the memory-bandwidth bound (bytes a "
                              "token binds / the device's bandwidth, measured once with the read probe)")
+    parser.add_argument("--baseline", metavar="REV", default=None,
+                        help="tables: the git revision whose emitters the 'before' render arm runs")
     parser.add_argument("--remote", action="store_true",
                         help="build-generator: a second machine's cold build from a warm remote cache "
                              "(nginx WebDAV on 127.0.0.1) against the first's (default 2,000 variants)")
@@ -133,7 +141,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                         sizes=args.sizes or quick_build.get("sizes"), jobs=args.jobs or quick_build.get("jobs"),
                         quiet=args.quiet, root=root, header_share=args.header_share,
                         keep=args.keep, quick=args.quick, demo_args=args.demo_args,
-                        per_source=args.per_source, roofline=args.roofline, remote=args.remote)
+                        per_source=args.per_source, roofline=args.roofline, remote=args.remote,
+                        baseline=args.baseline)
     module, function = SUITES[args.suite]
     suite = getattr(importlib.import_module(f"{__name__}.{module}"), function)
     rec = RunLog(args.suite)

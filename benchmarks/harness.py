@@ -53,6 +53,7 @@ class BenchOptions:
     demo_args: Optional[str] = None        # demo: model options, as `python -m examples.llm` takes them
     roofline: bool = False                 # demo: each time per token over the bandwidth bound
     remote: bool = False                   # build-generator: a second machine from a warm remote cache
+    baseline: Optional[str] = None         # tables: the git revision of the 'before' render arm
 
 
 @dataclass
