@@ -8,7 +8,11 @@ with ``cold`` in ABBA order), ``noop`` (the build again), ``edit`` (after one
 header edit), ``check``; and the ratios cold/floor and check/floor and the
 no-op time per variant. Each step verifies what it claims: the no-op rewrote
 nothing, the edit changed exactly the blobs of the variants including the
-header, every variant compiled to a distinct blob.
+header, every variant compiled to a distinct blob. ``build-generator`` also
+pairs the cold build with the peer's pipeline (``glslc``: Google's glslc per
+variant, as llama.cpp's generator runs it, then the tables written; skipped
+with a note where glslc is not installed) and with glslang's own compile in its
+library (``floor, library``), and sets no-op and check beside both.
 """
 
 from __future__ import annotations
