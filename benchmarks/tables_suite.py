@@ -16,8 +16,9 @@ header, all from one project template that writes every blob with
   count, forked after ``prepare``: the blobs shared, not copied);
 - the C++ compile of every generated file, N at a time, with each compiler
   here (g++, and clang++, a clang with ``#embed`` first), ``arrays`` (the hex
-  text) beside ``files`` (``blobs = "files"``: ``.incbin``, or ``#embed``
-  where the compiler has it), ABBA; once per compiler and mode, untimed, the
+  text) beside ``files`` (``blobs = "files"`` as the prelude picks it:
+  ``.incbin``) and, for a compiler that has it, ``files, #embed``
+  (``-DGENSPIRV_BLOBS_EMBED``), ABBA; once per compiler and mode, untimed, the
   objects are linked with a program that compares every symbol with its blob.
 
 Every render arm writes the same bytes as the cold build did (sha256 over every
@@ -185,13 +186,17 @@ def _files_outputs(root: Path, outputs) -> list[str]:
     return written
 
 
-def _compile_all(cxx: str, root: Path, folder: str, jobs: int, objects: Path) -> list[Path]:
+COMPILE_MODES = {"arrays": (synth.OUTPUTS_DIR, ()), "files": (FILES_DIR, ()),
+                 "files, #embed": (FILES_DIR, ("-DGENSPIRV_BLOBS_EMBED",))}
+
+
+def _compile_all(cxx: str, root: Path, folder: str, flags, jobs: int, objects: Path) -> list[Path]:
     objects.mkdir(parents=True, exist_ok=True)
     sources = sorted((root / folder).glob("*.cpp"))
 
     def one(src: Path) -> Path:
         obj = objects / (src.stem + ".o")
-        run_command([cxx, "-std=c++17", "-O2", "-c", f"-I{root / folder}", str(src), "-o", str(obj)],
+        run_command([cxx, "-std=c++17", "-O2", "-c", *flags, f"-I{root / folder}", str(src), "-o", str(obj)],
                     what=f"bench tables: {Path(cxx).name} {src.name}", cwd=root / folder, timeout=1800)
         return obj
 
@@ -200,6 +205,7 @@ def _compile_all(cxx: str, root: Path, folder: str, jobs: int, objects: Path) ->
 
 
 def _check_objects(cxx: str, root: Path, folder: str, objs: list[Path], scratch: Path, names) -> None:
+    """Link ``objs`` with a program comparing every symbol with its blob; it must say all match."""
     rows = ",\n".join(f'    {{ "{n}", {n}_data, {n}_len }}' for n in sorted(names))
     main = scratch / "check_main.cpp"
     main.write_text(CHECK_MAIN.replace("@ROWS@", rows))
@@ -219,7 +225,9 @@ def bench_tables(opts: BenchOptions, rec: RunLog) -> None:
     per_source = opts.per_source or TABLE_PER_SOURCE
     cxxs = compilers()
     render_arms = (["before"] if opts.baseline else []) + ["plain formatter", "after", f"after, {jobs} processes"]
-    progress = BenchProgress(len(sizes) * repeats * (len(render_arms) + 2 * len(cxxs)) + len(sizes), opts.quiet)
+    modes = {label: [m for m in COMPILE_MODES if "#embed" not in m or _has_embed(cxx)] for label, cxx in cxxs}
+    progress = BenchProgress(len(sizes) * (repeats * (len(render_arms) + sum(map(len, modes.values()))) + 1),
+                             opts.quiet)
     scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-tables-"))
     rec.notes.append(
         f"a generator project with {synth.OPTIMIZED_SHARE:.0%} of its variants optimised and, from one template, "
@@ -230,8 +238,9 @@ def bench_tables(opts: BenchOptions, rec: RunLog) -> None:
         "this tree one at a time with hex_bytes/hex_words replaced by the plain formatter (one f'0x{v:02x}' "
         f"a value); after = this tree one at a time; after, {jobs} processes = forked after prepare (blobs "
         f"shared); compile arms: `CXX -std=c++17 -O2 -c` of every generated .cpp, {jobs} at a time, arrays "
-        "(hex) beside files (blobs = \"files\": #embed where the compiler has it, else .incbin), each "
-        "checked once by a program comparing every symbol with its blob.")
+        "(hex) beside files (blobs = \"files\" as its prelude picks: .incbin) and files, #embed "
+        "(-DGENSPIRV_BLOBS_EMBED, where the compiler has #embed), each checked once by a program comparing "
+        "every symbol with its blob.")
     try:
         code = snapshot_package(scratch)
         baseline = _baseline_code(opts.root, opts.baseline, scratch) if opts.baseline else None
@@ -266,20 +275,21 @@ def bench_tables(opts: BenchOptions, rec: RunLog) -> None:
             for label, cxx in cxxs:
                 checked = set()
                 for r in range(repeats):
-                    for mode in paired_order(r, ("arrays", "files")):
+                    for mode in paired_order(r, modes[label]):
                         progress.step(f"{case} compile {mode} {label} (run {r + 1}/{repeats})")
-                        folder = synth.OUTPUTS_DIR if mode == "arrays" else FILES_DIR
-                        objects = scratch / f"obj-{label}-{mode}-{r}"
-                        t, cpu, objs = timed_cpu(lambda: _compile_all(cxx, root, folder, jobs, objects))
+                        folder, flags = COMPILE_MODES[mode]
+                        objects = scratch / f"obj-{label}-{len(rec.runs)}"
+                        t, cpu, objs = timed_cpu(lambda: _compile_all(cxx, root, folder, flags, jobs, objects))
                         rec.add(case, f"compile {mode}, {label}", t, repeat=r, cpu_s=cpu, files=len(objs))
                         if mode not in checked:
                             _check_objects(cxx, root, folder, objs, scratch, [v.name for v in gen.project.variants])
                             checked.add(mode)
                         shutil.rmtree(objects, ignore_errors=True)
-                rec.ratio(case, f"compile arrays / files, {label}", f"compile arrays, {label}",
-                          f"compile files, {label}")
-                rec.ratio(case, f"compile arrays / files, {label}, CPU time", f"compile arrays, {label}",
-                          f"compile files, {label}", of="cpu_median")
+                for mode in modes[label][1:]:
+                    rec.ratio(case, f"compile arrays / {mode}, {label}", f"compile arrays, {label}",
+                              f"compile {mode}, {label}")
+                    rec.ratio(case, f"compile arrays / {mode}, {label}, CPU time", f"compile arrays, {label}",
+                              f"compile {mode}, {label}", of="cpu_median")
             for arm in render_arms:
                 if arm != "after":
                     rec.ratio(case, f"render, {arm} / after", f"render, {arm}", "render, after")

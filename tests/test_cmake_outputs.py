@@ -213,7 +213,9 @@ FILES_TABLE = 'generate = [ { target = "c", output = "gen/kernels", blobs = "fil
 
 @pytest.mark.parametrize("compiler,option,want", [
     pytest.param("gcc", "", "incbin", id="gcc"),
-    pytest.param(EMBED_CLANG, "", "embed", id="clang-embed",
+    pytest.param(EMBED_CLANG, "", "incbin", id="clang-embed",
+                 marks=pytest.mark.skipif(EMBED_CLANG is None, reason="needs a clang with #embed")),
+    pytest.param(EMBED_CLANG, "-DGENSPIRV_BLOBS=embed", "embed", id="clang-embed-asked",
                  marks=pytest.mark.skipif(EMBED_CLANG is None, reason="needs a clang with #embed")),
     pytest.param("gcc", "-DGENSPIRV_BLOBS=arrays", "arrays", id="neither"),
 ])

@@ -18,7 +18,7 @@
 # changes no byte of the generated files (a comment edited in a GLSL header) rebuilds
 # nothing after it (the target compiles copies made only when their bytes change,
 # which Ninja restats). A generate entry with blobs = "files" is compiled with what
-# the compiler has (a try_compile, once): #embed, else .incbin, else the arrays
+# the compiler has (a try_compile, once): .incbin, else #embed, else the arrays
 # (MSVC); -DGENSPIRV_BLOBS=embed|incbin|arrays decides instead. A CTest test
 # <target>_genspirv_check runs `genspirv check` (call enable_testing() to have it).
 #
@@ -43,7 +43,7 @@ option(GENSPIRV_COMPILE_SHADERS
        ON)
 set(GENSPIRV_PYTHON "" CACHE FILEPATH "the Python that runs genspirv (empty: the one genspirv is installed in)")
 set(GENSPIRV_BLOBS "auto" CACHE STRING
-    "how a blobs = \"files\" table puts its blobs into the program: auto (what the compiler has: embed, else incbin, else arrays), embed, incbin or arrays")
+    "how a blobs = \"files\" table puts its blobs into the program: auto (what the compiler has: incbin, else embed, else arrays), embed, incbin or arrays")
 set_property(CACHE GENSPIRV_BLOBS PROPERTY STRINGS auto embed incbin arrays)
 
 # Asks `python` for genspirv; sets <out_version> to its version ("" if it cannot import it)
@@ -168,8 +168,8 @@ function(_genspirv_table_from_pyproject target root out_header out_source)
 endfunction()
 
 # What the compiler of <lang> (C or CXX) has to put a blob file into a program as
-# blobs = "files" does: "embed" (C23 #embed), "incbin" (the assembler's .incbin), or
-# "arrays" where neither compiles and links (MSVC). A try_compile of genspirv's own probe
+# blobs = "files" does: "incbin" (the assembler's .incbin: no compile time at all), else
+# "embed" (C23 #embed), or "arrays" where neither compiles and links (MSVC). A try_compile of genspirv's own probe
 # (python -m genspirv.emit.cmake probe), once per build folder and language;
 # -DGENSPIRV_BLOBS=embed|incbin|arrays decides instead.
 function(_genspirv_blob_mechanism lang out)
@@ -193,7 +193,7 @@ function(_genspirv_blob_mechanism lang out)
     set(probe "${dir}/probe.c")
   endif()
   set(found "arrays")
-  foreach(mechanism IN ITEMS embed incbin)
+  foreach(mechanism IN ITEMS incbin embed)
     string(TOUPPER "${mechanism}" upper)
     try_compile(_genspirv_probe_${mechanism}_${lang} "${dir}/${mechanism}-${lang}" SOURCES "${probe}"
                 COMPILE_DEFINITIONS -DGENSPIRV_BLOBS_${upper}=1)

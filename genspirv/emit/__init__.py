@@ -12,8 +12,8 @@ Modules (each imports only the ones listed before it):
 
 - ``ctext``: C source text (escaping, identifiers, initialiser lines at the
   speed of ``bytes.hex()``, a blob's words), pure;
-- ``cblobs``: blobs put into the binary from their files (``#embed``,
-  ``.incbin``) instead of initialisers: a ``generate`` entry's ``blobs =
+- ``cblobs``: blobs put into the binary from their files (``.incbin``,
+  ``#embed``) instead of initialisers: a ``generate`` entry's ``blobs =
   "files"``, pure;
 - ``render_input``: what every output of a build is rendered from
   (``prepare``, ``RenderInput``);
@@ -82,8 +82,8 @@ def render_output(source, target: str, output: str, template: Optional[str] = No
     """The files of one ``generate`` entry, {relative posix path: bytes}, from ``source``
     (``prepare``'s). ``template`` (a posix path relative to the manifest's root) renders a
     project's own jinja2 template into the one file ``output``. ``blob_mode`` is the entry's
-    ``blobs``: ``"arrays"`` (C initialisers of the bytes) or ``"files"`` (``#embed`` or
-    ``.incbin`` of each blob's file, ``cblobs``: paths from the output's folder, or under
+    ``blobs``: ``"arrays"`` (C initialisers of the bytes) or ``"files"`` (``.incbin`` or
+    ``#embed`` of each blob's file, ``cblobs``: paths from the output's folder, or under
     ``blob_root`` for a copy rendered elsewhere, such as CMake's build folder)."""
     from ..project.config import BlobMode
     try:

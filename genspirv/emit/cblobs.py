@@ -5,10 +5,13 @@ it stands in for, so one template helper serves both modes):
 
 - ``prelude(probe)``: once per generated file, before its first blob. It picks
   the mechanism when the build has not (``-DGENSPIRV_BLOBS_EMBED`` or
-  ``-DGENSPIRV_BLOBS_INCBIN``): C23 ``#embed`` where the compiler has it and
-  finds ``probe`` (the file's first blob), else the assembler's ``.incbin``
-  (GCC and Clang on ELF and Mach-O), else an ``#error`` saying to use arrays
-  (MSVC); and the macros the blobs below use. ``#embed`` looks for a path
+  ``-DGENSPIRV_BLOBS_INCBIN``): the assembler's ``.incbin`` (GCC and Clang on
+  ELF and Mach-O), else C23 ``#embed`` where the compiler has it and finds
+  ``probe`` (the file's first blob), else an ``#error`` saying to use arrays
+  (MSVC); and the macros the blobs below use. ``.incbin`` first: it costs the
+  compiler nothing, where clang 19 compiles C++ ``#embed`` token by token (a
+  2,000-variant table's C++ compiles in about the time of its hex text:
+  docs/BENCHMARKS.md, "Generated tables at a backend's scale"). ``#embed`` looks for a path
   beside the including file first (or in ``--embed-dir=``), ``.incbin`` in the
   working folder and the ``-I`` folders: the paths are relative to the
   generated file's folder (``blob_path``), and CMake renders its own copies
@@ -43,21 +46,20 @@ EMBED = "GENSPIRV_BLOBS_EMBED"
 INCBIN = "GENSPIRV_BLOBS_INCBIN"
 _UNQUOTABLE = re.compile(r'["\\\x00-\x1f\x7f]')
 
-_PRELUDE = r"""/* The blobs are not in this file: each is put into the object from its file, by
- * #embed where the compiler has it and finds the file (the paths are relative to
- * this file's folder: compile here, or add --embed-dir=<this folder>), else by the
- * assembler's .incbin (GCC and Clang on ELF and Mach-O: the working folder, or
- * -I<this folder>). -DGENSPIRV_BLOBS_EMBED or -DGENSPIRV_BLOBS_INCBIN picks one. */
+_PRELUDE = r"""/* The blobs are not in this file: each is put into the object from its file, by the
+ * assembler's .incbin (GCC and Clang on ELF and Mach-O: the paths are relative to this
+ * file's folder: compile here, or add -I<this folder>), else by #embed where the compiler
+ * has it and finds the file (here, or with --embed-dir=<this folder>).
+ * -DGENSPIRV_BLOBS_EMBED or -DGENSPIRV_BLOBS_INCBIN picks one. */
 #ifndef GENSPIRV_BLOBS_PRELUDE
 #define GENSPIRV_BLOBS_PRELUDE 1
 #if !defined(GENSPIRV_BLOBS_EMBED) && !defined(GENSPIRV_BLOBS_INCBIN)
-#if defined(__has_embed)
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__ELF__) || defined(__MACH__))
+#define GENSPIRV_BLOBS_INCBIN 1
+#elif defined(__has_embed)
 #if __has_embed("@PROBE@") == __STDC_EMBED_FOUND__
 #define GENSPIRV_BLOBS_EMBED 1
 #endif
-#endif
-#if !defined(GENSPIRV_BLOBS_EMBED) && (defined(__GNUC__) || defined(__clang__)) && (defined(__ELF__) || defined(__MACH__))
-#define GENSPIRV_BLOBS_INCBIN 1
 #endif
 #endif
 #if defined(GENSPIRV_BLOBS_EMBED) + defined(GENSPIRV_BLOBS_INCBIN) != 1

@@ -20,7 +20,7 @@
   it at configure time, which also proves genspirv importable.
 - ``python -m genspirv.emit.cmake probe --dest DIR``: a C and a C++ file that
   put a blob into the program as ``blobs = "files"`` does (``cblobs``), for the
-  package's ``try_compile`` of ``#embed`` and of ``.incbin``.
+  package's ``try_compile`` of ``.incbin`` and of ``#embed``.
 - ``python -m genspirv.emit.cmake stage --root DIR --dest DIR --files-as
   embed|incbin|arrays``: the package's copies of every generated file, each
   written only when its bytes change: an arrays file as committed, a
@@ -189,7 +189,7 @@ def stage(config: Config, dest: Path, files_as: str) -> list[Path]:
     return written
 
 
-FILES_AS = ("embed", "incbin", "arrays")
+FILES_AS = ("incbin", "embed", "arrays")
 
 PROBE_MAIN = """
 int main(void) { return genspirv_probe_data[0] == 'g' ? 0 : 1; }

@@ -31,7 +31,7 @@ Filters: ``c_string``/``c_escape``, ``c_ident``, ``hex_bytes(per_line=16, suffix
 and ``hex_words(per_line=8, suffix="")`` (``ctext``'s, the C table's own escaping),
 and ``blob_array(name)`` of a shader: its bytes as ``const unsigned char
 name[size]`` with external linkage, an initialiser under ``blobs = "arrays"``,
-``#embed`` or ``.incbin`` of its file under ``"files"`` (``cblobs``; the first in
+``.incbin`` or ``#embed`` of its file under ``"files"`` (``cblobs``; the first in
 a file brings the prelude that picks the mechanism).
 """
 

@@ -70,7 +70,7 @@ class BlobMode(str, Enum):
     """How generated C/C++ puts each blob into the binary (a ``generate`` entry's ``blobs``)."""
 
     ARRAYS = "arrays"   # a C initialiser of its bytes or words (the default)
-    FILES = "files"     # the blob file itself: #embed, else the assembler's .incbin; no bytes in the text
+    FILES = "files"     # the blob file itself: the assembler's .incbin, else #embed; no bytes in the text
 
 
 @dataclass(frozen=True)
@@ -270,7 +270,7 @@ def load_config(root: Path | str) -> Config:
         blobs = expect(g.get("blobs", BlobMode.ARRAYS.value), str, f"{k}.blobs", "a string")
         if blobs not in {m.value for m in BlobMode}:
             raise ConfigError(f"{k}.blobs: {blobs!r} is not one of {', '.join(repr(m.value) for m in BlobMode)} "
-                              '("files": each blob by #embed or .incbin of its file, no bytes in the generated text)')
+                              '("files": each blob by .incbin or #embed of its file, no bytes in the generated text)')
         generate.append(Generate(target, relative_path(g["output"], f"{k}.output"), template, BlobMode(blobs)))
 
     glsl_dir = values["glsl_dir"]
