@@ -61,15 +61,21 @@ def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, wh
     tell an invalid blob from glslang from an optimiser bug, and says what to set."""
     args = [*OPTIMIZE_ARGS, *(() if validate else ("--skip-validation",)),
             f"--target-env={target_env}", str(blob_path), "-o", str(output)]
-    output.unlink(missing_ok=True)
-    if on_command is not None:
-        on_command([str(spirv_opt.path), *args])
-    proc = spirv_opt.run(args, what=f"{what}: spirv-opt")
-    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-    if proc.returncode != 0:
+    returncode, text = _run_opt(spirv_opt, args, output, f"{what}: spirv-opt", on_command)
+    if returncode != 0:
         valid = None if not validate or spirv_val is None else _accepts(spirv_val, blob_path, target_env, what)
         raise ValidationError(optimizer_refusal(what, target_env, text, valid))
     return written_output(output, what, "spirv-opt", text)
+
+
+def _run_opt(spirv_opt: Tool, args: Sequence[str], output: Path, what: str,
+             on_command: Optional[Callable[[Sequence[str]], None]]) -> tuple[int, str]:
+    """spirv-opt ``args`` writing ``output`` (an old one removed first): its exit status and text."""
+    output.unlink(missing_ok=True)
+    if on_command is not None:
+        on_command([str(spirv_opt.path), *args])
+    proc = spirv_opt.run(list(args), what=what)
+    return proc.returncode, (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
 
 
 # glslang's -g0 runs SPIRV-Tools' strip-debug pass on its output: the same pass, run after
@@ -83,13 +89,9 @@ def strip_debug(spirv_opt: Tool, blob_path: Path, output: Path, what: str,
     and spec constants stay; OpName, OpMemberName, OpSource, OpString, OpLine and
     OpModuleProcessed go. The input was validated already (or opted out): not again."""
     args = [*STRIP_ARGS, str(blob_path), "-o", str(output)]
-    output.unlink(missing_ok=True)
-    if on_command is not None:
-        on_command([str(spirv_opt.path), *args])
-    proc = spirv_opt.run(args, what=f"{what}: spirv-opt --strip-debug")
-    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-    if proc.returncode != 0:
-        raise ValidationError(f"{what}: spirv-opt --strip-debug failed (exit {proc.returncode}) on its blob "
+    returncode, text = _run_opt(spirv_opt, args, output, f"{what}: spirv-opt --strip-debug", on_command)
+    if returncode != 0:
+        raise ValidationError(f"{what}: spirv-opt --strip-debug failed (exit {returncode}) on its blob "
                               f"(-g0):\n{tool_diagnostic(text)}\n  to keep the debug information, drop -g0 "
                               f"from the flags of variant {what}")
     return written_output(output, what, "spirv-opt", text)
