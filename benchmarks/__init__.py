@@ -9,7 +9,8 @@ reproduce it (date, device, genspirv commit, Python, cores).
   alone over the same variants.
 - ``build-generator`` — ``build_suite``: the same at a real backend's scale (400,
   1,000, 2,000 variants from a generator file, most optimised): cold build
-  beside glslang alone and glslang + spirv-opt, no-op, fresh-clone no-op,
+  beside glslang alone, glslang + spirv-opt, the peer's pipeline (glslc per
+  variant, where glslc is installed) and glslang in its library alone, no-op, fresh-clone no-op,
   one-header edit and check (``--quick``: cold, no-op and fresh-clone no-op only);
   ``--remote``: ``remote_suite``, a second machine's cold build from a warm
   remote cache against the first machine's.
@@ -27,10 +28,14 @@ reproduce it (date, device, genspirv commit, Python, cores).
   bfloat16, fp8, fp4) that glslang 13.1.1 and slang-glslang each build, and the
   time per variant of each (needs the ``slang-glslang`` extra and a checkout).
 - ``build-ab`` — ``ab_suite``: this tree's cold build, no-op, fresh-clone no-op and
-  header-edit rebuild beside another tree's (``--baseline DIR``), in one run.
+  header-edit rebuild beside another revision's (``--baseline REV``), in one run.
 - ``c-backend`` — ``c_backend_suite``: host time per recorded dispatch of the worked C
   backend (``examples/c-backend``, ``genspirv/vulkan.h``) beside the Python runtime on the
   same graph and device.
+- ``tables`` — ``tables_suite``: a real backend's generated code (2,000 variants, a C++ file
+  per source and a header from one template): the render of every output before and after
+  (``--baseline REV``), in one process and in N, and the C++ compile of the tables as hex
+  arrays beside ``blobs = "files"`` with each compiler here.
 
 ``--quick`` gives the smallest honest run of each suite.
 
@@ -57,6 +62,7 @@ SUITES = {
     "compilers": ("compiler_suite", "bench_compilers"),
     "c-backend": ("c_backend_suite", "bench_c_backend"),
     "build-ab": ("ab_suite", "bench_build_ab"),
+    "tables": ("tables_suite", "bench_tables"),
 }
 
 
@@ -115,11 +121,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roofline", action="store_true",
                         help="demo: also each time per token over the memory-bandwidth bound (bytes a "
                              "token binds / the device's bandwidth, measured once with the read probe)")
+    parser.add_argument("--baseline", metavar="REV", default=None,
+                        help="build-ab: the git revision whose build is set beside this tree's; tables: the "
+                             "revision whose emitters the 'before' render arm runs")
     parser.add_argument("--remote", action="store_true",
                         help="build-generator: a second machine's cold build from a warm remote cache "
                              "(nginx WebDAV on 127.0.0.1) against the first's (default 2,000 variants)")
-    parser.add_argument("--baseline", type=Path, metavar="DIR", default=None,
-                        help="build-ab: the tree to set this one beside (the folder holding its genspirv/)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
 
 

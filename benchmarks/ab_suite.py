@@ -1,7 +1,7 @@
 """The ``build-ab`` suite: this tree's build beside another tree's, step by step, in one run.
 
-Takes a baseline tree (``--baseline DIR``: a checkout or ``git archive`` of an
-earlier commit, the folder that holds its ``genspirv/``) and the sizes; for
+Takes a baseline revision (``--baseline REV``: its ``genspirv/``, from ``git
+archive`` of this checkout) and the sizes; for
 each size, one generator project of ``synth.generate_generator_project``'s
 shape. Each round runs both trees on their own fresh copy, in ABBA order,
 through the same steps: ``cold`` (the first build), ``noop`` (the build
@@ -24,7 +24,7 @@ from pathlib import Path
 from . import synth
 from .build_outputs import expect_blobs, fresh_copy, output_digests
 from .build_suite import _expect_changed
-from .harness import (BenchError, BenchOptions, BenchProgress, RunLog, genspirv_command, genspirv_env,
+from .harness import (BenchError, BenchOptions, BenchProgress, RunLog, baseline_package, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed_cpu)
 
 STEPS = ("cold", "noop", "fresh clone noop", "edit")
@@ -33,9 +33,8 @@ AB_SIZES = (2000,)
 
 
 def bench_build_ab(opts: BenchOptions, rec: RunLog) -> None:
-    if opts.baseline is None or not (opts.baseline / "genspirv" / "__init__.py").is_file():
-        raise BenchError("build-ab: --baseline DIR must name a tree holding genspirv/ "
-                         "(e.g. `git archive REV | tar -x -C DIR`)")
+    if opts.baseline is None:
+        raise BenchError("build-ab: --baseline REV names the revision to set this tree beside")
     sizes = opts.sizes or AB_SIZES
     jobs = (opts.jobs or (2,))[0]
     repeats = opts.repeat or 3
@@ -46,7 +45,7 @@ def bench_build_ab(opts: BenchOptions, rec: RunLog) -> None:
                      f"edit = one edit of a header {opts.header_share:.0%} of the sources include")
     try:
         code = {"this tree": snapshot_package(scratch / "this"),
-                "baseline": snapshot_package(scratch / "baseline", opts.baseline / "genspirv")}
+                "baseline": baseline_package(opts.root, opts.baseline, scratch)}
         for size in sizes:
             gen = synth.generate_generator_project(opts.root, scratch / f"pristine-{size}", size, opts.header_share)
             case = f"generator variants={size} jobs={jobs}"

@@ -8,13 +8,19 @@ with ``cold`` in ABBA order), ``noop`` (the build again), ``edit`` (after one
 header edit), ``check``; and the ratios cold/floor and check/floor and the
 no-op time per variant. Each step verifies what it claims: the no-op rewrote
 nothing, the edit changed exactly the blobs of the variants including the
-header, every variant compiled to a distinct blob.
+header, every variant compiled to a distinct blob. ``build-generator`` also
+pairs the cold build with the peer's pipeline (``glslc``: Google's glslc per
+variant, as llama.cpp's generator runs it, then the tables written; skipped
+with a note where glslc is not installed) and with glslang's own compile in its
+library (``floor, library``), and sets no-op and check beside both.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
+import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -219,6 +225,85 @@ def glslang_opt_floor(tool: FloorTool, opt: FloorTool, gen, jobs: int, out_dir: 
     return len(project.variants)
 
 
+# The peer's pipeline (llama.cpp's vulkan-shaders-gen): Google's glslc once per variant, the
+# optimised ones with -O, up to N at a time, then the tables written as C arrays.
+GLSLC_ARM = "glslc"
+LIBRARY_FLOOR_ARM = "floor, library"
+
+
+def glslc_pipeline(glslc: str, gen, jobs: int, out_dir: Path) -> int:
+    """glslc per variant (its defines, target env, -O where it is optimised), ``jobs`` at a time,
+    then one C++ file of ``name_data`` arrays and ``name_len`` sizes; returns the bytes written."""
+    from genspirv.emit.ctext import hex_bytes
+    project = gen.project
+    out_dir.mkdir(parents=True, exist_ok=True)
+    incl = [f"-I{project.glsl_dir}/include"] if (project.root / project.glsl_dir / "include").is_dir() else []
+
+    def one(v) -> bytes:
+        env = "vulkan1.3" if v.name in gen.vulkan13 else project.target_env
+        out = out_dir / f"{v.name}.spv"
+        cmd = [glslc, "-fshader-stage=compute", f"--target-env={env}", *incl]
+        cmd += [f"-D{k}={val}" for k, val in v.defines] + (["-O"] if v.name in gen.optimized else [])
+        run_command(cmd + ["-o", str(out), v.source], what=f"glslc: {v.name}", cwd=project.root, timeout=600)
+        return out.read_bytes()
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        blobs = dict(zip((v.name for v in project.variants), pool.map(one, project.variants)))
+    lines = ["#include <cstdint>", ""]
+    for name, blob in sorted(blobs.items()):
+        lines += [f"unsigned char {name}_data[{len(blob)}] = {{", "    " + ",\n    ".join(hex_bytes(blob)), "};",
+                  f"const uint64_t {name}_len = {len(blob)};", ""]
+    text = "\n".join(lines).encode()
+    (out_dir / "shaders.cpp").write_bytes(text)
+    return len(text)
+
+
+# glslang's own compile in its library, in worker processes started as the build starts its
+# compile workers (a zeroed heap): every variant, nothing else. argv: root, glslang pin;
+# stdin: JSON [source, target env, defines, include preamble, include dirs] per variant.
+LIBRARY_FLOOR = r"""
+import json, sys
+from pathlib import Path
+from genspirv.toolchain import glslang_library, tools
+root = Path(sys.argv[1])
+work = json.loads(sys.stdin.read())
+glslang_library.allow()
+library = glslang_library.for_tool(tools.find_glslang(sys.argv[2]))
+if library is None:
+    sys.exit("the glslang library is not there (a glslang wheel is needed)")
+for source, env, defines, preamble, dirs in work:
+    if library.compile(root=root, source=source, target_env=env, defines=defines, include_preamble=preamble,
+                       include_dirs=dirs) is None:
+        sys.exit(f"the library declined {source} {defines}")
+print(len(work))
+"""
+
+
+def glslang_library_floor(gen, jobs: int, code: Path) -> int:
+    """Every variant compiled by glslang in its library, in ``jobs`` worker processes (each its
+    share, one after another): what no build of these variants can beat on these cores."""
+    from genspirv.toolchain.children import zeroed_heap
+    from genspirv.toolchain.tools import INCLUDE_PREAMBLE, uses_include
+    cfg = config.load_config(gen.root)
+    dirs = list(cfg.include_dirs)
+    work = []
+    for v in gen.project.variants:
+        env = "vulkan1.3" if v.name in gen.vulkan13 else gen.project.target_env
+        preamble = INCLUDE_PREAMBLE if uses_include((gen.root / v.source).read_bytes()) else None
+        work.append([v.source, env, dict(v.defines), preamble, dirs])
+    environment = zeroed_heap(genspirv_env(code))
+
+    def worker(share) -> int:
+        proc = subprocess.run([sys.executable, "-c", LIBRARY_FLOOR, str(gen.root), cfg.glslang],
+                              input=json.dumps(share).encode(), capture_output=True, env=environment, timeout=3600)
+        if proc.returncode != 0:
+            raise BenchError(f"bench build-generator: library floor: {proc.stderr.decode(errors='replace')[-500:]}")
+        return int(proc.stdout.split()[-1])
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return sum(pool.map(worker, [work[i::jobs] for i in range(jobs)]))
+
+
 def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
     """``python -m benchmarks build-generator``: a generator-driven project at 400, 1,000 and 2,000 variants."""
     if opts.remote:
@@ -232,9 +317,11 @@ def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
     sizes = opts.sizes or GENERATOR_SIZES
     repeats = {size: opts.repeat or (3 if size <= 400 else 1) for size in sizes}
     # --quick: only what no-op figures need (cold build untimed against a floor, no edit, no check).
+    glslc = shutil.which("glslc")
+    peers = (() if glslc is None else (GLSLC_ARM,)) + (LIBRARY_FLOOR_ARM,)
     steps = ("cold",) + ("noop", "fresh clone noop", "fresh clone floor") * QUICK_NOOPS if opts.quick else \
-        SERIES_ARMS if series else ("cold", "floor", "floor+opt", "noop", "fresh clone noop", "fresh clone floor",
-                                    "edit", "check")
+        SERIES_ARMS if series else ("cold", "floor", "floor+opt", *peers, "noop", "fresh clone noop",
+                                    "fresh clone floor", "edit", "check")
     progress = BenchProgress(sum(repeats.values()) * len(steps) * len(job_counts), opts.quiet)
     scratch = Path(tempfile.mkdtemp(prefix="genspirv-bench-gen-"))
     rec.notes.append(
@@ -250,6 +337,15 @@ def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
         f"edit = one edit of a header {opts.header_share:.0%} of the sources include; "
         f"jobs = {', '.join(map(str, job_counts))}"
         + (" (a series: cold and floor+opt alone at each)." if series else "."))
+    if not opts.quick and not series:
+        rec.notes.append(
+            "glslc = the peer's pipeline (llama.cpp's vulkan-shaders-gen): Google's glslc once per variant, with "
+            "its defines and target env, -O where the variant is optimised, N at a time, then the tables written "
+            "as C arrays (one .cpp of name_data/name_len); floor, library = glslang's own compile in its library, "
+            "every variant, nothing else, in N worker processes (what no build of these variants beats on these "
+            "cores); both paired with cold in ABBA order. "
+            + ("glslc: " + subprocess.run([glslc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+               if glslc else "glslc is not installed here (apt-get install glslc): its arm is skipped."))
     try:
         code = snapshot_package(scratch)
         opt_tool = toolchain.find_tool("spirv-opt")
@@ -266,7 +362,7 @@ def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
             for jobs in job_counts:
                 case = f"generator variants={size} jobs={jobs}"
                 _run_generator_case(case, size, jobs, repeats[size], gen, tool, opt, scratch, rec, progress, code,
-                                    opts.quick, series)
+                                    opts.quick, series, peers)
                 if not opts.quick:
                     rec.ratio(case, "cold / floor+opt", "cold", "floor+opt")
                     rec.ratio(case, "cold / floor+opt, CPU time", "cold", "floor+opt", of="cpu_median")
@@ -275,6 +371,10 @@ def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
                 if not opts.quick and not series:
                     rec.ratio(case, "cold / floor", "cold", "floor")
                     rec.ratio(case, "check / floor+opt", "check", "floor+opt")
+                    for peer in peers:
+                        for arm in ("cold", "noop", "check"):
+                            rec.ratio(case, f"{arm} / {peer}", arm, peer)
+                        rec.ratio(case, f"cold / {peer}, CPU time", "cold", peer, of="cpu_median")
                 rec.checkpoint()
             if opts.keep is None:
                 shutil.rmtree(gen.root, ignore_errors=True)
@@ -285,7 +385,7 @@ def bench_build_generator(opts: BenchOptions, rec: RunLog) -> None:
 
 
 def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec, progress, code,
-                        quick=False, series=False) -> None:
+                        quick=False, series=False, peers=()) -> None:
     info = {"variants": size, "jobs": jobs}
 
     def genspirv(root: Path, *args: str, what: str) -> None:
@@ -295,13 +395,22 @@ def _run_generator_case(case, size, jobs, repeats, gen, tool, opt, scratch, rec,
     for r in range(repeats):
         label = f"{case} (run {r + 1}/{repeats})"
         work = None
-        arms = ("cold",) if quick else paired_order(r, SERIES_ARMS if series else ("cold", "floor", "floor+opt"))
+        arms = ("cold",) if quick else paired_order(r, SERIES_ARMS if series else ("cold", "floor", "floor+opt",
+                                                                                   *peers))
         for arm in arms:
             progress.step(f"{label} {arm}")
             if arm == "cold":
                 work = fresh_copy(gen.project, scratch / f"work-{size}-{r}")
                 t, cpu, _ = timed_cpu(lambda: genspirv(work.root, "build", what="cold build"))
                 expect_blobs(work, f"{case} cold build")
+            elif arm == GLSLC_ARM:
+                out = scratch / f"glslc-{size}-{r}"
+                t, cpu, _ = timed_cpu(lambda: glslc_pipeline(shutil.which("glslc"), gen, jobs, out))
+                shutil.rmtree(out, ignore_errors=True)
+            elif arm == LIBRARY_FLOOR_ARM:
+                t, cpu, count = timed_cpu(lambda: glslang_library_floor(gen, jobs, code))
+                if count != size:
+                    raise BenchError(f"bench build-generator {case}: the library floor compiled {count} of {size}")
             else:
                 out = scratch / f"floor-{size}-{r}"
                 fn = (lambda: glslang_floor(tool, gen.project, jobs, out)) if arm == "floor" else \

@@ -52,8 +52,8 @@ class BenchOptions:
     quick: bool = False                    # smallest honest run (reflect, runtime, demo)
     demo_args: Optional[str] = None        # demo: model options, as `python -m examples.llm` takes them
     roofline: bool = False                 # demo: each time per token over the bandwidth bound
-    baseline: Optional[Path] = None        # build-ab: the other tree (the folder holding its genspirv/)
     remote: bool = False                   # build-generator: a second machine from a warm remote cache
+    baseline: Optional[str] = None         # build-ab, tables: the git revision set beside this tree
 
 
 @dataclass
@@ -298,20 +298,33 @@ def genspirv_command(*args: str) -> list[str]:
     return [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []), "-m", "genspirv", *args]
 
 
-def snapshot_package(scratch: Path, package: Optional[Path] = None) -> Path:
-    """Copy the genspirv package running this benchmark (or ``package``, another tree's
-    ``genspirv/``) under ``scratch``; returns the folder to put on PYTHONPATH. Timed steps run
-    the copy, so an edit of the working tree during a long run cannot change the code measured
-    (compiled bytecode comes along, still valid)."""
+def snapshot_package(scratch: Path) -> Path:
+    """Copy the genspirv package running this benchmark under ``scratch``; returns the folder
+    to put on PYTHONPATH. Timed steps run the copy, so an edit of the working tree during a
+    long run cannot change the code measured (compiled bytecode comes along, still valid)."""
     import compileall
     import shutil
 
     dest = scratch / "code"
     import genspirv
-    shutil.copytree(package or Path(genspirv.__file__).resolve().parent, dest / "genspirv",
+    shutil.copytree(Path(genspirv.__file__).resolve().parent, dest / "genspirv",
                     ignore=shutil.ignore_patterns("__pycache__"))
     # Bytecode as an installed package has it, whether or not this environment writes any
     # (PYTHONDONTWRITEBYTECODE): a timed step measures genspirv, not compiling its sources.
+    compileall.compile_dir(str(dest / "genspirv"), quiet=1)
+    return dest
+
+
+def baseline_package(repo: Path, rev: str, scratch: Path) -> Path:
+    """The genspirv package of ``rev`` (git archive of ``repo``), compiled, under ``scratch``: the
+    folder to put on PYTHONPATH for an arm that runs that revision."""
+    import compileall
+    dest = scratch / "baseline"
+    dest.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "genspirv"], capture_output=True)
+    if archive.returncode != 0:
+        raise BenchError(f"--baseline {rev}: git archive failed: {archive.stderr.decode(errors='replace').strip()}")
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     compileall.compile_dir(str(dest / "genspirv"), quiet=1)
     return dest
 

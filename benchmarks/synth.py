@@ -265,6 +265,44 @@ VULKAN13_SHARE = 125 / 1979
 GENERATOR_FILE = "shaders/variants.py"
 
 
+# A real backend's generated code: one C++ file per source and one header, all from one
+# project template that writes every blob with hex_bytes (llama.cpp's ggml-vulkan-shaders).
+OUTPUTS_TEMPLATE = "tools/shaders.j2"
+OUTPUTS_DIR = "src/shaders"
+OUTPUTS_HEADER = "shaders.hpp"
+_OUTPUTS_TEMPLATE_TEXT = """\
+// {{ banner }}
+{% set name = output.rsplit('/', 1)[1] %}
+{% if name == 'HEADER' %}
+#pragma once
+#include <cstdint>
+
+{% for s in shaders %}
+extern const unsigned char {{ s.ident }}_data[{{ s.size }}];
+extern const uint64_t {{ s.ident }}_len;
+{% endfor %}
+{% else %}
+#include "HEADER"
+{% set stem = name.rsplit('.', 1)[0] %}
+{% for s in shaders if s.source.rsplit('/', 1)[1] == stem ~ '.comp' %}
+BLOB
+const uint64_t {{ s.ident }}_len = {{ s.size }};
+{% endfor %}
+{% endif %}
+""".replace("HEADER", OUTPUTS_HEADER)
+# Each blob's array: its bytes as hex (any genspirv's template filters can render it), or
+# under blobs = "files" the blob file itself.
+_BLOB_TEXT = {"arrays": """\
+const unsigned char {{ s.ident }}_data[{{ s.size }}] = {
+    {{ s.blob | hex_bytes | join(",\\n    ") }}
+};""", "files": "{{ s | blob_array(s.ident ~ '_data') }}"}
+
+
+def outputs_template(blobs: str) -> str:
+    """The project template of ``generate_generator_project``'s outputs, for that ``blobs``."""
+    return _OUTPUTS_TEMPLATE_TEXT.replace("BLOB", _BLOB_TEXT[blobs])
+
+
 @dataclass(frozen=True)
 class GeneratorProject:
     """A synthetic project whose variants come from a generator file, not the TOML table."""
@@ -272,6 +310,7 @@ class GeneratorProject:
     project: SyntheticProject
     optimized: frozenset[str]        # names of the variants built with optimize = true
     vulkan13: frozenset[str]         # names built for vulkan1.3
+    outputs: tuple[str, ...] = ()    # generated files (root-relative): one per source and a header
 
     @property
     def root(self) -> Path:
@@ -281,9 +320,12 @@ class GeneratorProject:
 def generate_generator_project(repo_root, dest, variants: int, header_share: float = 0.25,
                                per_source: float = LLAMA_CPP_VARIANTS_PER_SOURCE,
                                optimized_share: float = OPTIMIZED_SHARE,
-                               vulkan13_share: float = VULKAN13_SHARE) -> GeneratorProject:
+                               vulkan13_share: float = VULKAN13_SHARE, outputs: str = "") -> GeneratorProject:
     """``generate_project``'s sources and variants, listed by a generator file (``shaders/variants.py``)
-    with a share of the variants optimised and a share built for vulkan1.3, as in llama.cpp."""
+    with a share of the variants optimised and a share built for vulkan1.3, as in llama.cpp.
+    ``outputs`` ("arrays" or "files", the entries' ``blobs``): also generated code in a real
+    backend's shape, ``OUTPUTS_DIR/<source stem>.cpp`` for every source and ``OUTPUTS_HEADER``,
+    from the one template ``OUTPUTS_TEMPLATE``."""
     project = generate_project(repo_root, dest, variants, header_share, per_source)
     glsl_prefix = project.glsl_dir + "/"
     optimized, vulkan13, rows = set(), set(), []
@@ -300,8 +342,17 @@ def generate_generator_project(repo_root, dest, variants: int, header_share: flo
     settings = {"glsl_dir": project.glsl_dir, "target_env": project.target_env, "glslang": "13.1.1",
                 "flags": project.flags}
     text = _pyproject_text(settings, project.spirv_dir, project.manifest, [])
+    generated: tuple[str, ...] = ()
+    if outputs:
+        stems = sorted({PurePosixPath(v.source).stem for v in project.variants})
+        generated = tuple(f"{OUTPUTS_DIR}/{stem}.cpp" for stem in stems) + (f"{OUTPUTS_DIR}/{OUTPUTS_HEADER}",)
+        _write(Path(dest) / OUTPUTS_TEMPLATE, outputs_template(outputs))
+        blobs = "" if outputs == "arrays" else f", blobs = {_toml_str(outputs)}"    # arrays: any genspirv reads it
+        entries = ",\n".join(f"  {{ template = {_toml_str(OUTPUTS_TEMPLATE)}, output = {_toml_str(out)}{blobs} }}"
+                             for out in generated)
+        text += f"generate = [\n{entries},\n]\n"
     _write(Path(dest) / "pyproject.toml", text + f"generator = {_toml_str(GENERATOR_FILE)}\n")
-    return GeneratorProject(project, frozenset(optimized), frozenset(vulkan13))
+    return GeneratorProject(project, frozenset(optimized), frozenset(vulkan13), generated)
 
 
 def _generator_text(rows: list[dict]) -> str:

@@ -4,7 +4,8 @@
 # 1. apt: what the build and the tests need from the system — the Vulkan
 #    loader, Mesa's CPU Vulkan device (lavapipe), the Khronos validation
 #    layers, spirv-cross, cmake + ninja + gcc/g++ + the Vulkan headers (the CMake
-#    package's tests, the C headers' tests, the worked C backend in examples/),
+#    package's tests, the C headers' tests, the worked C backend in examples/), clang-19
+#    (a compiler with C23 #embed: the blobs = "files" tables are linked with it as well),
 #    nginx-light (a WebDAV store for the remote cache's tests and benchmark),
 #    python3-venv (Debian's python3 makes no virtual environment without it),
 #    git (the tests that a build leaves `git status` clean).
@@ -22,7 +23,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
 apt_packages=(python3 python3-venv mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-cross
-              cmake ninja-build gcc g++ libvulkan-dev git nginx-light)
+              cmake ninja-build gcc g++ libvulkan-dev git nginx-light clang-19)
 
 missing=()
 for p in "${apt_packages[@]}"; do

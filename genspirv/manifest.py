@@ -70,6 +70,7 @@ class ManifestEntry:
     depends: tuple[str, ...] = ()        # the source and every include, posix, relative to the root
     validated: bool = True               # False: spirv-val was skipped (validate = false)
     optimized: bool = False              # spirv-opt -O ran
+    stripped: bool = False               # its debug information is gone (-g0), after reflection read the names
     target_env: Optional[str] = None     # when it differs from the toolchain's
     compiler: Optional[str] = None       # the compiler that built it, when not the default
     meta_json: str = ""                  # the variant's meta (data for templates), canonical JSON
@@ -198,10 +199,10 @@ def build_facts(entry: ManifestEntry) -> dict[str, Any]:
                          "spirv": entry.spirv, "sha256": entry.sha256, "size": entry.size}
     if entry.inputs:
         d["inputs"], d["depends"] = entry.inputs, list(entry.depends)
-    if not entry.validated:
-        d["validated"] = False
-    if entry.optimized:
-        d["optimized"] = True
+    for key, value, default in (("validated", entry.validated, True), ("optimized", entry.optimized, False),
+                                ("stripped", entry.stripped, False)):
+        if value != default:        # written only where it says something
+            d[key] = value
     if entry.target_env is not None:
         d["target_env"] = entry.target_env
     if entry.compiler is not None:
@@ -461,10 +462,10 @@ def manifest_from_dict(d: Any, where: str, root: Optional[Path] = None) -> Manif
             defines=tuple(sorted(defines.items())),
             spirv=check_relative_path(_need(e, "spirv", str, w), w),
             sha256=sha, size=_need(e, "size", int, w), info=info_from_dict(e, w),
-            inputs=e.get("inputs", ""),
-            depends=tuple(check_relative_path(p, w) for p in e.get("depends", ())),
+            inputs=e.get("inputs", ""), depends=tuple(check_relative_path(p, w) for p in e.get("depends", ())),
             validated=e.get("validated", True), optimized=e.get("optimized", False),
-            target_env=e.get("target_env"), compiler=e.get("compiler"), meta_json=_meta_text(e.get("meta"))))
+            stripped=e.get("stripped", False), target_env=e.get("target_env"), compiler=e.get("compiler"),
+            meta_json=_meta_text(e.get("meta"))))
     unavailable = tuple(Unavailable(u["name"], check_relative_path(u["source"], f"{where}, unavailable"),
                                     tuple(u["missing"]), u.get("inputs", ""), tuple(u.get("depends", ())),
                                     u.get("compiler"), _meta_text(u.get("meta")))

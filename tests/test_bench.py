@@ -476,3 +476,58 @@ def test_a_peer_that_cannot_open_the_device_is_skipped_with_the_reason(monkeypat
         result = peer.run_peer_bench(dev, reps=1)
     assert "OSError: no adapter today" in result["wgpu_skipped"]
     assert list(result["samples_us_per_dispatch"]["record"]) == ["genspirv"]
+
+
+# -- a real backend's generated tables, and the peer's pipeline ----------------------------
+
+
+def test_generator_project_outputs_are_one_file_per_source_and_a_header(tiny_project, tmp_path):
+    from genspirv.project.config import load_config
+    gen = synth.generate_generator_project(tiny_project(), tmp_path / "gen", 12, per_source=2, outputs="arrays")
+    cfg = load_config(gen.root)
+    stems = sorted({Path(v.source).stem for v in gen.project.variants})
+    assert [g.output for g in cfg.generate] == list(gen.outputs)
+    assert list(gen.outputs) == [f"src/shaders/{s}.cpp" for s in stems] + ["src/shaders/shaders.hpp"]
+    assert {g.template for g in cfg.generate} == {synth.OUTPUTS_TEMPLATE}
+    assert {g.blobs.value for g in cfg.generate} == {"arrays"}
+    assert "blobs" not in (gen.root / "pyproject.toml").read_text()     # readable by any genspirv
+    files = synth.generate_generator_project(tiny_project(), tmp_path / "files", 12, per_source=2, outputs="files")
+    assert {g.blobs.value for g in load_config(files.root).generate} == {"files"}
+    assert "blob_array" in synth.outputs_template("files") and "blob_array" not in synth.outputs_template("arrays")
+
+
+@pytest.mark.slow
+def test_tables_suite_renders_the_same_bytes_in_every_arm_and_compiles_both_modes(tiny_project, tmp_path):
+    from benchmarks.tables_suite import bench_tables, compilers
+    if not compilers():
+        pytest.skip("needs a C++ compiler")
+    rec = RunLog("tables")
+    bench_tables(BenchOptions(suite="tables", sizes=(8,), jobs=(2,), repeat=1, quiet=True, root=tiny_project(),
+                              per_source=2), rec)
+    arms = {r["arm"] for r in rec.runs}
+    assert {"cold build", "render, plain formatter", "render, after", "render, after, 2 processes"} <= arms
+    for label, _ in compilers():
+        assert {f"compile arrays, {label}", f"compile files, {label}"} <= arms
+    project = rec.extra["projects"]["8"]
+    assert project["outputs"] == project["sources"] + 1 and project["files_text_bytes"] < project["arrays_text_bytes"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hide_glslc", [False, True])
+def test_build_generator_suite_runs_the_peer_and_the_library_floor(tiny_project, tmp_path, monkeypatch, hide_glslc):
+    import shutil
+    from benchmarks import build_suite
+    from benchmarks.build_suite import GLSLC_ARM, LIBRARY_FLOOR_ARM, bench_build_generator
+    if hide_glslc:      # a host without glslc: the arm is skipped with a note, the rest runs
+        which = shutil.which
+        monkeypatch.setattr(build_suite.shutil, "which", lambda name, *a, **k: None if name == "glslc"
+                            else which(name, *a, **k))
+    rec = RunLog("build-generator")
+    bench_build_generator(BenchOptions(suite="build-generator", sizes=(4,), jobs=(2,), repeat=1, quiet=True,
+                                       root=tiny_project(), per_source=1), rec)
+    arms = [r["arm"] for r in rec.runs]
+    assert LIBRARY_FLOOR_ARM in arms and (GLSLC_ARM in arms) == (shutil.which("glslc") is not None)
+    labels = {d["label"] for d in rec.derived}
+    assert {f"cold / {LIBRARY_FLOOR_ARM}", f"noop / {LIBRARY_FLOOR_ARM}", f"check / {LIBRARY_FLOOR_ARM}"} <= labels
+    if shutil.which("glslc") is None:
+        assert any("glslc is not installed here" in n for n in rec.notes)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from genspirv import emit
-from genspirv.emit import ctable, ctext
+from genspirv.emit import ctable, ctext, render_input
 from genspirv.errors import BlobIntegrityError, CodegenError, SpirvError
 from genspirv.manifest import Manifest, ManifestEntry, Toolchain, dumps, load_manifest
 from genspirv.reflect import Binding, ShaderInfo, SpecConstant
@@ -443,7 +443,7 @@ def test_min_size_and_unavailable_render_when_the_manifest_has_them(project, tmp
         d["unavailable"] = [{"name": "mm_f16_cm2", "source": "glsl/mm.comp",
                              "missing": ["GL_NV_cooperative_matrix2"]}]
         return d
-    monkeypatch.setattr(ctable, "manifest_to_dict", newer)
+    monkeypatch.setattr(render_input, "manifest_to_dict", newer)
     files = emit.render("c", project, "gen/shaders")
     assert b"#define GENSPIRV_HAS_MIN_SIZE 1" in files["gen/shaders.h"]
     result = run_table_program(files, tmp_path)
@@ -585,14 +585,17 @@ def test_missing_template_is_an_error_naming_it(project):
 def test_template_variables_documented_are_the_ones_given(project):
     from genspirv.emit.project import context
     blobs = {e.name: project.read_blob(e) for e in project.shaders}
-    ctx = context(project, "t.j2", "o.hpp", blobs)
-    assert set(ctx) == {"manifest", "shaders", "unavailable", "toolchain", "banner", "output", "template"}
+    ctx = context(emit.prepare(project, blobs), "t.j2", "o.hpp")
+    assert set(ctx) == {"manifest", "shaders", "unavailable", "compilers", "blobs", "toolchain", "banner",
+                        "output", "template"}
     first = ctx["shaders"][0]
     assert [s["name"] for s in ctx["shaders"]] == sorted(e.name for e in project.shaders)
     assert first["blob"] == blobs[first["name"]] and first["ident"] == first["name"]
     assert first["words"][0] == 0x07230203
+    assert first["words"] == list(ctext.blob_words(first["blob"], "x")) and len(first["words"]) == first["size"] // 4
     guide = (REPO / "docs" / "GUIDE.md").read_text(encoding="utf-8")
-    for name in [*ctx, "blob", "words", "ident", "c_string", "c_escape", "c_ident", "hex_bytes", "hex_words"]:
+    for name in [*ctx, "blob", "words", "ident", "c_string", "c_escape", "c_ident", "hex_bytes", "hex_words",
+                 "blob_array"]:
         assert f"`{name}`" in guide, f"GUIDE does not document template variable/filter {name!r}"
 
 
@@ -673,10 +676,10 @@ def test_renderer_key_follows_the_templates_and_emitters():
 
 def test_emit_modules_import_only_the_ones_before_them():
     """No cycle among the emitters: each imports only modules listed before it in
-    ``genspirv.emit``'s docstring (ctext, ctable, project, cmake), and the package
-    itself loads a renderer only inside ``render``."""
+    ``genspirv.emit``'s docstring (ctext, cblobs, render_input, ctable, project, cmake), and the
+    package itself loads a renderer only inside ``render``."""
     import ast
-    order = ["ctext", "ctable", "project", "cmake"]
+    order = ["ctext", "cblobs", "render_input", "ctable", "project", "cmake"]
     folder = Path(emit.__file__).parent
     for i, name in enumerate(order):
         tree = ast.parse((folder / f"{name}.py").read_text())

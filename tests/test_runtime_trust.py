@@ -141,7 +141,7 @@ def test_the_proof_runs_once_per_blob(monkeypatch):
     calls = []
     real = reflect_verify.check_entry
     monkeypatch.setattr(reflect_verify, "check_entry",
-                        lambda kernel, info, blob: (calls.append(kernel), real(kernel, info, blob)))
+                        lambda kernel, info, blob, names=True: (calls.append(kernel), real(kernel, info, blob, names)))
     monkeypatch.setattr(trust, "_proven", set())
     for _ in range(2):
         with Device(manifest=rt.MANIFEST) as d:

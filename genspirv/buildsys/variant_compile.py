@@ -52,7 +52,9 @@ def reflect_blob(name: str, where: str, blob: bytes) -> ShaderInfo:
 
 def compile_variant(compilers: Compilers, job: Job) -> Compiled:
     """Compile (with the first compiler of its chain that can), optimise, validate and reflect
-    one variant; files land in ``job.workdir`` only, and it is gone when this returns."""
+    one variant, then strip its debug information where its flags hold ``-g0`` (reflection
+    reads the blob from before the strip, with its names); files land in ``job.workdir`` only, and it is gone
+    when this returns."""
     v = job.variant
     read_first = {v.source: job.file(v.source), **({v.preamble: job.root / v.preamble} if v.preamble else {})}
     refuse_byte_order_mark(read_first, v.name, v.source)
@@ -63,7 +65,10 @@ def compile_variant(compilers: Compilers, job: Job) -> Compiled:
         blob = built.compiler.optimize(job, built.output.blob) if v.optimize else built.output.blob
         if v.validate:
             built.compiler.validate(job, blob)
+        named = blob        # what reflection reads: the names are gone from a stripped blob
+        if v.strip_debug:
+            blob = built.compiler.strip(job, blob)
     finally:
         shutil.rmtree(job.workdir, ignore_errors=True)
     seconds = time.monotonic() - start
-    return Compiled(v, blob, built.output.deps, reflect_blob(v.name, v.source, blob), built.name, seconds)
+    return Compiled(v, blob, built.output.deps, reflect_blob(v.name, v.source, named), built.name, seconds)

@@ -9,22 +9,26 @@
 # This folder is the whole package (the headers are in include/): a project may vendor a copy of
 # it and build its committed tables with -DGENSPIRV_COMPILE_SHADERS=OFF, with no genspirv installed.
 #
-# <target> becomes a static library of the C table that `genspirv build` writes
-# for the project at ROOT (default: the current source dir; the project whose
-# pyproject.toml has [tool.genspirv] with a generate entry of target "c").
+# <target> becomes a library of the files `genspirv build` writes for the project at
+# ROOT (default: the current source dir; the project whose pyproject.toml has
+# [tool.genspirv] with generate entries): the C table (target "c") and any project
+# template's outputs. Their sources (.c, .cpp, ...) make a static library; a table of
+# headers only (a header-only table from a template) an INTERFACE library.
 # The build reruns `genspirv build` only when a file it read changed (a
 # depfile lists the sources, their includes, pyproject.toml, the generator
-# and template files), and the table's header, genspirv/hazards.h and
+# and template files), and the generated headers, genspirv/hazards.h and
 # genspirv/vulkan.h are on <target>'s public include path. A genspirv run that
-# changes no byte of the table (a comment edited in a GLSL header) rebuilds
-# nothing after it (the target compiles copies of the table made with
-# copy_if_different, which Ninja restats). A CTest test <target>_genspirv_check runs
-# `genspirv check` (call enable_testing() to have it).
+# changes no byte of the generated files (a comment edited in a GLSL header) rebuilds
+# nothing after it (the target compiles copies made only when their bytes change,
+# which Ninja restats). A generate entry with blobs = "files" is compiled with what
+# the compiler has (a try_compile, once): .incbin, else #embed, else the arrays
+# (MSVC); -DGENSPIRV_BLOBS=embed|incbin|arrays decides instead. A CTest test
+# <target>_genspirv_check runs `genspirv check` (call enable_testing() to have it).
 #
-# -DGENSPIRV_COMPILE_SHADERS=OFF builds the committed table as it is: no
-# genspirv build step, no check test, no shader compiler and no genspirv
-# installation needed (a machine that only builds and runs the program; the
-# table's path is then read from pyproject.toml's generate entry).
+# -DGENSPIRV_COMPILE_SHADERS=OFF builds the committed files as they are: no
+# genspirv build step, no check test, no shader compiler needed (and without a
+# genspirv installation at all, the C table, whose path is then read from
+# pyproject.toml's generate entry).
 #
 # Python: the interpreter genspirv is installed in, found from where this file
 # sits (<prefix>/lib/pythonX.Y/site-packages/genspirv/cmake: <prefix>/bin/pythonX.Y;
@@ -43,6 +47,9 @@ option(GENSPIRV_COMPILE_SHADERS
        "genspirv_add_shaders runs genspirv build when a shader changes (OFF: the committed blobs and table as they are, no shader compiler needed)"
        ON)
 set(GENSPIRV_PYTHON "" CACHE FILEPATH "the Python that runs genspirv (empty: the one genspirv is installed in)")
+set(GENSPIRV_BLOBS "auto" CACHE STRING
+    "how a blobs = \"files\" table puts its blobs into the program: auto (what the compiler has: incbin, else embed, else arrays), embed, incbin or arrays")
+set_property(CACHE GENSPIRV_BLOBS PROPERTY STRINGS auto embed incbin arrays)
 
 # Asks `python` for genspirv; sets <out_version> to its version ("" if it cannot import it)
 # and <out_here> to TRUE when the package it imports is this one.
@@ -175,6 +182,46 @@ function(_genspirv_table_from_pyproject target root out_header out_source)
                       "GENSPIRV_PYTHON to a Python with genspirv installed")
 endfunction()
 
+# What the compiler of <lang> (C or CXX) has to put a blob file into a program as
+# blobs = "files" does: "incbin" (the assembler's .incbin: no compile time at all), else
+# "embed" (C23 #embed), or "arrays" where neither compiles and links (MSVC). A try_compile of genspirv's own probe
+# (python -m genspirv.emit.cmake probe), once per build folder and language;
+# -DGENSPIRV_BLOBS=embed|incbin|arrays decides instead.
+function(_genspirv_blob_mechanism lang out)
+  if(NOT GENSPIRV_BLOBS STREQUAL "auto")
+    set(${out} "${GENSPIRV_BLOBS}" PARENT_SCOPE)
+    return()
+  endif()
+  if(DEFINED _genspirv_blobs_${lang})
+    set(${out} "${_genspirv_blobs_${lang}}" PARENT_SCOPE)
+    return()
+  endif()
+  set(dir "${CMAKE_BINARY_DIR}/CMakeFiles/genspirv-blob-probe")
+  execute_process(COMMAND "${_genspirv_python}" -m genspirv.emit.cmake probe --dest "${dir}"
+                  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "genspirv: cannot write the blob probe: ${err}")
+  endif()
+  if(lang STREQUAL "CXX")
+    set(probe "${dir}/probe.cpp")
+  else()
+    set(probe "${dir}/probe.c")
+  endif()
+  set(found "arrays")
+  foreach(mechanism IN ITEMS incbin embed)
+    string(TOUPPER "${mechanism}" upper)
+    try_compile(_genspirv_probe_${mechanism}_${lang} "${dir}/${mechanism}-${lang}" SOURCES "${probe}"
+                COMPILE_DEFINITIONS -DGENSPIRV_BLOBS_${upper}=1)
+    if(_genspirv_probe_${mechanism}_${lang})
+      set(found "${mechanism}")
+      break()
+    endif()
+  endforeach()
+  set(_genspirv_blobs_${lang} "${found}" CACHE INTERNAL "what the ${lang} compiler has for blobs = \"files\"")
+  message(STATUS "genspirv: blobs = \"files\" with the ${lang} compiler: ${found}")
+  set(${out} "${found}" PARENT_SCOPE)
+endfunction()
+
 function(genspirv_add_shaders target)
   cmake_parse_arguments(PARSE_ARGV 1 _gs "" "ROOT" "")
   if(_gs_UNPARSED_ARGUMENTS)
@@ -196,74 +243,123 @@ function(genspirv_add_shaders target)
                         "folder of the pyproject.toml with [tool.genspirv])")
   endif()
 
+  # Every file the project's generate entries write, with its entry's blobs mode: the C
+  # table's header and source, a project template's output (a header-only table too).
+  set(outputs "")
+  set(files_mode FALSE)
   if(NOT _genspirv_python)
     # GENSPIRV_COMPILE_SHADERS=OFF on a machine without genspirv: the committed table as it is.
     _genspirv_table_from_pyproject(${target} "${root}" header source)
-    if(NOT EXISTS "${source}" OR NOT EXISTS "${header}")
-      message(FATAL_ERROR "genspirv_add_shaders(${target}): ${source} or its header is not there, and "
-                          "without genspirv nothing can make it: commit the table, or set GENSPIRV_PYTHON")
-    endif()
+    set(outputs "${header}" "${source}")
   else()
     execute_process(
-      COMMAND "${_genspirv_python}" -m genspirv.emit.cmake table --root "${root}"
-      RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE
+      COMMAND "${_genspirv_python}" -m genspirv.emit.cmake outputs --root "${root}"
+      RESULT_VARIABLE rc OUTPUT_VARIABLE lines ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE
       WORKING_DIRECTORY "${root}")
     if(NOT rc EQUAL 0)
       string(STRIP "${err}" err)
       message(FATAL_ERROR "genspirv_add_shaders(${target}): ${err}")
     endif()
-    string(REPLACE "\n" ";" table "${table}")
-    list(GET table 0 header)
-    list(GET table 1 source)
+    string(REPLACE "\n" ";" lines "${lines}")
+    foreach(line IN LISTS lines)
+      if(line MATCHES "^([a-z]+) (.+)$")
+        list(APPEND outputs "${CMAKE_MATCH_2}")
+        if(CMAKE_MATCH_1 STREQUAL "files")
+          set(files_mode TRUE)
+        endif()
+      endif()
+    endforeach()
   endif()
-  if(NOT EXISTS "${source}" OR NOT EXISTS "${header}")
-    # A project that has never been built: the library needs its source now.
-    message(STATUS "genspirv: ${source} does not exist yet: running genspirv build")
+  set(missing FALSE)
+  foreach(path IN LISTS outputs)
+    if(NOT EXISTS "${path}")
+      set(missing TRUE)
+    endif()
+  endforeach()
+  if(missing AND NOT _genspirv_python)
+    message(FATAL_ERROR "genspirv_add_shaders(${target}): ${outputs} are not all there, and without genspirv "
+                        "nothing can make them: commit them, or set GENSPIRV_PYTHON")
+  endif()
+  if(missing)
+    # A project that has never been built: the library needs its files now.
+    message(STATUS "genspirv: the generated files of ${root} do not exist yet: running genspirv build")
     execute_process(COMMAND "${_genspirv_python}" -m genspirv --root "${root}" build --quiet
                     RESULT_VARIABLE rc ERROR_VARIABLE err WORKING_DIRECTORY "${root}")
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "genspirv_add_shaders(${target}): genspirv build failed:\n${err}")
     endif()
   endif()
-  # The generate entry's path lives in pyproject.toml: reconfigure when it changes.
+  # The generate entries live in pyproject.toml: reconfigure when it changes.
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${root}/pyproject.toml")
 
+  # Sources are compiled into a static library; a table of headers only is an INTERFACE
+  # library. A .c file is also valid C++: a C++-only project compiles it as such.
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  set(source_pattern "\\.(c|cc|cpp|cxx|c\\+\\+|C)$")
+
   if(NOT GENSPIRV_COMPILE_SHADERS)
-    # The committed blobs and table as they are: no shader compiler needed, no genspirv step.
-    message(STATUS "genspirv: ${target} uses the committed table ${source} (GENSPIRV_COMPILE_SHADERS=OFF)")
-    get_filename_component(header_dir "${header}" DIRECTORY)
-    add_library(${target} STATIC "${source}")
-    get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
-    if(NOT "C" IN_LIST languages)
-      set_source_files_properties("${source}" PROPERTIES LANGUAGE CXX)
-    endif()
-    target_include_directories(${target} PUBLIC "${header_dir}" "${_genspirv_include_dir}")
+    # The committed files as they are: no shader compiler needed, no genspirv step. A
+    # blobs = "files" table finds its blob files from its own folder (on the include path).
+    message(STATUS "genspirv: ${target} uses the committed files of ${root} (GENSPIRV_COMPILE_SHADERS=OFF)")
+    set(sources "")
+    set(dirs "")
+    foreach(path IN LISTS outputs)
+      get_filename_component(dir "${path}" DIRECTORY)
+      list(APPEND dirs "${dir}")
+      if(path MATCHES "${source_pattern}")
+        list(APPEND sources "${path}")
+      endif()
+    endforeach()
+    list(REMOVE_DUPLICATES dirs)
+    _genspirv_library(${target} "${sources}" "${dirs}" "" "")
     return()
   endif()
 
-  # `genspirv build` writes the table in the source tree (it is committed) and
-  # rewrites a file only when its bytes change. The library compiles copies in
-  # the build tree, made with copy_if_different, which likewise keeps an
-  # unchanged copy's timestamp: the copies are the command's BYPRODUCTS, so
-  # Ninja restats them (restat = 1) and a genspirv run that changed no byte of
-  # the table (a comment edited in an included GLSL header) recompiles and
-  # relinks nothing. Make has no restat, but compares the copies' unchanged
-  # timestamps with the objects' and also rebuilds nothing. The stamp is the
-  # command's one OUTPUT (the depfile's target); nothing else depends on it.
-  # Committed files are never outputs or byproducts: `clean` must not delete them.
-  get_filename_component(header_name "${header}" NAME)
-  get_filename_component(source_name "${source}" NAME)
+  # `genspirv build` writes the generated files in the source tree (they are committed) and
+  # rewrites a file only when its bytes change. The library compiles copies in the build
+  # tree (`python -m genspirv.emit.cmake stage`), each likewise rewritten only when its bytes
+  # change: the copies are the command's BYPRODUCTS, so Ninja restats them (restat = 1) and
+  # a genspirv run that changed no byte of them (a comment edited in an included GLSL header)
+  # recompiles and relinks nothing. Make has no restat, but compares the copies' unchanged
+  # timestamps with the objects' and also rebuilds nothing. A blobs = "files" file is staged
+  # for what this compiler has (probed once: _genspirv_blob_mechanism), with absolute blob
+  # paths, or as arrays where it has neither. The stamp is the command's one OUTPUT (the
+  # depfile's target); nothing else depends on it. Committed files are never outputs or
+  # byproducts: `clean` must not delete them.
   set(copies "${CMAKE_CURRENT_BINARY_DIR}/genspirv/${target}")
   set(stamp "${copies}.stamp")
   set(depfile "${stamp}.d")
+  set(staged "")
+  set(sources "")
+  foreach(path IN LISTS outputs)
+    get_filename_component(name "${path}" NAME)
+    list(APPEND staged "${copies}/${name}")
+    if(name MATCHES "${source_pattern}")
+      list(APPEND sources "${copies}/${name}")
+    endif()
+  endforeach()
+  set(mechanism "incbin")
+  set(definitions "")
+  if(files_mode)
+    set(lang "CXX")
+    foreach(path IN LISTS sources)
+      if(path MATCHES "\\.c$" AND "C" IN_LIST languages)
+        set(lang "C")
+      endif()
+    endforeach()
+    _genspirv_blob_mechanism(${lang} mechanism)
+    if(NOT mechanism STREQUAL "arrays")
+      string(TOUPPER "GENSPIRV_BLOBS_${mechanism}=1" definitions)
+    endif()
+  endif()
   file(MAKE_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}/genspirv")   # genspirv refuses a depfile in a missing folder
   add_custom_command(
     OUTPUT "${stamp}"
-    BYPRODUCTS "${copies}/${header_name}" "${copies}/${source_name}"
+    BYPRODUCTS ${staged}
     COMMAND "${_genspirv_python}" -m genspirv --root "${root}" build --quiet
             --depfile "${depfile}" --depfile-target "${stamp}"
-    COMMAND "${CMAKE_COMMAND}" -E copy_if_different "${header}" "${copies}/${header_name}"
-    COMMAND "${CMAKE_COMMAND}" -E copy_if_different "${source}" "${copies}/${source_name}"
+    COMMAND "${_genspirv_python}" -m genspirv.emit.cmake stage --root "${root}" --dest "${copies}"
+            --files-as "${mechanism}"
     COMMAND "${CMAKE_COMMAND}" -E touch "${stamp}"
     DEPENDS "${root}/pyproject.toml"
     DEPFILE "${depfile}"
@@ -271,19 +367,39 @@ function(genspirv_add_shaders target)
     COMMENT "genspirv build (${root})"
     VERBATIM)
   add_custom_target(${target}_genspirv_build DEPENDS "${stamp}")
-
-  add_library(${target} STATIC "${copies}/${source_name}")
-  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
-  if(NOT "C" IN_LIST languages)
-    # The table is also valid C++: a C++-only project compiles it as such.
-    set_source_files_properties("${copies}/${source_name}" PROPERTIES LANGUAGE CXX)
-  endif()
-  add_dependencies(${target} ${target}_genspirv_build)
-  target_include_directories(${target} PUBLIC "${copies}" "${_genspirv_include_dir}")
+  _genspirv_library(${target} "${sources}" "${copies}" "${target}_genspirv_build" "${definitions}")
 
   add_test(NAME ${target}_genspirv_check
            COMMAND "${_genspirv_python}" -m genspirv --root "${root}" check
            WORKING_DIRECTORY "${root}")
+endfunction()
+
+# <target>: a static library of <sources>, or an INTERFACE library where there are none
+# (a header-only table), with <dirs> and genspirv's headers on its include path.
+function(_genspirv_library target sources dirs depends definitions)
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(sources)
+    add_library(${target} STATIC ${sources})
+    foreach(path IN LISTS sources)
+      if(path MATCHES "\\.c$" AND NOT "C" IN_LIST languages)
+        set_source_files_properties("${path}" PROPERTIES LANGUAGE CXX)
+      endif()
+    endforeach()
+    set(scope PUBLIC)
+    if(definitions)
+      target_compile_definitions(${target} PRIVATE ${definitions})
+    endif()
+  else()
+    add_library(${target} INTERFACE)
+    set(scope INTERFACE)
+    if(definitions)
+      target_compile_definitions(${target} INTERFACE ${definitions})
+    endif()
+  endif()
+  if(depends)
+    add_dependencies(${target} ${depends})    # an INTERFACE library's consumers wait for it too (3.19)
+  endif()
+  target_include_directories(${target} ${scope} ${dirs} "${_genspirv_include_dir}")
 endfunction()
 
 cmake_policy(POP)

@@ -3,10 +3,20 @@
 ``render(target, manifest, output, blobs=None, template=None) -> {relative
 posix path: bytes}`` gives the files of one ``generate`` entry of
 ``[tool.genspirv]``; build writes them atomically and check compares them byte
-for byte. Modules (each imports only the ones listed before it):
+for byte. A build with many outputs makes their common input once,
+``prepare(manifest, blobs) -> RenderInput`` (every blob verified once, shared,
+never copied), and renders each output from it with ``render_output(source,
+target, output, template)``: a pure function of its arguments, safe to call
+from several threads at once or in worker processes forked after ``prepare``.
+Modules (each imports only the ones listed before it):
 
-- ``ctext``: C source text (escaping, identifiers, initialiser lines, a
-  blob's words), pure;
+- ``ctext``: C source text (escaping, identifiers, initialiser lines at the
+  speed of ``bytes.hex()``, a blob's words), pure;
+- ``cblobs``: blobs put into the binary from their files (``.incbin``,
+  ``#embed``) instead of initialisers: a ``generate`` entry's ``blobs =
+  "files"``, pure;
+- ``render_input``: what every output of a build is rendered from
+  (``prepare``, ``RenderInput``);
 - ``ctable``: target ``"c"``, the C/C++ table of blobs and reflection
   (``genspirv/templates/c/``) that ``genspirv/vulkan.h`` builds pipelines from;
 - ``project``: a project's own jinja2 template (``template = "tools/x.j2"``),
@@ -58,24 +68,42 @@ def renderer_key(target: str) -> str:
     return digest.hexdigest()
 
 
-def render(target: str, manifest, output: str, blobs: Blobs = None,
-           template: Optional[str] = None) -> dict[str, bytes]:
-    """The files of one ``generate`` entry: {relative posix path: bytes}.
+def prepare(manifest, blobs: Blobs = None):
+    """The ``RenderInput`` every output of a build is rendered from (``render_input.prepare``):
+    ``blobs`` ({variant name: bytes}) are the fresh blobs of a build not yet written; a
+    variant without one is read from the committed files. Either way each is verified once
+    against its entry's size and sha256."""
+    from .render_input import prepare as make
+    return make(manifest, blobs)
 
-    ``blobs`` ({variant name: bytes}) are the fresh blobs of a build not yet
-    written; a variant without one is read from the committed files. Either way
-    each is verified against its entry's size and sha256. ``template`` (a posix
-    path relative to the manifest's root) renders a project's own jinja2
-    template into the one file ``output``.
-    """
-    from .ctable import blob_of, render_c, sorted_entries
+
+def render_output(source, target: str, output: str, template: Optional[str] = None,
+                  blob_mode: str = "arrays", blob_root: Optional[str] = None) -> dict[str, bytes]:
+    """The files of one ``generate`` entry, {relative posix path: bytes}, from ``source``
+    (``prepare``'s). ``template`` (a posix path relative to the manifest's root) renders a
+    project's own jinja2 template into the one file ``output``. ``blob_mode`` is the entry's
+    ``blobs``: ``"arrays"`` (C initialisers of the bytes) or ``"files"`` (``.incbin`` or
+    ``#embed`` of each blob's file, ``cblobs``: paths from the output's folder, or under
+    ``blob_root`` for a copy rendered elsewhere, such as CMake's build folder)."""
+    from ..project.config import BlobMode
+    try:
+        mode = BlobMode(blob_mode)
+    except ValueError:
+        raise CodegenError(f"generate blobs {blob_mode!r}: not one of "
+                           f"{', '.join(m.value for m in BlobMode)}") from None
     if template is not None or target == TEMPLATE_TARGET:
         if template is None:
             raise CodegenError("generate target 'template' needs a template path")
         from .project import render_template
         output = check_output(output)
-        every = {e.name: blob_of(manifest, e, blobs) for e in sorted_entries(manifest)}
-        return {output: render_template(manifest, template, output, every)}
+        return {output: render_template(source, template, output, mode, blob_root)}
     if target not in TARGETS:
         raise CodegenError(f"unknown generate target {target!r} (known: {', '.join(sorted(TARGETS))})")
-    return render_c(manifest, check_output(output), blobs)
+    from .ctable import render_c
+    return render_c(source, check_output(output), mode, blob_root)
+
+
+def render(target: str, manifest, output: str, blobs: Blobs = None,
+           template: Optional[str] = None, blob_mode: str = "arrays") -> dict[str, bytes]:
+    """The files of one ``generate`` entry: ``render_output(prepare(manifest, blobs), ...)``."""
+    return render_output(prepare(manifest, blobs), target, output, template, blob_mode)

@@ -1,6 +1,6 @@
 """The C table: a ``Manifest`` (and fresh blobs) in, ``<output>.h`` and ``<output>.c`` out.
 
-``render_c(manifest, output, blobs) -> {relative posix path: bytes}`` renders
+``render_c(source, output) -> {relative posix path: bytes}`` renders
 the jinja2 templates under ``genspirv/templates/c/``: files usable from C99
 and C++11 holding each blob's words (8 per line, ``0x%08x``) and a
 ``genspirv_module`` table with the reflection a host needs to build and check
@@ -15,11 +15,11 @@ build reported unavailable. ``genspirv/vulkan.h`` builds pipelines from it.
 
 Every path or name that lands in a C comment or string goes through
 ``ctext.c_escape``, so no source path or name can end a comment or a literal
-early. The words come from ``blobs`` ({variant name: bytes}, what build and
-check have just compiled and not yet written) or else from the committed files
-through ``manifest.read_blob``; either way size and sha256 are verified
-against the entry. The output depends only on the manifest, the blobs and
-``output``: no timestamps, no absolute paths, modules sorted by name.
+early. The words come from ``source`` (``render_input.RenderInput``: the
+manifest and its blobs, each verified once against its entry's size and
+sha256, shared by every output of a build). The output depends only on the
+manifest, the blobs and ``output``: no timestamps, no absolute paths, modules
+sorted by name.
 """
 
 from __future__ import annotations
@@ -34,11 +34,14 @@ from typing import Mapping, Optional
 import jinja2
 
 from ..errors import CodegenError
-from ..manifest import Manifest, ManifestEntry, check_blob, manifest_to_dict
+from ..manifest import ManifestEntry
+from ..project.config import BlobMode
 from ..reflect import DESCRIPTOR_TYPES, SPEC_TYPES
 from ..reflect import spec_sizes
 from ..runtime.limits import CAPABILITY_FEATURES, EXTENSION_DEVICE_EXTENSIONS, SUBGROUP_BITS
-from .ctext import BANNER, blob_words, c_escape, c_string, word_lines
+from .cblobs import blob_path, prelude, word_array, word_order_check
+from .ctext import BANNER, Words, c_escape, c_string, word_lines
+from .render_input import RenderInput, sorted_entries
 
 MASK_BITS = 64  # the C table's masks are uint64_t
 
@@ -141,7 +144,9 @@ def _binding_view(b: Mapping, min_size_steps: tuple[str, int] = ("NULL", 0)) -> 
 OPTIONAL_BINDING_FIELDS = ("min_size", "array_stride")
 
 
-def _module_view(index: int, entry: ManifestEntry, d: Mapping, words: tuple[int, ...]) -> dict:
+def _module_view(index: int, entry: ManifestEntry, d: Mapping, words: Words, file: str = "") -> dict:
+    """One module's values for the templates; ``file`` (files mode): its blob's path from the
+    source file's folder, its words then ``cblobs.word_array``, not an initialiser."""
     info = entry.info
     if info.binding_count > MASK_BITS:
         raise CodegenError(f"shader {entry.name!r}: {info.binding_count} bindings do not fit the "
@@ -163,7 +168,9 @@ def _module_view(index: int, entry: ManifestEntry, d: Mapping, words: tuple[int,
         "entry_point_literal": c_string(info.entry_point),
         "words_ident": f"genspirv_words_{index}",
         "word_count": len(words),
-        "word_lines": word_lines(words),
+        "word_lines": [] if file else word_lines(words),
+        "blob_text": word_array(f"genspirv_words_{index}", file, entry.size, entry.sha256).rstrip("\n")
+        if file else "",
         "spec_ids_ident": f"genspirv_spec_ids_{index}",
         "spec_names_ident": f"genspirv_spec_names_{index}",
         "spec_constants_ident": f"genspirv_spec_constants_{index}",
@@ -206,33 +213,30 @@ def _unavailable_view(u: Mapping) -> dict:
             "missing_literal": c_string(str(missing))}
 
 
-def sorted_entries(manifest: Manifest) -> list[ManifestEntry]:
-    # The C lookup is a binary search with strcmp, which orders UTF-8 bytes.
-    return sorted(manifest.shaders, key=lambda e: e.name.encode("utf-8"))
-
-
-Blobs = Optional[Mapping[str, bytes]]
-
-
-def blob_of(manifest: Manifest, entry: ManifestEntry, blobs: Blobs) -> bytes:
-    if blobs is None or entry.name not in blobs:
-        return manifest.read_blob(entry)
-    check_blob(entry, blobs[entry.name])
-    return blobs[entry.name]
-
-
-def render_c(manifest: Manifest, output: str, blobs: Blobs = None) -> dict[str, bytes]:
+def render_c(source: RenderInput, output: str, blobs: BlobMode = BlobMode.ARRAYS,
+             blob_root: Optional[str] = None) -> dict[str, bytes]:
     env = _environment()
     header = f"{output}.h"
     header_name = check_header_name(PurePosixPath(header).name)
-    as_dict = manifest_to_dict(manifest)
+    as_dict = source.doc
     dicts = {d["name"]: d for d in as_dict["shaders"]}
-    modules = [_module_view(i, e, dicts[e.name], blob_words(blob_of(manifest, e, blobs), e.spirv))
-               for i, e in enumerate(sorted_entries(manifest))]
+    entries = sorted_entries(source.manifest)
+    files = BlobMode(blobs) is BlobMode.FILES
+    paths = {e.name: blob_path(f"{output}.c", e.spirv, blob_root) if files else "" for e in entries}
+    modules = [_module_view(i, e, dicts[e.name], Words(source.blobs[e.name], e.spirv), paths[e.name])
+               for i, e in enumerate(entries)]
+    files_prelude = ""
+    if files and entries:
+        orders = {Words(source.blobs[e.name], e.spirv).order for e in entries}
+        if len(orders) > 1:
+            raise CodegenError(f"{output}.c: blobs = \"files\" needs every blob in one byte order; these are "
+                               "mixed (their bytes become the words): use blobs = \"arrays\"")
+        files_prelude = (prelude(paths[entries[0].name]) + word_order_check(orders.pop())).rstrip("\n")
     binding_fields = [k for k in OPTIONAL_BINDING_FIELDS
                       if any(k in b for m in modules for b in m["bindings"])]
     context = {
         "banner": BANNER,
+        "files_prelude": files_prelude,
         "toolchain": {k: c_escape(str(v)) for k, v in as_dict["toolchain"].items()},
         "guard": include_guard(output),
         "header_name": header_name,

@@ -1,11 +1,17 @@
-"""A project's own template: a manifest and its blobs in, one rendered file out.
+"""A project's own template: a ``RenderInput`` and a template in, one rendered file out.
 
-``render_template(manifest, template, output, blobs) -> bytes`` renders the
-jinja2 file ``template`` (a posix path relative to the manifest's root) in a
-sandbox (``jinja2.sandbox.SandboxedEnvironment``) with ``StrictUndefined``: a
-misspelt variable is an error naming the template and line, never an empty
-string. A template is one file: ``{% include %}`` and ``{% import %}`` are refused,
-so the template's own bytes are all a build has to track.
+``render_template(source, template, output) -> bytes`` renders the jinja2 file
+``template`` (a posix path relative to the manifest's root) for ``source``
+(``render_input.RenderInput``: the manifest and its verified blobs, shared by
+every output of a build) in a sandbox (``jinja2.sandbox.SandboxedEnvironment``)
+with ``StrictUndefined``: a misspelt variable is an error naming the template
+and line, never an empty string. A template is one file: ``{% include %}`` and
+``{% import %}`` are refused, so the template's own bytes are all a build has
+to track. The manifest's data is shared by every output, so a template may not
+change it (``append`` to a shader's ``bindings``, say: a SecurityError naming
+the line); each output gets its own copy of each shader's mapping. Several
+threads or processes may render at once: a template's text is compiled once per
+process (``_compiled``, keyed by its text), and nothing else is kept.
 
 Variables (the GUIDE's "Project templates" documents them):
 
@@ -15,34 +21,50 @@ Variables (the GUIDE's "Project templates" documents them):
   bytes), ``words`` (the 32-bit words) and ``ident`` (``name`` as a C identifier)
   added, and ``meta`` (the variant's meta table, ``{}`` when it has none);
 - ``unavailable``: the manifest's ``unavailable`` list, or ``[]``;
+- ``compilers``: each compiler the manifest's toolchain names, with its version
+  (``compilers``: glslang, slang-glslang where it built a variant, spirv-opt
+  where one ran);
+- ``blobs``: the ``generate`` entry's ``blobs`` (``"arrays"`` or ``"files"``);
 - ``toolchain``, ``banner``, ``output`` and ``template``.
 
-Filters: ``c_string``/``c_escape``, ``c_ident``, ``hex_bytes(per_line=16)``
-and ``hex_words(per_line=8)`` (``ctext``'s, the C table's own escaping).
+Filters: ``c_string``/``c_escape``, ``c_ident``, ``hex_bytes(per_line=16, suffix="")``
+and ``hex_words(per_line=8, suffix="")`` (``ctext``'s, the C table's own escaping),
+and ``blob_array(name)`` of a shader: its bytes as ``const unsigned char
+name[size]`` with external linkage, an initialiser under ``blobs = "arrays"``,
+``.incbin`` or ``#embed`` of its file under ``"files"`` (``cblobs``; the first in
+a file brings the prelude that picks the mechanism).
 
 A template is the project's own code, bounded as its generator is
 (docs/SECURITY.md): it is compiled and rendered in a child process
-(``genspirv.project.isolated``) stopped after ``GENSPIRV_GENERATOR_TIMEOUT``
-seconds, its address space capped at ``GENSPIRV_COMPILER_MEMORY_MB`` past what
-it starts with, so a runaway ``{% for %}`` or a ``'x' * 10**11`` is one line
-naming the template, not a hung build or a traceback. The sandbox is only as
-good as jinja2: one with known sandbox escapes (before ``MIN_JINJA2``) is refused.
+(``genspirv.project.isolated``; forked, so the manifest data and blobs every
+output shares are the parent's, not copies) stopped after
+``GENSPIRV_GENERATOR_TIMEOUT`` seconds, its address space capped at
+``GENSPIRV_COMPILER_MEMORY_MB`` past what it starts with, so a runaway
+``{% for %}`` or a ``'x' * 10**11`` is one line naming the template, not a hung
+build or a traceback. The sandbox is only as good as jinja2: one with known
+sandbox escapes (before ``MIN_JINJA2``) is refused.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import json
 import re
 import traceback
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Optional
 
 import jinja2
 import jinja2.sandbox
 
 from ..errors import CodegenError
-from ..manifest import Manifest, manifest_to_dict
+from ..manifest import Toolchain
 from ..project import isolated
+from ..project.config import BlobMode
 from ..settings import get as setting
-from .ctext import BANNER, blob_words, c_escape, c_ident, c_string, hex_bytes, hex_words
+from .cblobs import blob_path, byte_array, byte_array_lines, prelude
+from .ctext import BANNER, Words, c_escape, c_ident, c_string, hex_bytes, hex_words
+from .render_input import RenderInput
 
 # The first jinja2 without a known sandbox escape: 3.1.5 fixed CVE-2024-56201 (code run through a
 # template's file name) and CVE-2024-56326 (str.format reached indirectly), 3.1.6 CVE-2025-27516
@@ -65,13 +87,69 @@ class _OneFileLoader(jinja2.BaseLoader):
         return self.source, self.name, lambda: True
 
 
-def _environment(name: str, source: str) -> jinja2.sandbox.SandboxedEnvironment:
-    env = jinja2.sandbox.SandboxedEnvironment(
-        loader=_OneFileLoader(name, source), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+# The ids of the containers the output being rendered on this thread shares with others.
+_SHARED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar("genspirv_template_shared",
+                                                                          default=frozenset())
+
+
+class _Rendering:
+    """The output being rendered on this thread: its path, its blob mode, and whether its text
+    has the files prelude yet (``blob_array`` puts it before the first blob)."""
+
+    def __init__(self, output: str, mode: BlobMode, blob_root: Optional[str]) -> None:
+        self.output, self.mode, self.blob_root, self.prelude_written = output, mode, blob_root, False
+
+
+_RENDERING: contextvars.ContextVar[_Rendering] = contextvars.ContextVar("genspirv_template_rendering")
+
+
+def blob_array(shader, name: str) -> str:
+    """The ``blob_array`` filter: see the module docstring."""
+    try:
+        blob, spirv, sha256 = shader["blob"], shader["spirv"], shader["sha256"]
+    except (TypeError, KeyError):
+        raise CodegenError("blob_array: filter a shader of `shaders` (s | blob_array(s.ident ~ '_data'))") from None
+    rendering = _RENDERING.get()
+    if rendering.mode is BlobMode.ARRAYS:
+        return byte_array_lines(name, len(blob), hex_bytes(blob)).rstrip("\n")
+    path = blob_path(rendering.output, spirv, rendering.blob_root)
+    text = byte_array(name, path, len(blob), sha256)
+    if not rendering.prelude_written:
+        rendering.prelude_written = True
+        text = prelude(path) + text
+    return text.rstrip("\n")
+
+
+class _Sandbox(jinja2.sandbox.SandboxedEnvironment):
+    """jinja2's sandbox, which also refuses to change the manifest data every output shares."""
+
+    def is_safe_attribute(self, obj, attr, value) -> bool:
+        if id(obj) in _SHARED.get() and jinja2.sandbox.modifies_known_mutable(obj, attr):
+            return False
+        return super().is_safe_attribute(obj, attr, value)
+
+
+def _json_value(value):
+    """``tojson`` of ``words``: the list of ints it stands for."""
+    if isinstance(value, Words):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _dumps(value, **kwargs) -> str:
+    return json.dumps(value, default=_json_value, **kwargs)
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(name: str, source: str) -> jinja2.Template:
+    """The template ``name`` whose text is ``source``, compiled (once per process and text:
+    the outputs of one template share it; a jinja2 Template renders on several threads)."""
+    env = _Sandbox(loader=_OneFileLoader(name, source), undefined=jinja2.StrictUndefined,
+                   keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
     env.filters.update(c_string=c_string, c_escape=c_escape, c_ident=c_ident,
-                       hex_bytes=hex_bytes, hex_words=hex_words)
-    return env
+                       hex_bytes=hex_bytes, hex_words=hex_words, blob_array=blob_array)
+    env.policies["json.dumps_function"] = _dumps
+    return env.get_template(name)
 
 
 def _template_line(exc: BaseException, name: str) -> str:
@@ -82,15 +160,26 @@ def _template_line(exc: BaseException, name: str) -> str:
     return name
 
 
-def context(manifest: Manifest, template: str, output: str, blobs: Mapping[str, bytes]) -> dict:
-    """The variables a project template receives."""
-    doc = manifest_to_dict(manifest)
-    shaders = []
-    for entry in doc["shaders"]:
-        blob = blobs[entry["name"]]
-        shaders.append({**entry, "meta": entry.get("meta", {}), "blob": blob,
-                        "words": list(blob_words(blob, entry["spirv"])), "ident": c_ident(entry["name"])})
-    return {"manifest": doc, "shaders": shaders, "unavailable": doc.get("unavailable", []),
+def compilers(toolchain: Toolchain) -> list[dict[str, str]]:
+    """Each compiler the blobs went through, in the order they ran, as {name, version}: glslang,
+    slang-glslang (its library's version and the slangpy wheel's) where it built a variant,
+    spirv-opt where it ran on one."""
+    out = [("glslang", toolchain.glslang)]
+    if toolchain.slang_glslang is not None:
+        wheel = f" (slangpy {toolchain.slangpy})" if toolchain.slangpy is not None else ""
+        out.append(("slang-glslang", toolchain.slang_glslang + wheel))
+    if toolchain.spirv_opt is not None:
+        out.append(("spirv-opt", toolchain.spirv_opt))
+    return [{"name": name, "version": version} for name, version in out]
+
+
+def context(source: RenderInput, template: str, output: str, mode: BlobMode = BlobMode.ARRAYS) -> dict:
+    """The variables a project template receives (this output's own list and shader mappings;
+    what they hold is shared)."""
+    doc = source.doc
+    return {"manifest": doc, "shaders": [dict(s) for s in source.template_shaders],
+            "unavailable": doc.get("unavailable", []), "compilers": compilers(source.manifest.toolchain),
+            "blobs": mode.value,
             "toolchain": doc["toolchain"], "banner": BANNER, "output": output, "template": template}
 
 
@@ -114,14 +203,17 @@ def check_jinja2(template: str) -> None:
                            f"project templates need jinja2 {need} or later: pip install 'jinja2>={need}'")
 
 
-def render_template(manifest: Manifest, template: str, output: str, blobs: Mapping[str, bytes]) -> bytes:
-    """Render ``template`` (relative to the manifest's root) for ``output``; UTF-8 bytes. In a
+def render_template(source: RenderInput, template: str, output: str, mode: BlobMode = BlobMode.ARRAYS,
+                    blob_root: Optional[str] = None) -> bytes:
+    """Render ``template`` (relative to the manifest's root) for ``output``; UTF-8 bytes
+    (``blob_root``: files mode's blob paths under that folder, see ``cblobs.blob_path``). In a
     child process, stopped at the generators' deadline (``GENSPIRV_GENERATOR_TIMEOUT``)."""
+    manifest = source.manifest
     if manifest.root is None:
         raise CodegenError(f"{template}: the manifest has no project root to find the template in")
     path = manifest.root / template
     try:
-        source = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CodegenError(f"generate template {template}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -130,7 +222,7 @@ def render_template(manifest: Manifest, template: str, output: str, blobs: Mappi
     timeout = setting("GENSPIRV_GENERATOR_TIMEOUT")
     memory = setting("GENSPIRV_COMPILER_MEMORY_MB")
     try:
-        ok, value = isolated.call_in_child(_isolated, (manifest, template, output, blobs, source, memory),
+        ok, value = isolated.call_in_child(_isolated, (source, template, output, mode, blob_root, text, memory),
                                            timeout, memory << 20)
     except isolated.Overran:
         raise CodegenError(f"{template}: the template did not finish rendering within {timeout:g} s and was "
@@ -145,24 +237,25 @@ def render_template(manifest: Manifest, template: str, output: str, blobs: Mappi
     return value
 
 
-def _isolated(stage: Callable[[str], None], manifest: Manifest, template: str, output: str,
-              blobs: Mapping[str, bytes], source: str, memory_mb: int) -> tuple[bool, Any]:
+def _isolated(stage: Callable[[str], None], source: RenderInput, template: str, output: str, mode: BlobMode,
+              blob_root: Optional[str], text: str, memory_mb: int) -> tuple[bool, Any]:
     """The child's side of ``render_template`` (module-level: a fresh interpreter finds it by name)."""
     try:
-        return True, _render(manifest, template, output, blobs, source, memory_mb)
+        return True, _render(source, template, output, mode, blob_root, text, memory_mb)
     except CodegenError as exc:
         return False, str(exc)
 
 
-def _render(manifest: Manifest, template: str, output: str, blobs: Mapping[str, bytes], source: str,
-            memory_mb: int) -> bytes:
-    env = _environment(template, source)
+def _render(source: RenderInput, template: str, output: str, mode: BlobMode, blob_root: Optional[str],
+            text: str, memory_mb: int) -> bytes:
     try:
-        compiled = env.get_template(template)
+        compiled = _compiled(template, text)
     except jinja2.TemplateSyntaxError as exc:
         raise CodegenError(f"{template}:{exc.lineno}: template syntax error: {exc.message}") from None
+    shared = _SHARED.set(source.shared_ids)
+    rendering = _RENDERING.set(_Rendering(output, mode, blob_root))
     try:
-        text = compiled.render(context(manifest, template, output, blobs))
+        rendered = compiled.render(context(source, template, output, mode))
     except CodegenError as exc:   # from a filter, e.g. c_string of a bad value
         raise CodegenError(f"{_template_line(exc, template)}: {exc}") from None
     except MemoryError:
@@ -176,7 +269,10 @@ def _render(manifest: Manifest, template: str, output: str, blobs: Mapping[str, 
         raise CodegenError(f"{_template_line(exc, template)}: {type(exc).__name__}: {exc}") from None
     except Exception as exc:        # noqa: BLE001 - whatever a template's expression raises is the template's
         raise CodegenError(f"{_template_line(exc, template)}: {type(exc).__name__}: {exc}") from None
+    finally:
+        _RENDERING.reset(rendering)
+        _SHARED.reset(shared)
     try:
-        return text.encode("utf-8")
+        return rendered.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise CodegenError(f"{template}: the rendered text is not UTF-8: {exc.reason}") from None

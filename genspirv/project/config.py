@@ -32,6 +32,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path, PurePosixPath
 from typing import Any, Optional
 
@@ -65,7 +66,14 @@ SOURCE_SUFFIX = ".comp"
 
 TOP_KEYS = set(DEFAULTS) | {"flags", "generate", "shaders", "generator", "exclude", "include_directive",
                             "optimize", "validate", "preamble", "compiler", "lint", "remote_cache"}
-GENERATE_KEYS = {"target", "output", "template"}
+GENERATE_KEYS = {"target", "output", "template", "blobs"}
+
+
+class BlobMode(str, Enum):
+    """How generated C/C++ puts each blob into the binary (a ``generate`` entry's ``blobs``)."""
+
+    ARRAYS = "arrays"   # a C initialiser of its bytes or words (the default)
+    FILES = "files"     # the blob file itself: the assembler's .incbin, else #embed; no bytes in the text
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,7 @@ class Generate:
     target: str       # codegen target, e.g. "c"; "template" for a project's own template
     output: str       # posix path relative to the root (without extension for target "c")
     template: Optional[str] = None   # the jinja2 file, relative to the root
+    blobs: BlobMode = BlobMode.ARRAYS
 
 
 @dataclass(frozen=True)
@@ -251,7 +260,11 @@ def load_config(root: Path | str) -> Config:
             if target not in GENERATE_TARGETS:
                 raise ConfigError(f"{k}.target: unknown target {target!r} (known: {', '.join(sorted(GENERATE_TARGETS))}; "
                                   "or template = \"path/x.j2\" for a template of the project's own)")
-        generate.append(Generate(target, relative_path(g["output"], f"{k}.output"), template))
+        blobs = expect(g.get("blobs", BlobMode.ARRAYS.value), str, f"{k}.blobs", "a string")
+        if blobs not in {m.value for m in BlobMode}:
+            raise ConfigError(f"{k}.blobs: {blobs!r} is not one of {', '.join(repr(m.value) for m in BlobMode)} "
+                              '("files": each blob by .incbin or #embed of its file, no bytes in the generated text)')
+        generate.append(Generate(target, relative_path(g["output"], f"{k}.output"), template, BlobMode(blobs)))
 
     glsl_dir = values["glsl_dir"]
     shaders = expect(table.get("shaders", {}), dict, "tool.genspirv.shaders", "a table")

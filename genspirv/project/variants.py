@@ -50,7 +50,11 @@ LINT_KEYS = {"ignore"}
 SHADER_KEYS = {"name", "defines", "matrix", "variants", "meta"} | SETTING_KEYS
 VARIANT_KEYS = {"name", "defines", "meta"} | SETTING_KEYS
 # Flags the build sets itself; a second copy would break reproducibility or the depfile.
-RESERVED_FLAGS = ("-o", "--depfile", "--target-env", "-g")
+RESERVED_FLAGS = ("-o", "--depfile", "--target-env")
+# glslang's -g0: a blob without debug information (OpName, OpMemberName, OpSource, OpString,
+# OpLine, OpModuleProcessed). The build compiles with the names, reflects them, then strips
+# (docs/RULES.md#manifest-determinism), so the manifest keeps every name.
+STRIP_DEBUG_FLAG = "-g0"
 
 DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -106,6 +110,16 @@ class Variant:
     def meta(self) -> dict[str, Any]:
         """The variant's meta table ({} when it has none): data for project templates only."""
         return json.loads(self.meta_json) if self.meta_json else {}
+
+    @property
+    def strip_debug(self) -> bool:
+        """Its flags hold ``-g0``: the committed blob has no debug information."""
+        return STRIP_DEBUG_FLAG in self.flags
+
+    @property
+    def compiler_flags(self) -> tuple[str, ...]:
+        """The flags a compiler is given: ``-g0`` is the build's own step after reflection."""
+        return tuple(f for f in self.flags if f != STRIP_DEBUG_FLAG)
 
 
 
@@ -197,9 +211,12 @@ def parse_flags(value: Any, key: str) -> tuple[str, ...]:
             raise ConfigError(f"{key}[{i}]: {f!r} holds the control character {m.group()!r}; a flag is one "
                               "line (glslang keeps only the first): put lines that go before the source "
                               "in a file and name it with preamble = \"path/header.glsl\"")
-        if f in RESERVED_FLAGS or f.startswith("-g"):
-            raise ConfigError(f"{key}[{i}]: {f!r} is set by genspirv itself "
-                              "(-g would also embed absolute paths)")
+        if f in RESERVED_FLAGS:
+            raise ConfigError(f"{key}[{i}]: {f!r} is set by genspirv itself")
+        if f.startswith("-g") and f != STRIP_DEBUG_FLAG:
+            raise ConfigError(f"{key}[{i}]: {f!r} puts debug information with the absolute source path "
+                              "into the blob, which then differs from checkout to checkout (check compares "
+                              "bytes); genspirv takes -g0, a blob without debug information")
     return tuple(flags)
 
 

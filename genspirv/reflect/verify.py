@@ -9,7 +9,10 @@ spec constants, push-constant size, every field of every push-constant member
 (a struct's members too), shared memory, with the expressions of the sizes
 spec values change, and the capabilities and extensions the module declares.  ``check_entry``
 raises ``ManifestMismatchError`` naming the kernel, each field and both
-values.  No Vulkan: the runtime calls it when it loads a kernel, so a
+values. A blob whose debug information was stripped (``-g0``, the entry's
+``stripped``) has no names to prove: with ``names=False`` every binding, spec
+constant and push-constant member is compared without its name, all else as
+ever.  No Vulkan: the runtime calls it when it loads a kernel, so a
 hand-edited manifest cannot silently drop a barrier.
 """
 
@@ -57,12 +60,29 @@ def _member_label(m: PushMember) -> str:
     return m.name or f"offset {m.offset}"
 
 
-def verify_entry(info: ShaderInfo, blob: bytes) -> list[Mismatch]:
-    """Every reflected field of ``info`` that differs from the blob's own reflection."""
+def _unnamed_member(m: PushMember) -> PushMember:
+    return dataclasses.replace(m, name="", members=tuple(map(_unnamed_member, m.members)))
+
+
+def unnamed(info: ShaderInfo) -> ShaderInfo:
+    """``info`` without the names a stripped blob lacks (bindings, spec constants, push-constant
+    members), spec constants in their order without names."""
+    specs = sorted((dataclasses.replace(s, name="") for s in info.spec_constants),
+                   key=lambda s: (s.id, str(s.type), repr(s.default)))
+    return dataclasses.replace(info, bindings=tuple(dataclasses.replace(b, name="") for b in info.bindings),
+                               spec_constants=tuple(specs),
+                               push_constants=tuple(map(_unnamed_member, info.push_constants)))
+
+
+def verify_entry(info: ShaderInfo, blob: bytes, names: bool = True) -> list[Mismatch]:
+    """Every reflected field of ``info`` that differs from the blob's own reflection
+    (``names=False``: the names left out on both sides, see the module docstring)."""
     infos = reflect_module(blob)
     actual = next((i for i in infos if i.entry_point == info.entry_point), None)
     if actual is None:
         return [Mismatch("entry_point", info.entry_point, [i.entry_point for i in infos])]
+    if not names:
+        info, actual = unnamed(info), unnamed(actual)
     out = []
     for name in _SCALAR_FIELDS:
         expected, got = getattr(info, name), getattr(actual, name)
@@ -77,9 +97,9 @@ def verify_entry(info: ShaderInfo, blob: bytes) -> list[Mismatch]:
     return out
 
 
-def check_entry(kernel: str, info: ShaderInfo, blob: bytes) -> None:
+def check_entry(kernel: str, info: ShaderInfo, blob: bytes, names: bool = True) -> None:
     """Raise ``ManifestMismatchError`` naming ``kernel`` and every field that differs."""
-    mismatches = verify_entry(info, blob)
+    mismatches = verify_entry(info, blob, names)
     if mismatches:
         raise ManifestMismatchError(
             f"kernel {kernel}: the manifest disagrees with its blob ("

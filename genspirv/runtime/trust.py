@@ -8,8 +8,9 @@ but refusals, each a ``GenspirvError`` subclass naming the kernel:
   size, spec constants, workgroup size, shared memory, entry point) are what
   the blob itself reflects to, by the same pure code the build uses
   (``genspirv.reflect.verify.check_entry``; ``ManifestMismatchError``). A hand-edited
-  manifest would otherwise drop a barrier silently. Proven once per
-  (blob sha256, entry) for the whole process.
+  manifest would otherwise drop a barrier silently. A stripped blob (``-g0``)
+  has no names: they are taken from the manifest, everything else proven.
+  Proven once per (blob sha256, entry) for the whole process.
 - ``check_specialised``: after specialisation the workgroup size is at least
   1 and within ``maxComputeWorkGroupSize`` / ``maxComputeWorkGroupInvocations``,
   and the workgroup (shared) memory the kernel declares, at the spec values
@@ -30,7 +31,7 @@ from ..errors import WorkgroupLimitError
 from ..manifest import ManifestEntry
 from .limits import DeviceLimits, Excess, workgroup_excesses
 
-_proven: set = set()              # (sha256, ShaderInfo) pairs whose blob reflects to the entry
+_proven: set = set()              # (sha256, ShaderInfo, stripped) whose blob reflects to the entry
 _proven_lock = threading.Lock()
 
 
@@ -38,10 +39,10 @@ def verify_kernel(entry: ManifestEntry, blob: bytes) -> None:
     """Refuse ``entry`` unless its reflected fields are what ``blob`` reflects to.
 
     ``blob`` has already been checked against ``entry.sha256``."""
-    key = (entry.sha256, entry.info)
+    key = (entry.sha256, entry.info, entry.stripped)
     if key in _proven:
         return
-    reflect_verify.check_entry(entry.name, entry.info, blob)
+    reflect_verify.check_entry(entry.name, entry.info, blob, names=not entry.stripped)
     with _proven_lock:
         _proven.add(key)
 

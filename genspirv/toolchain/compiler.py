@@ -26,6 +26,10 @@ in-process library, say) implements the same five members:
   for a validator older or newer than what a shader uses).
 - ``validate(job, blob)``: a ``ValidationError`` when the blob is invalid for
   ``job.variant.target_env``; called only for variants with ``validate``.
+- ``strip(job, blob)``: the bytes without debug information (glslang's
+  ``-g0``: OpName, OpMemberName, OpSource, OpString, OpLine, OpModuleProcessed);
+  called only for variants whose flags hold ``-g0``, after reflection has read
+  the names. A compiler is never given ``-g0`` itself (``Variant.compiler_flags``).
 
 Each is called from worker threads, several at once, each job with its own
 file names in ``job.workdir``. A compiler finds a file through ``job.file``
@@ -54,7 +58,7 @@ from ..project.config import Config, Variant
 from ..project.variants import CompilerName
 from ..errors import GenspirvError, ToolchainError
 from ..project.generated import GENERATED_DIR, is_generated
-from .spirv_tools import optimize, tool_version, validate
+from .spirv_tools import optimize, strip_debug, tool_version, validate
 from .tools import Glslang, Tool, cached_version, compile_glsl, find_glslang, find_tool, uses_include
 
 if TYPE_CHECKING:
@@ -128,6 +132,8 @@ class Compiler(Protocol):
 
     def validate(self, job: Job, blob: bytes) -> None: ...
 
+    def strip(self, job: Job, blob: bytes) -> bytes: ...
+
 
 def dep_path(root: Path, dep: str) -> str:
     """A dependency as the content key names it: posix and relative to ``root`` when inside it."""
@@ -140,12 +146,12 @@ def dep_path(root: Path, dep: str) -> str:
 
 @dataclass(frozen=True)
 class GlslangCompiler:
-    """The pinned glslangValidator, spirv-opt -O and spirv-val, as subprocesses (glslang and
-    spirv-val in their libraries in a worker process)."""
+    """The pinned glslangValidator, spirv-opt -O (and --strip-debug) and spirv-val, as
+    subprocesses (glslang and spirv-val in their libraries in a worker process)."""
 
     glslang: Glslang
     spirv_val: Tool
-    spirv_opt: Optional[Tool] = None            # only when some variant is optimised
+    spirv_opt: Optional[Tool] = None            # only when some variant is optimised or stripped
     optimizer_version: Optional[str] = None
     # Tool paths only, and every step a subprocess or a tool's own library: a worker process
     # runs it as this one does.
@@ -167,7 +173,7 @@ class GlslangCompiler:
             result = compile_glsl(self.glslang, source=job.tool_path(v.source), output=out,
                                   depfile=job.workdir / f"{v.name}.d", cwd=job.root, target_env=v.target_env,
                                   defines=v.defines_dict, include_dirs=tuple(map(job.tool_path, job.include_dirs)),
-                                  flags=v.flags, what=v.name, include_preamble=_include_preamble(job),
+                                  flags=v.compiler_flags, what=v.name, include_preamble=_include_preamble(job),
                                   on_command=job.on_command, preamble=v.preamble,
                                   library=library)
         except GenspirvError as exc:
@@ -187,6 +193,13 @@ class GlslangCompiler:
         v = job.variant
         validate(self.spirv_val, functools.cache(lambda: _blob_file(job, "val", blob)), blob, v.target_env, v.name,
                  job.on_command)
+
+    def strip(self, job: Job, blob: bytes) -> bytes:
+        v = job.variant
+        if self.spirv_opt is None:
+            raise ToolchainError(f"{v.name}: -g0 but spirv-opt was not looked up")
+        return strip_debug(self.spirv_opt, _blob_file(job, "strip-in", blob), job.workdir / f"{v.name}.strip.spv",
+                           v.name, job.on_command)
 
 
 def _blob_file(job: Job, step: str, blob: bytes) -> Path:
@@ -220,7 +233,7 @@ def find_compiler(config: Config, version_cache: Optional[Path] = None) -> Glsla
     """The pinned tools the project needs; ``version_cache`` (a JSON file) remembers their
     versions between builds, so a no-op build starts no tool."""
     spirv_opt = version = None
-    if any(v.optimize for v in config.variants):
+    if any(v.optimize or v.strip_debug for v in config.variants):
         spirv_opt = find_tool("spirv-opt")
         version = cached_version(spirv_opt, tool_version, version_cache)
     return GlslangCompiler(glslang=find_glslang(config.glslang, version_cache), spirv_val=find_tool("spirv-val"),

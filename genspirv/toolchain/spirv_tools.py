@@ -3,7 +3,8 @@
 Takes a ``Tool`` (``genspirv.toolchain.tools.find_tool``) and a blob on disk; gives
 the optimised blob (``optimize``: ``spirv-opt -O`` with bindings and spec
 constants preserved, ``--skip-validation`` when the variant opts out of
-validation), nothing or a ``ValidationError`` (``validate``: in a worker process the
+validation), the blob without debug information (``strip_debug``: ``spirv-opt
+--strip-debug``, byte for byte what glslang's ``-g0`` gives), nothing or a ``ValidationError`` (``validate``: in a worker process the
 validator's own library answers, ``genspirv.toolchain.validator_library``), or the
 disassembly (``disassemble``). A refusal names the variant, the instruction the
 tool points at (not a disassembly line number) and what to set: an optimiser
@@ -60,14 +61,39 @@ def optimize(spirv_opt: Tool, blob_path: Path, output: Path, target_env: str, wh
     tell an invalid blob from glslang from an optimiser bug, and says what to set."""
     args = [*OPTIMIZE_ARGS, *(() if validate else ("--skip-validation",)),
             f"--target-env={target_env}", str(blob_path), "-o", str(output)]
+    returncode, text = _run_opt(spirv_opt, args, output, f"{what}: spirv-opt", on_command)
+    if returncode != 0:
+        valid = None if not validate or spirv_val is None else _accepts(spirv_val, blob_path, target_env, what)
+        raise ValidationError(optimizer_refusal(what, target_env, text, valid))
+    return written_output(output, what, "spirv-opt", text)
+
+
+def _run_opt(spirv_opt: Tool, args: Sequence[str], output: Path, what: str,
+             on_command: Optional[Callable[[Sequence[str]], None]]) -> tuple[int, str]:
+    """spirv-opt ``args`` writing ``output`` (an old one removed first): its exit status and text."""
     output.unlink(missing_ok=True)
     if on_command is not None:
         on_command([str(spirv_opt.path), *args])
-    proc = spirv_opt.run(args, what=f"{what}: spirv-opt")
-    text = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-    if proc.returncode != 0:
-        valid = None if not validate or spirv_val is None else _accepts(spirv_val, blob_path, target_env, what)
-        raise ValidationError(optimizer_refusal(what, target_env, text, valid))
+    proc = spirv_opt.run(list(args), what=what)
+    return proc.returncode, (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
+
+
+# glslang's -g0 runs SPIRV-Tools' strip-debug pass on its output: the same pass, run after
+# reflection has read the names, gives the same bytes (tests/test_strip_debug.py holds it).
+STRIP_ARGS = ("--strip-debug", "--skip-validation")
+
+
+def strip_debug(spirv_opt: Tool, blob_path: Path, output: Path, what: str,
+                on_command: Optional[Callable[[Sequence[str]], None]] = None) -> bytes:
+    """``spirv-opt --strip-debug`` the blob into ``output``; its bytes. Bindings, decorations
+    and spec constants stay; OpName, OpMemberName, OpSource, OpString, OpLine and
+    OpModuleProcessed go. The input was validated already (or opted out): not again."""
+    args = [*STRIP_ARGS, str(blob_path), "-o", str(output)]
+    returncode, text = _run_opt(spirv_opt, args, output, f"{what}: spirv-opt --strip-debug", on_command)
+    if returncode != 0:
+        raise ValidationError(f"{what}: spirv-opt --strip-debug failed (exit {returncode}) on its blob "
+                              f"(-g0):\n{tool_diagnostic(text)}\n  to keep the debug information, drop -g0 "
+                              f"from the flags of variant {what}")
     return written_output(output, what, "spirv-opt", text)
 
 

@@ -50,10 +50,10 @@ class SlangGlslangCompiler:
             # In-process: no command runs; -v still says which compiler built what, and how.
             job.on_command([str(self.slang.library.path), "--target-env", v.target_env,
                             *(f"-D{k}={val}" for k, val in v.defines), *(f"-I{d}" for d in dirs),
-                            *v.flags, *([f"--preamble={preamble}"] if preamble else []), source])
+                            *v.compiler_flags, *([f"--preamble={preamble}"] if preamble else []), source])
         try:
             out = self.slang.compile(source, root=job.root, defines=v.defines_dict, include_dirs=dirs,
-                                     target_env=v.target_env, flags=v.flags, include_directive=job.include_directive,
+                                     target_env=v.target_env, flags=v.compiler_flags, include_directive=job.include_directive,
                                      what=v.name, preamble=preamble)
         except GenspirvError as exc:
             raise job.renamed(exc) from None
@@ -64,3 +64,6 @@ class SlangGlslangCompiler:
 
     def validate(self, job: Job, blob: bytes) -> None:
         self.tools.validate(job, blob)
+
+    def strip(self, job: Job, blob: bytes) -> bytes:
+        return self.tools.strip(job, blob)
