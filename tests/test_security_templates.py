@@ -109,7 +109,9 @@ def test_a_good_template_renders_the_same_bytes_in_its_child(tmp_path):
     from genspirv.manifest import load_manifest
     m = load_manifest(root / "manifests/shaders.json")
     blobs = {e.name: m.read_blob(e) for e in m.shaders}
-    here = project_template._render(m, "tools/t.j2", "out/t.txt", blobs, GOOD, 2048)
+    from genspirv.emit import prepare
+    from genspirv.project.config import BlobMode
+    here = project_template._render(prepare(m, blobs), "tools/t.j2", "out/t.txt", BlobMode.ARRAYS, None, GOOD, 2048)
     assert (root / "out/t.txt").read_bytes() == here
     assert here.startswith(b"a 42 0x03, 0x02, 0x23, 0x07\n")
 
