@@ -233,11 +233,6 @@ def test_a_files_table_is_built_with_what_the_compiler_has(tmp_path, compiler, o
     run("ctest", "--output-on-failure", cwd=build)
 
 
-WIRING = ("genspirv build renders each generate entry through genspirv/buildsys/outputs.py, which does not "
-          "pass the entry's blobs mode to emit.render yet")
-
-
-@pytest.mark.xfail(strict=True, reason=WIRING)
 def test_a_committed_files_table_compiles_in_place_without_the_shader_compiler(tmp_path):
     src = consumer(tmp_path, FILES_TABLE, {}, TABLE_MAIN, languages="C")
     run(sys.executable, "-m", "genspirv", "--root", src / "shader dir", "build", "-q")

@@ -141,8 +141,6 @@ def test_the_content_key_covers_g0(tmp_path, capsys):
 
 
 @needs_tools
-@pytest.mark.xfail(strict=True, reason="the manifest entry is made in genspirv/buildsys/outputs.py "
-                                       "(manifest_entry), which does not pass Variant.strip_debug yet")
 def test_the_manifest_says_a_blob_is_stripped(tmp_path):
     root = _project(tmp_path, '["-g0"]')
     assert _build(root, "build", "-q") == 0
@@ -151,8 +149,6 @@ def test_the_manifest_says_a_blob_is_stripped(tmp_path):
 
 
 @needs_tools
-@pytest.mark.xfail(strict=True, reason="a blob taken from the build cache is reflected again "
-                                       "(genspirv/buildsys/run.py), and a stripped one has no names left")
 def test_a_stripped_variant_from_the_cache_keeps_its_names(tmp_path):
     root = _project(tmp_path, '["-g0"]')
     assert _build(root, "build", "-q") == 0

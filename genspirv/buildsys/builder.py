@@ -469,8 +469,10 @@ class Builder:
                 blob = read_regular(config.path(rel), LARGEST_FILE)
             except OSError as exc:      # it was there a moment ago, as the stat log saw it
                 raise OutputError(f"{rel}: cannot read: {exc.strerror or exc}") from None
-            info = (_manifest_info(self.committed(), step.name, step.record.sha256) if trusted else None) \
-                or reflect_blob(step.name, rel, blob)
+            # A stripped blob has no names left to reflect: the manifest's entry for these bytes
+            # is all that has them (check recompiles, and so proves them).
+            info = (_manifest_info(self.committed(), step.name, step.record.sha256)
+                    if trusted or step.variant.strip_debug else None) or reflect_blob(step.name, rel, blob)
             compiled[step.name] = Compiled(step.variant, blob, step.record.deps, info, step.record.compiler)
         return compiled
 

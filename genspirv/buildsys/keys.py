@@ -49,6 +49,7 @@ class KeyInputs:
     optimize: bool = False
     optimizer: Optional[str] = None                # the optimiser's version, when optimised
     preamble: Optional[str] = None                 # its path; its sha256 is in ``files``
+    stripper: Optional[str] = None                 # the optimiser's version, when it strips a -g0 blob
 
     @functools.cached_property
     def doc(self) -> dict[str, Any]:
@@ -61,6 +62,8 @@ class KeyInputs:
             doc["optimizer"] = self.optimizer
         if self.preamble is not None:       # only when set: keys without one stay as they were
             doc["preamble"] = self.preamble
+        if self.stripper is not None:       # likewise
+            doc["stripper"] = self.stripper
         return doc
 
     @functools.cached_property
@@ -77,7 +80,8 @@ class KeyInputs:
                        compiler=d["compiler"], flags=tuple(d["flags"]), target_env=d["target_env"],
                        include_dirs=tuple(d["include_dirs"]), include_directive=bool(d["include_directive"]),
                        validate=bool(d["validate"]), files=tuple((str(p), h) for p, h in d["files"]),
-                       optimize="optimizer" in d, optimizer=d.get("optimizer"), preamble=d.get("preamble"))
+                       optimize="optimizer" in d, optimizer=d.get("optimizer"), preamble=d.get("preamble"),
+                       stripper=d.get("stripper"))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -94,7 +98,7 @@ def key_inputs(variant: Variant, deps: Sequence[str], digest: Digest, versions: 
                      flags=variant.flags, target_env=variant.target_env, include_dirs=include_dirs,
                      include_directive=include_directive, validate=variant.validate, files=files,
                      optimize=variant.optimize, optimizer=versions.optimizer if variant.optimize else None,
-                     preamble=variant.preamble)
+                     preamble=variant.preamble, stripper=versions.optimizer if variant.strip_debug else None)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

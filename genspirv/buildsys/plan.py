@@ -184,15 +184,16 @@ def decide(v: Variant, record: Optional[Record], lookups: Lookups, force: bool =
         rel = lookups.blob_path(v)
         # Different: edited by hand, or older than its record (an interrupted build compiled it).
         what = f"{rel} is missing" if on_disk is None else f"{rel} differs from the blob its inputs give"
-        blob = lookups.cached(key, record.sha256) if record.sha256 is not None else None
+        blob = lookups.cached(key, record.sha256) if record.sha256 is not None and not v.strip_debug else None
         if blob is not None:
             return Step(v, Action.FROM_CACHE, Reason.BLOB_CHANGED, f"{what}; its blob is in the cache", kept, blob)
         return Step(v, Action.COMPILE, Reason.CACHE_MISSING, f"{what}, and the cache has no blob for it")
     assert now is not None      # a settled record's key is its own
     reason, detail = why_stale(record.inputs or lookups.recorded(v.name, record.key), now)
     # A shared cache may hold what the inputs now give. It keeps blobs only, so which compiler
-    # built one is known only for a variant with one compiler in its chain.
-    if key is not None and len(v.chain) == 1:
+    # built one is known only for a variant with one compiler in its chain; and a stripped (-g0)
+    # blob has lost the names its reflection reads: that variant compiles.
+    if key is not None and len(v.chain) == 1 and not v.strip_debug:
         blob = lookups.cached(key, None)
         if blob is not None:
             return Step(v, Action.FROM_CACHE, reason, f"{detail}; its blob for these inputs is in the cache",
@@ -265,6 +266,8 @@ def differences(old: KeyInputs, now: KeyInputs) -> list[tuple[Reason, str]]:
     changed(Reason.OPTIMIZE_CHANGED, "optimize", _bool(old.optimize), _bool(now.optimize))
     if old.optimize and now.optimize:
         changed(Reason.OPTIMIZER_CHANGED, "optimiser version", old.optimizer, now.optimizer)
+    if old.stripper and now.stripper:
+        changed(Reason.OPTIMIZER_CHANGED, "stripping optimiser version", old.stripper, now.stripper)
     if old.defines != now.defines:
         found.append((Reason.DEFINES_CHANGED, "defines changed: " + _define_changes(old.defines, now.defines)))
     changed(Reason.FLAGS_CHANGED, "flags", _words(old.flags), _words(now.flags))

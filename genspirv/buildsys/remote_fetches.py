@@ -57,7 +57,8 @@ def remote_fetch(plan: Plan, remote: RemoteCache, records: Mapping[str, Record],
 def _asking(plan: Plan, remote: RemoteCache, records: Mapping[str, Record], lookups: Lookups, cache: BlobCache):
     """(the steps to ask for by name, each one's ``Lookup``, the rest of ``RemoteCache.ask``'s
     arguments); None when there is nothing to ask."""
-    asked = {s.name: s for s in plan.to_compile if s.reason is not Reason.FORCED}
+    # A stripped (-g0) blob has lost the names its reflection reads: such a variant compiles.
+    asked = {s.name: s for s in plan.to_compile if s.reason is not Reason.FORCED and not s.variant.strip_debug}
     if not remote.enabled or not asked:
         return None
 

@@ -15,11 +15,12 @@ Nothing here reads or writes a committed file but a project template.
 from __future__ import annotations
 
 import json
+import os
 from typing import Callable, Mapping, Optional, Sequence
 
 from .. import manifest as manifest_mod
 from ..manifest import Manifest, ManifestEntry, Toolchain, Unavailable
-from ..project.config import Config
+from ..project.config import BlobMode, Config
 from ..project.generated import provenance
 from ..project.variants import CompilerName, Versions
 from .keys import sha256_hex
@@ -40,7 +41,7 @@ def manifest_entry(config: Config, compiled: Compiled, key: Optional[str] = None
     return ManifestEntry(name=v.name, source=v.source, defines=v.defines,
                          spirv=config.blob_relpath(v), sha256=sha256_hex(compiled.blob),
                          size=len(compiled.blob), info=compiled.info, inputs=key or "", depends=depends,
-                         validated=v.validate, optimized=v.optimize,
+                         validated=v.validate, optimized=v.optimize, stripped=v.strip_debug,
                          target_env=v.target_env if v.target_env != config.target_env else None,
                          compiler=None if compiled.compiler is CompilerName.GLSLANG else compiled.compiler.value,
                          meta_json=v.meta_json)
@@ -73,8 +74,9 @@ def _toolchain(config: Config, optimizer: Optional[str], compiled: Sequence[Comp
     used = {}
     for name in dict.fromkeys(c.compiler for c in compiled):
         used.update((facts or {}).get(name, {}))
+    ran_opt = any(c.variant.optimize or c.variant.strip_debug for c in compiled)
     return Toolchain(glslang=config.glslang, target_env=config.target_env, flags=config.flags,
-                     spirv_opt=optimizer if any(c.variant.optimize for c in compiled) else None, **used)
+                     spirv_opt=optimizer if ran_opt else None, **used)
 
 
 def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable] = (),
@@ -90,14 +92,28 @@ def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Se
                         root=config.root, unavailable=tuple(sorted(unavailable, key=lambda u: u.name)))
     outputs = {config.manifest: manifest_mod.dumps(manifest, texts)}
     if config.generate:
-        from ..emit import render   # loads jinja2 only when a renderer is needed
-        for g in config.generate:
-            # The blobs are not written yet: hand the emitters the fresh bytes, not the old files.
-            blobs = {c.variant.name: c.blob for c in compiled}
-            for rel, data in render(g.target, manifest, g.output, blobs=blobs,
-                                    template=g.template).items():
-                outputs[rel] = data
+        for files in _render_generated(config, manifest, {c.variant.name: c.blob for c in compiled}):
+            outputs.update(files)
     return outputs
+
+
+def _render_generated(config: Config, manifest: Manifest, blobs: Mapping[str, bytes]) -> list[dict[str, bytes]]:
+    """Every ``generate`` entry's files, in the entries' order, rendered from one ``RenderInput``
+    (the fresh blobs, not yet written, each verified once and shared by every output). Several
+    entries render at once: a project template renders in a forked child of its own
+    (``emit.project``), so as many children as threads render side by side, the blobs shared
+    with the parent rather than copied; the C table renders on its thread."""
+    from ..emit import prepare, render_output   # jinja2 loads only when a renderer is needed
+    source = prepare(manifest, blobs)
+
+    def one(g) -> dict[str, bytes]:
+        return render_output(source, g.target, g.output, g.template, g.blobs.value)
+    if len(config.generate) == 1:
+        return [one(config.generate[0])]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=min(len(config.generate), os.cpu_count() or 1),
+                            thread_name_prefix="genspirv-render") as pool:
+        return list(pool.map(one, config.generate))
 
 
 def expected_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable],
@@ -125,8 +141,10 @@ def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, O
 
 
 def generate_keys(config: Config) -> list[list[str]]:
-    """Each ``generate`` entry's target, output and renderer (``_template_key``)."""
-    return [list(map(str, (g.target, g.output))) + _template_key(config, g) for g in config.generate]
+    """Each ``generate`` entry's target, output and renderer (``_template_key``), and where its blobs
+    go (``blobs = "files"``: written only when not the default, so existing keys stand)."""
+    return [list(map(str, (g.target, g.output))) + _template_key(config, g)
+            + ([g.blobs.value] if g.blobs is not BlobMode.ARRAYS else []) for g in config.generate]
 
 
 def _template_key(config: Config, g) -> list[str]:

@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from ..errors import ConfigError, GenspirvError, ManifestError, OutputError
-from ..fsutil import write_report
+from ..fsutil import atomic_write, write_report
 from ..project.generated import is_generated
 
 if TYPE_CHECKING:       # the command line adds the depfile options before the config's module loads
