@@ -338,6 +338,31 @@ def genspirv_env(code: Optional[Path] = None) -> dict:
     return dict(os.environ, PYTHONPATH=f"{here}{os.pathsep}{old}" if old else here)
 
 
+def timed_tail(cmd: Sequence[str], *, what: str, env: Optional[dict] = None,
+               timeout: float = 3600) -> tuple[float, Optional[float], float]:
+    """A genspirv build or check run with its progress lines: its wall seconds, the seconds after
+    its last compile's ``[n/N]`` line (what renders, writes or compares, and commits after the
+    compiles; None when it compiled nothing) and its CPU seconds. Lines are timed as they come
+    (piped, the progress prints whole lines, each flushed)."""
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    last, tail_text = None, []
+    proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                            stdin=subprocess.DEVNULL)
+    deadline = t0 + timeout
+    for line in proc.stdout:
+        if line.startswith(b"["):
+            last = time.perf_counter()
+        tail_text = (tail_text + [line])[-20:]
+        if time.perf_counter() > deadline:
+            proc.kill()
+    code = proc.wait()
+    end = time.perf_counter()
+    if code != 0:
+        raise BenchError(f"{what}: exit {code} from {' '.join(map(str, cmd))}:\n"
+                         + b"".join(tail_text).decode("utf-8", "replace")[-2000:])
+    return end - t0, (end - last if last is not None else None), cpu_seconds() - c0
+
+
 def run_command(cmd: Sequence[str], *, what: str, cwd: Optional[Path] = None,
                 expect: int = 0, timeout: float = 3600, env: Optional[dict] = None) -> subprocess.CompletedProcess:
     """Run a step; anything but exit ``expect`` is a BenchError quoting its output."""
