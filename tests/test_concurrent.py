@@ -1,7 +1,7 @@
 """Concurrent builds of one tree serialise on .genspirv/lock and give one build's bytes.
 
 The lock is observable: a build that finds it taken says so on stderr
-("waiting for .../lock: another build of this project is running") before it
+("waiting for .../lock: another build or check of this project is running") before it
 blocks, and a build that waited finds the other's work done (an incremental
 build then compiles nothing). The outputs are byte-identical to a single
 build's, with no temp file left.
@@ -19,7 +19,7 @@ import pytest
 from faults import (cli_command, cli_env, committed_files, run_cli, set_salt, stray_files,
                     write_project)
 
-WAITING = "another build of this project is running"
+WAITING = "another build or check of this project is running"
 # The first build writes 8 files at 0.5 s per fsync: it holds the lock for 4 s
 # after its first progress line, long enough for a second build to start up.
 SLOW_DISK = Path(__file__).parent / "faults" / "slow_disk.py"

@@ -44,7 +44,6 @@ from typing import Optional
 from ..errors import CodegenError
 
 EMBED = "GENSPIRV_BLOBS_EMBED"
-INCBIN = "GENSPIRV_BLOBS_INCBIN"
 _UNQUOTABLE = re.compile(r'["\\\x00-\x1f\x7f]')
 
 _PRELUDE = r"""/* The blobs are not in this file: each is put into the object from its file, by the
