@@ -50,26 +50,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, NoReturn, Optional, Sequence
 
-from .. import cachestats, statedir
+from .. import cachestats, settings, statedir
 from ..statedir import LARGEST_FILE, Kept
-from .. import manifest as manifest_mod
 from ..cachestats import Stat, Tally
 from ..errors import GenspirvError, OutputError, UnavailableError
 from ..fsutil import StagedFiles, read_regular
-from ..manifest import Unavailable
 from ..project.config import Config, Variant
 from ..project.generated import origin_note, provenance, write_generated
 from ..project.variants import CompilerName, Versions, compiler_named
-from ..remote.cache import RemoteCache
 from ..toolchain.chain import Compilers, compilers_for
 from ..toolchain.compiler import CommandLog, Compiler
 from .blob_cache import BlobCache, local_cache_dir
 from .commit import (SpareBlobs, commit, folders_removed_on_failure, output_error, owned_blobs,
                      remove_stale_temp_files, save_state, spare_blobs, stage_blob)
-from .variant_compile import Compiled, reflect_blob
-from .keys import KeyInputs, Record, key_inputs, settings_digest, sha256_hex
+from .keys import KeyInputs, Record, key_inputs, outputs_current, outputs_key, settings_digest, sha256_hex
 from .plan import Plan, Reason, Step, make_plan, replaced
-from .render import entry_text, expected_outputs, outputs_current, outputs_key
 from .report import BuildReport
 from .selection import choose, left_out, only as only_chosen
 from .state import CommittedManifest, Journal, OutputsRecord, RecordedInputs, State, committed_manifest, \
@@ -79,13 +74,17 @@ from .statlog import FileHashes, StatLog
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from ..manifest import Unavailable
     from ..reflect import ShaderInfo
+    from ..remote.cache import RemoteCache
     from .check import CheckReport
     from .compile import Fetch, Fetched, Log
     from .compile_workers import CompileWorkers
+    from .variant_compile import Compiled
 
-# A no-op build runs no compile and compares nothing: the runner (compile, compile_workers), the
-# remote fetches and check's compare step are imported where they are first used.
+# A no-op build compiles, renders and compares nothing, and asks no remote store it was not
+# given: the runner (compile, compile_workers, variant_compile), the rendering (render, manifest),
+# the remote cache and check's compare step are imported where they are first used.
 
 WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
 
@@ -118,7 +117,7 @@ def build(config: Config, jobs: Optional[int] = None, force: bool = False, log: 
     """
     chosen = choose(config, only) if only else None     # a word that names nothing: before any work
     tally = Tally()
-    remote = RemoteCache.for_config(config, tally)     # a bad URL stops the build before it starts
+    remote = _remote_cache(config, tally)       # a bad URL stops the build before it starts
     with compilers_for(config, compiler, jobs=jobs, version_cache=statedir.path(config.root, Kept.TOOLS),
                        probe_cache=statedir.path(config.root, Kept.PROBES)) as compilers:
         builder = Builder(config, compilers, Options(jobs, force, log, on_command, explain, verbose, chosen),
@@ -137,7 +136,16 @@ def check(config: Config, jobs: Optional[int] = None, log: Log = None, on_comman
     """Compare every committed output with a fresh build made in a temporary folder."""
     with compilers_for(config, compiler, jobs=jobs) as compilers:
         return Builder(config, compilers, Options(jobs, True, log, on_command, None, verbose, None),
-                       RemoteCache(None), Tally()).check()
+                       None, Tally()).check()
+
+
+def _remote_cache(config: Config, tally: Tally) -> Optional[RemoteCache]:
+    """The remote cache the settings or the config name; None where neither names one, so that a
+    build without one loads no HTTP client."""
+    if not config.remote_cache and not settings.get("GENSPIRV_REMOTE_CACHE"):
+        return None
+    from ..remote.cache import RemoteCache
+    return RemoteCache.for_config(config, tally)
 
 
 def _count(config: Config, tally: Tally, report: Optional[BuildReport], force: bool) -> None:
@@ -222,7 +230,8 @@ class Builder:
     lookups: ProjectLookups
     started: Optional[CompileWorkers]               # worker processes started before the plan
 
-    def __init__(self, config: Config, compilers: Compilers, options: Options, remote: RemoteCache, tally: Tally):
+    def __init__(self, config: Config, compilers: Compilers, options: Options, remote: Optional[RemoteCache],
+                 tally: Tally):
         self.config = config
         self.compilers = compilers
         self.versions = compilers.versions()
@@ -236,7 +245,8 @@ class Builder:
         """Under the lock: load, plan, return a no-op, or run the plan and commit its outputs."""
         root, options = self.config.root, self.options
         # The remote cache's stores finish after the lock is released (they touch no project file).
-        with self.remote, statedir.project_lock(root, log=options.log), contextlib.ExitStack() as stack:
+        with self.remote or contextlib.nullcontext(), statedir.project_lock(root, log=options.log), \
+                contextlib.ExitStack() as stack:
             remove_stale_temp_files(self.config, options.log)
             with _collector(enabled=False):
                 self._load(StatLog(root, statedir.path(root, Kept.STATS)), load_state(root),
@@ -263,11 +273,16 @@ class Builder:
         self.settings = settings_digest(config.variants, self.versions, self.lookups.include_dirs,
                                         config.include_directive, self.hashes.generated)
 
+    @property
+    def asks_remote(self) -> bool:
+        """A remote cache is set (and not turned off): the plan's compiles are asked of it."""
+        return self.remote is not None and self.remote.enabled
+
     def _compiles_everything(self) -> bool:
         """Every variant will compile (``--force``, or a first build with nothing cached and no
         remote cache): its worker processes may start before the plan is made."""
         return self.options.chosen is None and (self.options.force or (
-            not self.records and not self.remote.enabled and self.cache.empty()))
+            not self.records and not self.asks_remote and self.cache.empty()))
 
     def _early_workers(self):
         from .compile import job_count
@@ -284,7 +299,7 @@ class Builder:
         # --explain, a dry run, resolves every fetch first to print the exact plan; a build gates
         # each compile on its own fetch, so compiles run while other fetches are in flight.
         fetch = None
-        if self.remote.enabled:
+        if self.asks_remote:
             from .remote_fetches import ask_remote, remote_fetch
             if options.explain is not None:
                 plan = ask_remote(plan, self.remote, self.records, self.lookups, self.cache)
@@ -365,6 +380,7 @@ class Builder:
         files written first (into ``.genspirv/generated/``, or check's ``generated_dir``); each
         result told to ``keep(name, record, compiled or None, fetched)`` as it finishes."""
         from .compile import Fetched, compile_all, longest_first, make_jobs, unavailable_deps
+        from .variant_compile import Compiled, reflect_blob
         config = self.config
         records: dict[str, Record] = {}
         absent = self.compilers.missing_required([s.variant for s in plan.to_compile])
@@ -411,6 +427,7 @@ class Builder:
 
     def _commit(self, plan: Plan, ran: Ran, staging: Staging) -> BuildReport:
         """After the compiles: keep the state of a failed build, else render and commit the outputs."""
+        from .render import expected_outputs
         config, state = self.config, self.state
         decided = staging.decided()     # a writer's error is raised here, before any state is saved
         records = _kept_records(config, self.records, {**_records_of(plan.up_to_date + plan.unavailable),
@@ -458,6 +475,7 @@ class Builder:
         """The up-to-date variants as compiled: each committed blob, with the committed manifest's
         reflection where this build's state wrote that manifest (or there is no state: a fresh
         clone), else reflected again."""
+        from .variant_compile import Compiled, reflect_blob
         config = self.config
         recorded = self.state.outputs
         trusted = not self.state.found if recorded is None else \
@@ -492,7 +510,7 @@ class Builder:
                                                      for n, r in unavailable),
                            unavailable=tuple((n, r.missing) for n, r in unavailable),
                            failed=failed, plan=plan, strays=spare.strays,
-                           remote=tuple(s.name for s in plan.from_remote) if self.remote.enabled else None)
+                           remote=tuple(s.name for s in plan.from_remote) if self.asks_remote else None)
 
     # -- check: the same loop, forced, into a temporary folder, compared -------------------
 
@@ -500,6 +518,7 @@ class Builder:
         """Under the lock: every variant compiled afresh, every output compared."""
         from .check import Comparing
         from .compile import raise_failures
+        from .render import expected_outputs
         config = self.config
         with statedir.project_lock(config.root, log=self.options.log), self._early_workers() as started:
             self.started = started
@@ -555,7 +574,8 @@ class Staging:
         # The journal first: an interrupt landing in here must not leave a blob in the cache (the
         # writers are waited for) that the journal does not know, taken next time for another reason.
         self.journal.append(name, record)
-        if result is not None and record.key is not None and self.remote.writable and not fetched:
+        if result is not None and record.key is not None and self.remote is not None and self.remote.writable \
+                and not fetched:
             # queued for the remote cache's pool: the progress loop goes on
             self.remote.publish(record.key, record.deps, result.blob, self.lookups.inputs(self.by_name[name], ()).key,
                                 None if record.compiler is CompilerName.GLSLANG else record.compiler.value)
@@ -564,6 +584,7 @@ class Staging:
                                                                                       result)
 
     def _write(self, name: str, record: Record, result: Compiled) -> Optional[bool]:
+        from .render import entry_text
         if record.key is not None:
             self.cache.put(record.key, result.blob, replace=self.replace)
         self.texts[name] = entry_text(self.config, result, record.key)
@@ -607,6 +628,7 @@ def _kept_records(config: Config, previous: Mapping[str, Record], updates: Mappi
 
 def _unavailable_entries(config: Config, records: Mapping[str, Record]) -> list[Unavailable]:
     """The manifest's ``unavailable`` list, in variant order."""
+    from ..manifest import Unavailable
     files = config.generated_files
     return [Unavailable(v.name, v.source, r.missing, r.key or "", provenance(r.deps, files, config.generator),
                         None if r.compiler is CompilerName.GLSLANG else r.compiler.value, v.meta_json)
@@ -618,7 +640,8 @@ def _manifest_info(committed: CommittedManifest, name: str, blob_sha: Optional[s
     entry = committed.entries.get(name)
     if entry is None or entry.get("sha256") != blob_sha:
         return None
+    from ..manifest import info_from_dict
     try:
-        return manifest_mod.info_from_dict(entry, name)
+        return info_from_dict(entry, name)
     except GenspirvError:
         return None

@@ -26,7 +26,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Collection, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Collection, Iterator, Mapping, Optional
 
 from .. import statedir
 from ..errors import OutputError
@@ -35,7 +35,9 @@ from ..project.config import Config
 from .keys import Record
 from .state import OutputsRecord, RecordedInputs, clear_journal, stage_state
 from .statlog import StatLog
-from .variant_compile import Compiled
+
+if TYPE_CHECKING:
+    from .variant_compile import Compiled
 
 Log = Optional[Callable[[str], None]]
 

@@ -12,7 +12,11 @@ file's sha256 by its path; gives
   document hashed never changes shape.
 - ``Record``: per variant, what a build knew: the key, the files it read, the
   blob's sha256 (or what the compiler lacked, for an unavailable one) and which
-  compiler built it (or lacked what it needs).
+  compiler built it (or lacked what it needs);
+- ``settings_digest``: everything in every variant's key but the files it read;
+- ``outputs_key``: what the manifest and generated files are a function of
+  besides the blobs, and ``outputs_current``: the last build wrote them from the
+  same key and nobody touched them since (then nothing is rendered at all).
 
 Pure, and light to import: the plan imports this and nothing heavier.
 """
@@ -24,9 +28,13 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from ..project.variants import CompilerName, Variant, Versions, compiler_named
+
+if TYPE_CHECKING:
+    from ..project.config import Config
+    from .state import OutputsRecord
 
 
 def sha256_hex(data: bytes) -> str:
@@ -172,17 +180,57 @@ class Record:
     def from_doc(cls, d: Any) -> Optional["Record"]:
         """A record from its JSON; None for anything malformed (it is only a cold cache), a file it
         names that no compile could have read among them."""
-        if not isinstance(d, dict) or not isinstance(d.get("deps"), list) or \
-                not isinstance(d.get("key"), (str, type(None))) or not all(map(_dep_path, d["deps"])):
+        if type(d) is not dict:
             return None
-        sha, missing, inputs = d.get("sha256"), d.get("unavailable", ()), d.get("inputs")
-        if not isinstance(sha, (str, type(None))) or not isinstance(missing, (list, tuple)):
+        deps, key, sha = d.get("deps"), d.get("key"), d.get("sha256")
+        if type(deps) is not list or not (key is None or type(key) is str) or not (sha is None or type(sha) is str):
             return None
-        compiler = compiler_named(d.get("compiler"))
-        if compiler is None:
+        if not all(map(_dep_path, deps)):
             return None
-        seconds = d.get("seconds")
-        return cls(key=d["key"], deps=tuple(map(str, d["deps"])), sha256=sha, missing=tuple(map(str, missing)),
-                   compiler=compiler, inputs_doc=inputs if isinstance(inputs, dict) else None,
-                   seconds=float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
-                   else None)
+        missing, compiler = d.get("unavailable", ()), compiler_named(d.get("compiler"))
+        if type(missing) not in (list, tuple) or compiler is None:
+            return None
+        seconds, inputs = d.get("seconds"), d.get("inputs")
+        return cls(key, tuple(deps), sha, tuple(map(str, missing)), compiler,
+                   inputs if type(inputs) is dict else None,
+                   float(seconds) if type(seconds) in (int, float) else None)
+
+
+# -- the outputs' key: what the manifest and generated files are a function of --------------
+
+
+def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, Optional[str]]) -> str:
+    """What the manifest and generated files are a function of, besides the blobs' keys
+    (a variant's ``meta`` among them: changing it re-renders, it does not recompile)."""
+    doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys.get(v.name)]
+                        + ([v.meta_json] if v.meta_json else []) for v in config.variants],
+           "manifest": str(config.manifest), "generate": generate_keys(config),
+           "toolchain": [versions.compiler, versions.optimizer, config.target_env, list(config.flags)]}
+    return sha256_hex(json.dumps(doc, sort_keys=True).encode())
+
+
+def generate_keys(config: Config) -> list[list[str]]:
+    """Each ``generate`` entry's target, output and renderer (``_template_key``), and where its blobs
+    go (``blobs = "files"``: written only when not the default, so existing keys stand)."""
+    return [list(map(str, (g.target, g.output))) + _template_key(config, g)
+            + ([g.blobs.value] if g.blobs.value != "arrays" else []) for g in config.generate]
+
+
+def _template_key(config: Config, g) -> list[str]:
+    """A project template's path and bytes, or a built-in target's renderer: editing
+    either (or upgrading genspirv) re-renders the output."""
+    if g.template is None:
+        from ..emit import renderer_key
+        return [renderer_key(g.target)]
+    try:
+        return [g.template, sha256_hex(config.path(g.template).read_bytes())]
+    except OSError:
+        return [g.template, "unreadable"]   # render then names the problem
+
+
+def outputs_current(recorded: Optional[OutputsRecord], key: str, sha: Digest) -> bool:
+    """The last build wrote these outputs from the same inputs, and nobody touched them since
+    (``sha``: a file's sha256 by its path, None when unreadable: the build's stat log)."""
+    if recorded is None or recorded.key != key or not recorded.files:
+        return False
+    return all(sha(rel) == digest for rel, digest in recorded.files.items())

@@ -5,26 +5,22 @@ unavailable ones and their content keys; gives every committed output as
 ``{posix path relative to the root: bytes}`` (``expected_outputs``: the blobs,
 the generated files, the manifest last, which build writes and check
 compares). Each manifest entry can be rendered as its compile finishes
-(``entry_text``), so the end of a build only joins them. ``outputs_key`` is
-what the manifest and generated files are a function of besides the blobs;
-``outputs_current`` tells the loop that the last build wrote them from the
-same key and nobody touched them since (then nothing is rendered at all).
-Nothing here reads or writes a committed file but a project template.
+(``entry_text``), so the end of a build only joins them. Nothing here reads or writes a committed file but a project template. What the
+outputs are a function of (``keys.outputs_key``) is decided below the plan, so
+a build that renders nothing never loads this module.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from .. import manifest as manifest_mod
 from ..manifest import Manifest, ManifestEntry, Toolchain, Unavailable
-from ..project.config import BlobMode, Config
+from ..project.config import Config
 from ..project.generated import provenance
-from ..project.variants import CompilerName, Versions
+from ..project.variants import CompilerName
 from .keys import sha256_hex
-from .state import OutputsRecord
 from .variant_compile import Compiled
 
 # What the manifest's toolchain records of each compiler besides the default, by compiler
@@ -128,40 +124,3 @@ def expected_outputs(config: Config, compiled: Sequence[Compiled], unavailable: 
     out.update(rendered)
     out[config.manifest] = manifest
     return out
-
-
-def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, Optional[str]]) -> str:
-    """What the manifest and generated files are a function of, besides the blobs' keys
-    (a variant's ``meta`` among them: changing it re-renders, it does not recompile)."""
-    doc = {"variants": [[v.name, v.source, list(v.defines), config.blob_relpath(v), variant_keys.get(v.name)]
-                        + ([v.meta_json] if v.meta_json else []) for v in config.variants],
-           "manifest": str(config.manifest), "generate": generate_keys(config),
-           "toolchain": [versions.compiler, versions.optimizer, config.target_env, list(config.flags)]}
-    return sha256_hex(json.dumps(doc, sort_keys=True).encode())
-
-
-def generate_keys(config: Config) -> list[list[str]]:
-    """Each ``generate`` entry's target, output and renderer (``_template_key``), and where its blobs
-    go (``blobs = "files"``: written only when not the default, so existing keys stand)."""
-    return [list(map(str, (g.target, g.output))) + _template_key(config, g)
-            + ([g.blobs.value] if g.blobs is not BlobMode.ARRAYS else []) for g in config.generate]
-
-
-def _template_key(config: Config, g) -> list[str]:
-    """A project template's path and bytes, or a built-in target's renderer: editing
-    either (or upgrading genspirv) re-renders the output."""
-    if g.template is None:
-        from ..emit import renderer_key
-        return [renderer_key(g.target)]
-    try:
-        return [g.template, sha256_hex(config.path(g.template).read_bytes())]
-    except OSError:
-        return [g.template, "unreadable"]   # render then names the problem
-
-
-def outputs_current(recorded: Optional[OutputsRecord], key: str, sha: Callable[[str], Optional[str]]) -> bool:
-    """The last build wrote these outputs from the same inputs, and nobody touched them since
-    (``sha``: a file's sha256 by its path, None when unreadable: the build's stat log)."""
-    if recorded is None or recorded.key != key or not recorded.files:
-        return False
-    return all(sha(rel) == digest for rel, digest in recorded.files.items())

@@ -45,9 +45,8 @@ from .. import settings
 from ..errors import ConfigError
 from ..fsutil import find_project_root
 from .generated import GENERATED_DIR, GeneratedFile
-from .remote_url import URL_FORM, parse_url
 # Settings and Variant are re-exported: the build's stages take them from here with the Config.
-from .variants import (DEFAULT_TARGET_ENV, OTHER_STAGES, Settings, Variant, check_compute, check_keys, expect,
+from .variants import (DEFAULT_TARGET_ENV, OTHER_STAGES, SETTING_KEYS, Settings, Variant, check_compute, check_keys, expect,
                        is_excluded, make_variant, merged_meta, parse_defines, parse_flags, parse_target_env,
                        relative_path, settings_of, source_meta, source_settings, type_name, variants_of)
 
@@ -74,6 +73,9 @@ class BlobMode(str, Enum):
 
     ARRAYS = "arrays"   # a C initialiser of its bytes or words (the default)
     FILES = "files"     # the blob file itself: the assembler's .incbin, else #embed; no bytes in the text
+
+
+SETTING_ORDER = tuple(sorted(SETTING_KEYS))     # one order for the keys of a resolved setting
 
 
 @dataclass(frozen=True)
@@ -240,6 +242,7 @@ def load_config(root: Path | str) -> Config:
 
     remote_cache = table.get("remote_cache")
     if remote_cache is not None:
+        from .remote_url import URL_FORM, parse_url     # only where a store is named
         expect(remote_cache, str, "tool.genspirv.remote_cache", f"a URL, {URL_FORM}")
         parse_url(remote_cache, "tool.genspirv.remote_cache", allow_credentials=False)
 
@@ -294,6 +297,9 @@ def load_config(root: Path | str) -> Config:
         checked: set[str] = set()
         bases: dict[str, Settings] = {}
         metas: dict[str, dict] = {}
+        # A backend's 2,000 variants hold few distinct settings: each distinct one is resolved
+        # once (by the values' types too: 1 is no `true`), an item that fails each time.
+        resolved_by: dict[tuple, Settings] = {}
         for it in output.items:
             if it.path not in checked:
                 if not it.generated and is_excluded(it.source, tuple(exclude)):
@@ -308,7 +314,15 @@ def load_config(root: Path | str) -> Config:
                 base = top
             elif (base := bases.get(it.source)) is None:
                 base = bases[it.source] = source_settings(shaders, it.source, top, root)
-            resolved = settings_of(it.item, base, it.where, root)
+            try:
+                given = (id(base), *((k, type(it.item[k]), it.item[k]) for k in SETTING_ORDER if k in it.item))
+                resolved = resolved_by.get(given)
+            except TypeError:       # a list (flags, compiler, lint): resolved each time
+                given, resolved = None, None
+            if resolved is None:
+                resolved = settings_of(it.item, base, it.where, root)
+                if given is not None:
+                    resolved_by[given] = resolved
             if it.generated:
                 meta_base = {}
             elif (meta_base := metas.get(it.source)) is None:
