@@ -128,9 +128,9 @@ def _check_output_file(option: str, value) -> None:
 
 def _check_report_paths(config, reports: dict) -> None:
     """Refuse, before any work, a report file (``{option: path}``, None: not asked) that is one of the
-    build's files: an input, an output, or in a folder it reads or owns (``config.build_file``), as a
+    build's files: an input, an output, or in a folder it reads or owns (``project.build_files.build_file``), as a
     compiler refuses ``-o`` on its input; and two reports on one file."""
-    from .project.config import build_file
+    from .project.build_files import build_file
     given = {option: path for option, path in reports.items() if path not in (None, "-")}
     for option, path in given.items():
         what = build_file(config, path)

@@ -56,12 +56,12 @@ def test_noop_rebuild_compiles_and_writes_nothing(tiny_project, snapshot):
 
 
 def test_noop_build_skips_reflection_but_repairs_a_touched_output(built_tiny, monkeypatch):
-    from genspirv.buildsys import builder as build_mod
+    from genspirv.buildsys import variant_compile       # the loop reads reflect_blob from it at each use
     config = load_config(built_tiny)
     good = (built_tiny / "manifests/shaders.json").read_bytes()
     calls = []
-    real = build_mod.reflect_blob
-    monkeypatch.setattr(build_mod, "reflect_blob", lambda *a: calls.append(a[0]) or real(*a))
+    real = variant_compile.reflect_blob
+    monkeypatch.setattr(variant_compile, "reflect_blob", lambda *a: calls.append(a[0]) or real(*a))
     assert build(config).written == () and calls == []      # nothing changed: nothing re-read
     (built_tiny / "manifests/shaders.json").write_text("{}\n")  # edited by hand
     report = build(config)

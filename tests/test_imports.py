@@ -161,10 +161,10 @@ _ONLY_TO_COMPILE = {"genspirv.toolchain.glslang_library", "genspirv.toolchain.va
                     "genspirv.toolchain.workers", "multiprocessing", "concurrent.futures", "ctypes", "benchmarks"}
 _BUILD = """
 import json, sys
-import genspirv.buildsys.builder as builder
+import genspirv.buildsys.variant_compile as variant_compile
 reflected = []
-real = builder.reflect_blob
-builder.reflect_blob = lambda *a: reflected.append(a[0]) or real(*a)
+real = variant_compile.reflect_blob
+variant_compile.reflect_blob = lambda *a: reflected.append(a[0]) or real(*a)
 from genspirv.cli import main
 code = main(["build", "--root", sys.argv[1], "--quiet"])
 print(json.dumps([code, sorted(m for m, mod in sys.modules.items() if mod is not None), reflected]))

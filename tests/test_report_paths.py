@@ -123,7 +123,7 @@ def test_reports_elsewhere_are_written(project, genspirv, tmp_path):
 
 
 def test_build_file_names_nothing_outside_the_build(project):
-    from genspirv.project.config import build_file
+    from genspirv.project.build_files import build_file
     config = load_config(project)
     assert build_file(config, project / "pyproject.toml") == "the project's pyproject.toml"
     assert build_file(config, project / "README.md") is None

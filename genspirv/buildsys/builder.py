@@ -63,11 +63,11 @@ from ..toolchain.compiler import CommandLog, Compiler
 from .blob_cache import BlobCache, local_cache_dir
 from .commit import (SpareBlobs, commit, folders_removed_on_failure, output_error, owned_blobs,
                      remove_stale_temp_files, save_state, spare_blobs, stage_blob)
-from .keys import KeyInputs, Record, key_inputs, outputs_current, outputs_key, settings_digest, sha256_hex
+from .keys import KeyInputs, OutputsRecord, Record, key_inputs, outputs_current, outputs_key, settings_digest, sha256_hex
 from .plan import Plan, Reason, Step, make_plan, replaced
 from .report import BuildReport
 from .selection import choose, left_out, only as only_chosen
-from .state import CommittedManifest, Journal, OutputsRecord, RecordedInputs, State, committed_manifest, \
+from .state import CommittedManifest, Journal, RecordedInputs, State, committed_manifest, \
     journal_exists, load_state
 from .statlog import FileHashes, StatLog
 

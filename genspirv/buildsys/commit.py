@@ -32,8 +32,8 @@ from .. import statedir
 from ..errors import OutputError
 from ..fsutil import StagedFiles, read_regular, signals_deferred
 from ..project.config import Config
-from .keys import Record
-from .state import OutputsRecord, RecordedInputs, clear_journal, stage_state
+from .keys import OutputsRecord, Record
+from .state import RecordedInputs, clear_journal, stage_state
 from .statlog import StatLog
 
 if TYPE_CHECKING:

@@ -34,7 +34,6 @@ from ..project.variants import CompilerName, Variant, Versions, compiler_named
 
 if TYPE_CHECKING:
     from ..project.config import Config
-    from .state import OutputsRecord
 
 
 def sha256_hex(data: bytes) -> str:
@@ -197,6 +196,14 @@ class Record:
 
 
 # -- the outputs' key: what the manifest and generated files are a function of --------------
+
+
+@dataclass(frozen=True)
+class OutputsRecord:
+    """The manifest's and generated files' key, and the sha256 of each file as written."""
+
+    key: str
+    files: Mapping[str, str]
 
 
 def outputs_key(config: Config, versions: Versions, variant_keys: Mapping[str, Optional[str]]) -> str:

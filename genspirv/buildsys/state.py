@@ -36,19 +36,11 @@ from ..fsutil import StagedFiles
 from ..project.config import Config
 from ..project.generated import compiled_deps
 from ..project.variants import compiler_named
-from .keys import KeyInputs, Record
+from .keys import KeyInputs, OutputsRecord, Record
 from .statlog import StatLog
 
 STATE_SCHEMA = "genspirv-state/1"
 INPUTS_SCHEMA = "genspirv-inputs/1"
-
-
-@dataclass(frozen=True)
-class OutputsRecord:
-    """The manifest's and generated files' key, and the sha256 of each file as written."""
-
-    key: str
-    files: Mapping[str, str]
 
 
 class RecordedInputs:

@@ -381,7 +381,7 @@ def _check_shadowing(root: Path, files: tuple[GeneratedFile, ...], include_dir: 
                               "an #include of it would find either: rename one of them")
 
 
-def _output_files(config: Config) -> list[tuple[str, str, str]]:
+def output_files(config: Config) -> list[tuple[str, str, str]]:
     """(path, the key that names it, what it is) of every file a build writes besides the blobs."""
     outputs = [(config.manifest, "tool.genspirv.manifest", "the manifest")]
     for i, g in enumerate(config.generate):
@@ -392,7 +392,7 @@ def _output_files(config: Config) -> list[tuple[str, str, str]]:
     return outputs
 
 
-def _input_files(config: Config) -> dict[str, str]:
+def input_files(config: Config) -> dict[str, str]:
     """Every file a build reads (posix, relative to the root) and what it is, for the messages."""
     inputs = {"pyproject.toml": "the project's pyproject.toml"}
     if config.generator:
@@ -415,7 +415,7 @@ def _input_files(config: Config) -> dict[str, str]:
 OWNED_FOLDERS = {".git": "git's own folder", ".genspirv": "genspirv's state folder"}
 
 
-def _resolved_parts(config: Config, path: Path) -> tuple[str, ...]:
+def resolved_parts(config: Config, path: Path) -> tuple[str, ...]:
     """The parts of ``path`` with its symlinks resolved: root-relative inside the project, whole outside."""
     try:
         resolved = path.resolve()
@@ -424,7 +424,7 @@ def _resolved_parts(config: Config, path: Path) -> tuple[str, ...]:
     return resolved.relative_to(config.root).parts if resolved.is_relative_to(config.root) else resolved.parts
 
 
-def _owned_folder(config: Config, parts: tuple[str, ...]) -> Optional[str]:
+def owned_folder(config: Config, parts: tuple[str, ...]) -> Optional[str]:
     """The folder of ``OWNED_FOLDERS`` among ``parts`` (None: none of them)."""
     names = {part.casefold() for part in parts}
     return next((name for name in OWNED_FOLDERS if name in names), None)
@@ -445,14 +445,14 @@ def _check_collisions(config: Config) -> None:
         raise ConfigError(f"tool.genspirv.spirv_dir: {config.spirv_dir!r} is a file; the blobs need a folder")
     _check_parents(config, config.spirv_dir, "tool.genspirv.spirv_dir")
     taken = {config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants}
-    inputs = _input_files(config)
+    inputs = input_files(config)
     for path, what in taken.items():
         if path in inputs:      # a preamble or template kept among the blobs, under a variant's name
             raise ConfigError(f"tool.genspirv.spirv_dir: {path!r}, {what}, would overwrite {inputs[path]}; "
                               "rename the variant or move the file")
-    outputs = _output_files(config)
+    outputs = output_files(config)
     for path, key in [(config.spirv_dir, "tool.genspirv.spirv_dir"), *((p, k) for p, k, _ in outputs)]:
-        owned = _owned_folder(config, PurePosixPath(path).parts + _resolved_parts(config, config.path(path)))
+        owned = owned_folder(config, PurePosixPath(path).parts + resolved_parts(config, config.path(path)))
         if owned is not None:
             raise ConfigError(f"{key}: {path!r} is inside {owned}/, {OWNED_FOLDERS[owned]}; write outputs elsewhere")
     for path, key, what in outputs:
@@ -468,43 +468,6 @@ def _check_collisions(config: Config) -> None:
         if path in taken:
             raise ConfigError(f"{key}: {path!r} is {taken[path]}, another output of the build")
         taken[path] = what
-
-
-def build_file(config: Config, path: Path | str) -> Optional[str]:
-    """What the file ``path`` (relative to the working folder) is to the build, or None: an input,
-    an output, a blob, or a file in glsl_dir, spirv_dir (a ``.spv``), ``.git/`` or ``.genspirv/``.
-    Judged by the file it names, not its spelling: symlinks resolved, and what exists by device and
-    inode too (a hard link, or another case of the name on a case-blind disk)."""
-    target = Path(os.path.abspath(path))
-    parts = _resolved_parts(config, target)
-    rel = PurePosixPath(*parts) if parts and parts[0] != target.anchor else None
-    files = {**_input_files(config),
-             **{p: what if p == config.manifest else f"the output {what}" for p, _, what in _output_files(config)},
-             **{config.blob_relpath(v): f"the blob of variant {v.name}" for v in config.variants}}
-    if rel is not None and rel.as_posix() in files:
-        return files[rel.as_posix()]
-    folders = {**{name: f"{name}/, {what}" for name, what in OWNED_FOLDERS.items()},
-               config.glsl_dir: f"{config.glsl_dir}/, which holds the sources and includes the build reads"}
-    owned = _owned_folder(config, parts)
-    if owned is not None:
-        return f"a file in {folders[owned]}"
-    if target.suffix.casefold() == ".spv":     # a blob no variant has: a build would take it for a stray one
-        folders[config.spirv_dir] = f"{config.spirv_dir}/, the blobs' folder"
-    for folder, what in folders.items():
-        if (rel is not None and rel.is_relative_to(folder)) or \
-                any(_same_file(config.path(folder), parent) for parent in target.parents):
-            return f"a file in {what}"
-    if not target.exists():
-        return None
-    return next((what for f, what in files.items() if _same_file(config.path(f), target)), None)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """Whether ``a`` and ``b`` both exist and are one file or folder (device and inode)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def find_root(start: Optional[Path] = None) -> Path:
