@@ -351,3 +351,32 @@ def test_a_field_missing_from_an_older_manifest_says_how_to_get_it():
     d = sample_manifest()
     del d["shaders"][0]["push_constants"]
     assert "'push_constants' is a required property; `genspirv build` writes every field" in refused(d)
+
+
+# -- the manifest's indented JSON, written without json's pure-Python encoder ------------------
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                     max_leaves=30)
+
+
+@given(_JSON, st.integers(min_value=0, max_value=3))
+@hsettings(max_examples=400, deadline=None)
+def test_indented_json_is_jsons_own_indent(value, depth):
+    """The same text as ``json.dumps(indent=2, sort_keys=True, ensure_ascii=False)`` for any JSON
+    data (non-ASCII, control characters, NaN and the infinities, empty containers), at any depth."""
+    import json
+    from genspirv.manifest import indented_json
+    want = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
+    assert indented_json(value, depth) == want
+
+
+def test_indented_json_differs_from_a_near_miss():
+    """Negative control for the property above: the compact form (no indent) is not what it makes."""
+    import json
+    from genspirv.manifest import indented_json
+    value = {"b": [1, {"a": "é"}], "a": []}
+    assert indented_json(value) != json.dumps(value, sort_keys=True, ensure_ascii=False)
+    assert indented_json(value) == json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
