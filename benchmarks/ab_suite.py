@@ -5,7 +5,7 @@ archive`` of this checkout) and the sizes; for
 each size, one generator project of ``synth.generate_generator_project``'s
 shape. Each round runs both trees on their own fresh copy, in ABBA order,
 through the same steps: ``cold`` (the first build), ``noop`` (the build
-again), ``fresh clone noop`` (the build in a copy without ``.genspirv/``) and
+again), ``noop again`` (once more: the steady state), ``fresh clone noop`` (the build in a copy without ``.genspirv/``) and
 ``edit`` (after one header edit). Gives each step's raw runs per tree and the
 ratio this tree / baseline per step. Each step checks what it claims: one
 distinct blob per variant after the cold build, no output rewritten by a
@@ -27,7 +27,7 @@ from .build_suite import _expect_changed
 from .harness import (BenchError, BenchOptions, BenchProgress, RunLog, baseline_package, genspirv_command, genspirv_env,
                       paired_order, run_command, snapshot_package, timed_cpu)
 
-STEPS = ("cold", "noop", "fresh clone noop", "edit")
+STEPS = ("cold", "noop", "noop again", "fresh clone noop", "edit")
 TREES = ("this tree", "baseline")
 AB_SIZES = (2000,)
 
@@ -85,6 +85,7 @@ def _steps(case: str, tree: str, gen, jobs: int, r: int, dest: Path, code: Path,
     build(work.root, "noop")
     if output_digests(work) != before:
         raise BenchError(f"bench build-ab {case} {tree}: the no-op build rewrote outputs")
+    build(work.root, "noop again")      # the steady state: the first no-op has logged all it read
     clone = dest.with_name(dest.name + "-clone")
     shutil.copytree(work.root, clone, ignore=shutil.ignore_patterns(".genspirv"))
     clone_before = output_digests(dataclasses.replace(work, root=clone))

@@ -194,6 +194,10 @@ def entry_to_dict(entry: ManifestEntry) -> dict[str, Any]:
     return d
 
 
+# The fields ``build_facts`` writes only where they say something.
+OPTIONAL_FACTS = ("inputs", "depends", "validated", "optimized", "stripped", "target_env", "compiler", "meta")
+
+
 def build_facts(entry: ManifestEntry) -> dict[str, Any]:
     """The entry's fields that are not reflection: names, paths, digests, provenance."""
     d: dict[str, Any] = {"name": entry.name, "source": entry.source, "defines": dict(entry.defines),

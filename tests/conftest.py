@@ -35,6 +35,21 @@ else:
     _hypothesis_settings.register_profile("genspirv", database=None)
     _hypothesis_settings.load_profile("genspirv")
 
+@pytest.fixture(autouse=True)
+def _no_logging_after_a_build(monkeypatch):
+    """A build logs the stat() of each output it wrote once it is no longer racy, 50 ms later
+    (``commit.log_written``); the hundreds of builds here would each wait for it. Off here,
+    a written output is hashed by the next build instead, as it would be without the wait;
+    ``logs_after_a_build`` turns it back on (tests/test_rebuild.py tests it)."""
+    monkeypatch.setattr("genspirv.buildsys.builder.log_written", lambda stats, written: None)
+
+
+@pytest.fixture
+def logs_after_a_build(monkeypatch):
+    from genspirv.buildsys import commit
+    monkeypatch.setattr("genspirv.buildsys.builder.log_written", commit.log_written)
+
+
 TINY_PYPROJECT = """\
 [project]
 name = "tiny"

@@ -299,3 +299,83 @@ def build_bytes(tmp_path, table, name) -> bytes:
     root = make_project(tmp_path / f"fresh-{len(list(tmp_path.iterdir()))}", table)
     build(load_config(root), compiler=FakeCompiler(), jobs=1)
     return (root / f"spirv/{name}.spv").read_bytes()
+
+
+# -- the no-op after a build, and a fresh clone's, read and render nothing they need not ------------
+
+
+def _settled_project(root):
+    """The test project, its files written long enough ago (past the racy window) that a build logs them."""
+    import time
+    from genspirv.buildsys.statlog import RACY_S
+    make_project(root)
+    time.sleep(RACY_S * 2)
+    return root
+
+
+@pytest.fixture
+def hashed(monkeypatch):
+    """The files each build read and hashed, at the real racy window (the stat log's ``note``)."""
+    read = []
+    real = StatLog.note
+    monkeypatch.setattr(StatLog, "note", lambda self, rel, st, digest: read.append(rel) or real(self, rel, st, digest))
+    return read
+
+
+def test_the_no_op_right_after_a_build_reads_no_output(tmp_path, hashed, logs_after_a_build):
+    root = _settled_project(tmp_path / "p")
+    first = build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    assert "spirv/neg.spv" in first.written and "spirv/neg.spv" in hashed    # read back once it settled
+    hashed.clear()
+    report, fake = rebuild(root)
+    assert hashed == [] and report.written == () and not fake.compiles
+
+
+def test_without_logging_after_the_build_its_no_op_reads_every_output(tmp_path, hashed):
+    # The control of the test above: the same no-op, the outputs not logged by the build.
+    root = _settled_project(tmp_path / "p")
+    build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    hashed.clear()
+    report, _ = rebuild(root)
+    assert {"spirv/neg.spv", "spirv/add_f32.spv", "manifests/shaders.json"} <= set(hashed) and report.written == ()
+
+
+@pytest.fixture
+def renders(monkeypatch):
+    """How many times a build rendered its outputs."""
+    import genspirv.buildsys.render as render_mod
+    count = []
+    real = render_mod.expected_outputs
+    monkeypatch.setattr(render_mod, "expected_outputs", lambda *a, **k: count.append(1) or real(*a, **k))
+    return count
+
+
+def test_a_fresh_clones_no_op_renders_nothing_and_keeps_the_outputs_record(tmp_path, renders):
+    import json
+    import shutil
+    root = make_project(tmp_path / "p")
+    build(load_config(root), compiler=FakeCompiler(), jobs=1)
+    clone = tmp_path / "clone"
+    shutil.copytree(root, clone, ignore=shutil.ignore_patterns(".genspirv"))
+    renders.clear()
+    report, fake = rebuild(clone)
+    assert renders == [] and report.written == () and not fake.compiles
+    kept = json.loads((clone / ".genspirv/state.json").read_text())["outputs"]
+    assert kept == json.loads((root / ".genspirv/state.json").read_text())["outputs"]
+    # Control: a build fact the committed manifest gets wrong (a flag it says was used) renders
+    # and writes the manifest again.
+    shutil.rmtree(clone / ".genspirv")
+    path = clone / "manifests/shaders.json"
+    doc = json.loads(path.read_text())
+    doc["toolchain"]["flags"] = ["-g"]
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    report, _ = rebuild(clone)
+    assert renders == [1] and report.written == ("manifests/shaders.json",)
+    assert path.read_bytes() == (root / "manifests/shaders.json").read_bytes()
+    # So does a fact a build writes only where it holds, said of a variant where it does not.
+    shutil.rmtree(clone / ".genspirv")
+    doc = json.loads(path.read_text())
+    next(e for e in doc["shaders"] if e["name"] == "neg")["stripped"] = True
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    report, _ = rebuild(clone)
+    assert renders == [1, 1] and report.written == ("manifests/shaders.json",)

@@ -100,6 +100,19 @@ def test_schema_requires_every_field_the_writer_emits():
     assert set(struct) == set(push["properties"])
 
 
+def test_the_optional_build_facts_are_exactly_those_a_default_entry_leaves_out():
+    """A fresh clone's no-op refuses a committed entry holding a fact the build would not write
+    (``buildsys.render.committed_outputs``): OPTIONAL_FACTS must name every such field."""
+    import dataclasses
+    from genspirv.manifest import OPTIONAL_FACTS, build_facts
+    full = manifest_from_dict(sample_manifest(), "m.json").shaders[0]
+    bare = dataclasses.replace(full, inputs="", depends=(), validated=True, optimized=False, stripped=False,
+                               target_env=None, compiler=None, meta_json="")
+    always = set(build_facts(bare))
+    assert always == {"name", "source", "defines", "spirv", "sha256", "size"}
+    assert set(build_facts(full)) == always | set(OPTIONAL_FACTS)
+
+
 def test_sample_manifest_is_valid():
     d = sample_manifest()
     assert schema_errors(d) == []

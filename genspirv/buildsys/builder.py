@@ -61,7 +61,7 @@ from ..project.variants import CompilerName, Versions, compiler_named
 from ..toolchain.chain import Compilers, compilers_for
 from ..toolchain.compiler import CommandLog, Compiler
 from .blob_cache import BlobCache, local_cache_dir
-from .commit import (SpareBlobs, commit, folders_removed_on_failure, output_error, owned_blobs,
+from .commit import (SpareBlobs, commit, folders_removed_on_failure, log_written, output_error, owned_blobs,
                      remove_stale_temp_files, save_state, spare_blobs, stage_blob)
 from .keys import KeyInputs, OutputsRecord, Record, key_inputs, outputs_current, outputs_key, settings_digest, sha256_hex
 from .plan import Plan, Reason, Step, make_plan, replaced
@@ -254,8 +254,9 @@ class Builder:
                 self.started = stack.enter_context(self._early_workers()) if self._compiles_everything() else None
                 plan, fetch = self._plan()
                 spare = self._spare({s.name for s in plan.unavailable})
-                if self._nothing_to_do(plan, spare):
-                    return self._noop(plan, spare)
+                outputs = self._nothing_to_do(plan, spare)
+                if outputs is not None:
+                    return self._noop(plan, spare, outputs)
                 return self._run(plan, fetch)
 
     def _load(self, stats: StatLog, state: State, cache: Optional[BlobCache]) -> None:
@@ -320,21 +321,30 @@ class Builder:
             return owned_blobs(self.config, names, committed.blob_paths())
         return spare_blobs(self.config, unavailable, owned)
 
-    def _nothing_to_do(self, plan: Plan, spare: SpareBlobs) -> bool:
+    def _nothing_to_do(self, plan: Plan, spare: SpareBlobs) -> Optional[OutputsRecord]:
         """Ninja's "no work to do": no step runs, no orphan goes, and the outputs are as the last
-        build wrote them from the same inputs (the stat log says so without reading them)."""
-        if plan.to_compile or plan.from_cache or plan.from_remote or spare.orphans or self.state.outputs is None:
-            return False
+        build wrote them from the same inputs (the stat log says so without reading them); in a
+        fresh clone, as its committed manifest says a build would write them. Gives the outputs'
+        record that shows it (None: there is work)."""
+        if plan.to_compile or plan.from_cache or plan.from_remote or spare.orphans:
+            return None
         keys = {s.name: s.record.key for s in plan.up_to_date + plan.unavailable}
-        return outputs_current(self.state.outputs, outputs_key(self.config, self.versions, keys),
-                               self.hashes.on_disk)
+        key = outputs_key(self.config, self.versions, keys)
+        recorded = self.state.outputs
+        if recorded is None and not self.state.found:
+            from .render import committed_outputs
+            committed = self.committed()
+            recorded = committed_outputs(self.config, committed.doc, committed.sha256, _records_of(plan.up_to_date),
+                                         _unavailable_entries(self.config, _records_of(plan.unavailable)),
+                                         key, self.versions.optimizer, self.compilers.manifest_facts())
+        return recorded if outputs_current(recorded, key, self.hashes.on_disk) else None
 
-    def _noop(self, plan: Plan, spare: SpareBlobs) -> BuildReport:
+    def _noop(self, plan: Plan, spare: SpareBlobs, outputs: OutputsRecord) -> BuildReport:
         """Nothing changed: no compile, no reflection, no rendering, no write; the state saved
-        only when the journal or the stat log has news."""
+        only when the journal, the stat log or a fresh clone (``outputs`` not yet kept) has news."""
         known = _records_of(plan.up_to_date + plan.unavailable)
-        if journal_exists(self.config.root) or self.hashes.stats.changed:
-            save_state(self.config.root, _kept_records(self.config, self.records, known), self.state.outputs,
+        if journal_exists(self.config.root) or self.hashes.stats.changed or outputs != self.state.outputs:
+            save_state(self.config.root, _kept_records(self.config, self.records, known), outputs,
                        self.state.inputs, self.hashes.stats, self._settings_kept())
         return self._report(plan, known, spare=spare)
 
@@ -347,7 +357,7 @@ class Builder:
         # folder staging made).
         with folders_removed_on_failure(config.path(config.spirv_dir)), staged:
             if not (plan.to_compile or plan.from_cache or plan.from_remote):
-                # Nothing to compile or keep (a fresh clone's no-op, a re-render): no journal,
+                # Nothing to compile or keep (a re-render): no journal,
                 # work folder or thread; the unavailable variants keep their records.
                 return self._commit(plan, Ran({}, _records_of(plan.unavailable), {}, ()),
                                     Staging(self, None, staged, None))
@@ -448,6 +458,7 @@ class Builder:
                          self._settings_kept())
         if self.cache.stored:
             self.cache.trim()
+        log_written(self.hashes.stats, written)
         return self._report(plan, records, ran.compiled_now, spare.orphans, tuple(written), spare=spare)
 
     def _settings_kept(self) -> Optional[str]:

@@ -24,6 +24,7 @@ import errno
 import os
 import re
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection, Iterator, Mapping, Optional
@@ -34,7 +35,7 @@ from ..fsutil import StagedFiles, read_regular, signals_deferred
 from ..project.config import Config
 from .keys import OutputsRecord, Record
 from .state import RecordedInputs, clear_journal, stage_state
-from .statlog import StatLog
+from .statlog import RACY_S, StatLog
 
 if TYPE_CHECKING:
     from .variant_compile import Compiled
@@ -205,6 +206,23 @@ def commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, R
         for rel in spare.orphans:
             log(f"removed {rel} ({spare.reason(rel)})")
     return written
+
+
+def log_written(stats: StatLog, written: Collection[str]) -> None:
+    """Hash the outputs just written into the stat log once their timestamps are no longer racy
+    (``statlog.RACY_S`` later), and save it: the no-op after a build then reads none of them.
+    What is logged is read back from disk, as the next build would read it; a file whose
+    timestamps are coarse stays racy and is read next time. The log is only a cache: a failure
+    to save it costs the next build its hashing, no more."""
+    if not written or stats.path is None:
+        return
+    time.sleep(RACY_S)
+    for rel in written:
+        stats.sha256(rel)
+    if stats.changed:
+        with StagedFiles() as staged, contextlib.suppress(OSError):
+            staged.stage(stats.path, stats.data(), durable=False)
+            staged.commit()
 
 
 def missing_folders(folder: Path) -> list[Path]:

@@ -5,7 +5,9 @@ unavailable ones and their content keys; gives every committed output as
 ``{posix path relative to the root: bytes}`` (``expected_outputs``: the blobs,
 the generated files, the manifest last, which build writes and check
 compares). Each manifest entry can be rendered as its compile finishes
-(``entry_text``), so the end of a build only joins them. Nothing here reads or writes a committed file but a project template. What the
+(``entry_text``), so the end of a build only joins them. ``committed_outputs`` says whether a fresh clone's committed manifest is
+what a build would write, so a fresh clone's no-op renders nothing.
+Nothing here reads or writes a committed file but a project template. What the
 outputs are a function of (``keys.outputs_key``) is decided below the plan, so
 a build that renders nothing never loads this module.
 """
@@ -20,7 +22,7 @@ from ..manifest import Manifest, ManifestEntry, Toolchain, Unavailable
 from ..project.config import Config
 from ..project.generated import provenance
 from ..project.variants import CompilerName
-from .keys import sha256_hex
+from .keys import OutputsRecord, Record, sha256_hex
 from .variant_compile import Compiled
 
 # What the manifest's toolchain records of each compiler besides the default, by compiler
@@ -124,3 +126,38 @@ def expected_outputs(config: Config, compiled: Sequence[Compiled], unavailable: 
     out.update(rendered)
     out[config.manifest] = manifest
     return out
+
+
+def committed_outputs(config: Config, doc: Mapping, sha256: Optional[str], built: Mapping[str, Record],
+                      unavailable: Sequence[Unavailable], key: str, optimizer: Optional[str],
+                      facts: Optional[Facts] = None) -> Optional[OutputsRecord]:
+    """The outputs' record a fresh clone's committed manifest stands for (None: it says
+    something a build would not write, or there are generated files, which only rendering
+    proves). ``doc``: the committed manifest as parsed, ``sha256`` its bytes'; ``built``: the
+    record of every built variant, all up to date (their blobs' sha256 among them).
+
+    Compared: every field but the reflection (names, paths, sha256, provenance, toolchain, the
+    unavailable list). The reflection and the formatting are taken on trust, as a fresh
+    clone's build takes them for an up-to-date blob (``Builder._up_to_date``); check verifies
+    both byte for byte."""
+    if config.generate or sha256 is None:
+        return None
+    variants = [v for v in config.variants if v.name in built]
+    shaders = doc.get("shaders")
+    if not isinstance(shaders, list) or len(shaders) != len(variants):
+        return None
+    entries = {e.get("name"): e for e in shaders if isinstance(e, dict)}
+    bare = [Compiled(v, b"", built[v.name].deps, None, built[v.name].compiler) for v in variants]
+    head = manifest_mod.manifest_to_dict(Manifest(toolchain=_toolchain(config, optimizer, bare, facts),
+                                                  shaders=(), unavailable=tuple(unavailable)))
+    if {k: v for k, v in doc.items() if k != "shaders"} != {k: v for k, v in head.items() if k != "shaders"}:
+        return None
+    for c in bare:
+        record, entry = built[c.variant.name], entries.get(c.variant.name)
+        written = manifest_mod.build_facts(manifest_entry(config, c, record.key))
+        written.update(sha256=record.sha256)
+        written.pop("size")     # the blob's own, whose sha256 is compared
+        if entry is None or any(entry.get(k) != v for k, v in written.items()) \
+                or any(k in entry for k in manifest_mod.OPTIONAL_FACTS if k not in written):
+            return None
+    return OutputsRecord(key, {config.manifest: sha256})
