@@ -17,8 +17,10 @@ header, all from one project template that writes every blob with
   of ``--baseline REV``, one output at a time as that build called them; only
   when a baseline is named), ``plain formatter`` (this tree, one at a time,
   the hex formatters replaced by the plain one: the formatting change alone),
-  ``after`` (this tree, one process) and ``after, N processes`` (N = the job
-  count, forked after ``prepare``: the blobs shared, not copied);
+  ``after`` (this tree: ``emit.render_outputs`` as the build calls it, every
+  output in one child process) and ``after, N processes`` (N = the job count:
+  the outputs dealt out to N children forked after ``prepare``, the blobs
+  shared, not copied);
 - the C++ compile of every generated file, N at a time, with each compiler
   here (g++, and clang++, a clang with ``#embed`` first), ``arrays`` (the hex
   text) beside ``files`` (``blobs = "files"`` as the prelude picks it:
@@ -78,25 +80,15 @@ def write(files):
         path.write_bytes(data)
     return {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
 
-def one(i):
-    g = entries[i]
-    return write(emit.render_output(source, g.target, g.output, g.template))
-
 t0 = time.perf_counter()
 digests = {}
 if arm == "before":                 # the baseline's API: one output at a time, as its build did
     for g in entries:
         digests.update(write(emit.render(g.target, manifest, g.output, blobs=blobs, template=g.template)))
 else:
-    source = emit.prepare(manifest, blobs)
-    if jobs == 1:
-        for i in range(len(entries)):
-            digests.update(one(i))
-    else:
-        import multiprocessing
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            for d in pool.imap_unordered(one, range(len(entries))):
-                digests.update(d)
+    source = emit.prepare(manifest, blobs)     # then the outputs as the build renders them, in `jobs` children
+    for files in emit.render_outputs(source, entries, jobs):
+        digests.update(write(files))
 seconds = time.perf_counter() - t0
 print(json.dumps({"seconds": seconds, "digests": digests}))
 """
@@ -230,8 +222,8 @@ def bench_tables(opts: BenchOptions, rec: RunLog) -> None:
         "and blobs in memory to the files written, timed inside it: before = the emitters of the baseline "
         f"({opts.baseline or 'none named'}), one output at a time as its build called them; plain formatter = "
         "this tree one at a time with hex_bytes/hex_words replaced by the plain formatter (one f'0x{v:02x}' "
-        f"a value); after = this tree one at a time; after, {jobs} processes = forked after prepare (blobs "
-        f"shared); compile arms: `CXX -std=c++17 -O2 -c` of every generated .cpp, {jobs} at a time, arrays "
+        f"a value); after = this tree's render_outputs, every output in one child; after, {jobs} processes = "
+        f"the outputs dealt out to {jobs} children forked after prepare (blobs shared); compile arms: `CXX -std=c++17 -O2 -c` of every generated .cpp, {jobs} at a time, arrays "
         "(hex) beside files (blobs = \"files\" as its prelude picks: .incbin) and files, #embed "
         "(-DGENSPIRV_BLOBS_EMBED, where the compiler has #embed), each checked once by a program comparing "
         "every symbol with its blob.")

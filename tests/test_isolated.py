@@ -200,3 +200,27 @@ def test_a_generator_may_run_programs(tmp_path):
             return [{"name": "a", "source": "a.comp", "defines": {"VERSION": out}}]
         """)
     assert [(v.name, v.defines) for v in load_config(root).variants] == [("a", (("VERSION", "v1.2"),))]
+
+
+# -- a deadline a stage ----------------------------------------------------------------------------
+
+def _stages(stage, n: int, seconds: float) -> int:
+    for i in range(n):
+        stage(str(i))
+        time.sleep(seconds)
+    return n
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["fork", "fresh-python"])
+def test_per_stage_the_deadline_bounds_each_stage_not_the_whole_call(monkeypatch, fork):
+    """Several outputs in one child, each with the time one would have alone: four stages of
+    0.4 s under 1 s pass; the control, the same call with one deadline for all, is stopped."""
+    if not fork:
+        monkeypatch.delattr(os, "fork")
+    assert isolated.call_in_child(_stages, (4, 0.4), 1.0, per_stage=True) == 4
+    with pytest.raises(isolated.Overran) as info:
+        isolated.call_in_child(_stages, (4, 0.4), 1.0)
+    assert info.value.stage in {"1", "2"}
+    with pytest.raises(isolated.Overran) as info:        # one stage past the deadline still is
+        isolated.call_in_child(_stages, (2, 3.0), 1.0, per_stage=True)
+    assert info.value.stage == "0"

@@ -178,3 +178,43 @@ def test_where_fork_is_missing_or_unsafe_a_template_renders_in_a_fresh_python_wi
     monkeypatch.setenv("GENSPIRV_GENERATOR_TIMEOUT", "2")
     with pytest.raises(CodegenError, match=r"^tools/t\.j2: the template did not finish rendering within 2 s"):
         render(tmp_path, LOOP)
+
+
+# -- several outputs in one child ------------------------------------------------------------------
+
+def _entries(root: Path, templates: dict[str, str], outputs: list[tuple[str, str]]):
+    from genspirv.project.config import Generate
+    for name, text in templates.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return [Generate("template", output, template) for template, output in outputs]
+
+
+def test_a_projects_outputs_render_in_as_many_children_as_jobs_each_as_it_would_alone(tmp_path, monkeypatch):
+    """Was: a child (a fork) an output, ~20 ms each in page faults at 157 outputs. The bytes are
+    each output's own (``output`` differs), as rendering it alone gives."""
+    entries = _entries(tmp_path, {"tools/t.j2": "{{ output }} {{ template }}\n", "tools/u.j2": "u {{ output }}\n"},
+                       [("tools/t.j2", f"out/{i}.txt") for i in range(4)] + [("tools/u.j2", "out/u.txt")])
+    calls = []
+    real = project_template.isolated.call_in_child
+    monkeypatch.setattr(project_template.isolated, "call_in_child",
+                        lambda fn, args, *rest, **kw: calls.append(len(args[1])) or real(fn, args, *rest, **kw))
+    source = emit.prepare(manifest(tmp_path))
+    together = emit.render_outputs(source, entries, jobs=2)
+    assert sorted(calls) == [2, 3]
+    alone = [emit.render_output(source, g.target, g.output, g.template) for g in entries]
+    assert together == alone
+    assert together[0] == {"out/0.txt": b"out/0.txt tools/t.j2\n"} and together[4] == {"out/u.txt": b"u out/u.txt\n"}
+    assert len(calls) == 2 + 5
+
+
+def test_a_runaway_output_among_others_in_one_child_names_its_own_template(tmp_path, monkeypatch):
+    """The child renders t, then u (which never ends): the line names u, not the first of the share."""
+    monkeypatch.setenv("GENSPIRV_GENERATOR_TIMEOUT", "1")
+    entries = _entries(tmp_path, {"tools/t.j2": GOOD, "tools/u.j2": LOOP},
+                       [("tools/t.j2", "out/t.txt"), ("tools/u.j2", "out/u.txt"), ("tools/t.j2", "out/t2.txt")])
+    with pytest.raises(CodegenError, match=r"^tools/u\.j2: the template did not finish rendering within 1 s"):
+        emit.render_outputs(emit.prepare(manifest(tmp_path)), entries, jobs=1)
+    entries[1] = entries[0]             # control: the same share without the runaway renders
+    assert [list(d) for d in emit.render_outputs(emit.prepare(manifest(tmp_path)), entries, jobs=1)] == \
+        [["out/t.txt"], ["out/t.txt"], ["out/t2.txt"]]

@@ -97,21 +97,11 @@ def render_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Se
 
 def _render_generated(config: Config, manifest: Manifest, blobs: Mapping[str, bytes]) -> list[dict[str, bytes]]:
     """Every ``generate`` entry's files, in the entries' order, rendered from one ``RenderInput``
-    (the fresh blobs, not yet written, each verified once and shared by every output). Several
-    entries render at once: a project template renders in a forked child of its own
-    (``emit.project``), so as many children as threads render side by side, the blobs shared
-    with the parent rather than copied; the C table renders on its thread."""
-    from ..emit import prepare, render_output   # jinja2 loads only when a renderer is needed
-    source = prepare(manifest, blobs)
-
-    def one(g) -> dict[str, bytes]:
-        return render_output(source, g.target, g.output, g.template, g.blobs.value)
-    if len(config.generate) == 1:
-        return [one(config.generate[0])]
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=min(len(config.generate), os.cpu_count() or 1),
-                            thread_name_prefix="genspirv-render") as pool:
-        return list(pool.map(one, config.generate))
+    (the fresh blobs, not yet written, each verified once and shared by every output), a core
+    each: the project templates' outputs in forked children (``emit.render_outputs``), the
+    blobs shared with this process rather than copied."""
+    from ..emit import prepare, render_outputs   # jinja2 loads only when a renderer is needed
+    return render_outputs(prepare(manifest, blobs), config.generate, os.cpu_count() or 1)
 
 
 def expected_outputs(config: Config, compiled: Sequence[Compiled], unavailable: Sequence[Unavailable],

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path, PurePosixPath
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from ..project.config import GENERATE_TARGETS as TARGETS   # generate entries with `target = ...`
 from ..errors import CodegenError
@@ -101,6 +101,40 @@ def render_output(source, target: str, output: str, template: Optional[str] = No
         raise CodegenError(f"unknown generate target {target!r} (known: {', '.join(sorted(TARGETS))})")
     from .ctable import render_c
     return render_c(source, check_output(output), mode, blob_root)
+
+
+def render_outputs(source, entries: Sequence, jobs: int, blob_root: Optional[str] = None) -> list[dict[str, bytes]]:
+    """``render_output`` of every ``generate`` entry (``project.config.Generate``), in their
+    order, ``jobs`` at a time: the project templates' outputs dealt out to at most ``jobs``
+    child processes, each rendering its share one after another (``project.render_templates``:
+    one fork each, not one an output), the C tables on threads beside them."""
+    from ..project.config import BlobMode
+    templated = [i for i, g in enumerate(entries) if g.template is not None]
+    children = min(len(templated), max(jobs, 1))
+    shares = [templated[k::children] for k in range(children)]
+    out: list[dict[str, bytes]] = [{} for _ in entries]
+
+    def one(indices: list[int]) -> None:
+        if entries[indices[0]].template is None:        # a built-in target, alone on its thread
+            g = entries[indices[0]]
+            out[indices[0]] = render_output(source, g.target, g.output, None, BlobMode(g.blobs).value, blob_root)
+            return
+        from .project import TemplateOutput, render_templates
+        wanted = [TemplateOutput(entries[i].template, check_output(entries[i].output), BlobMode(entries[i].blobs),
+                                 blob_root) for i in indices]
+        for i, data in zip(indices, render_templates(source, wanted)):
+            out[i] = {entries[i].output: data}
+
+    others = [[i] for i, g in enumerate(entries) if g.template is None]
+    tasks = shares + others
+    if len(tasks) == 1:
+        one(tasks[0])
+    elif tasks:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=min(len(tasks), max(jobs, 1) + len(others)),
+                                thread_name_prefix="genspirv-render") as pool:
+            list(pool.map(one, tasks))
+    return out
 
 
 def render(target: str, manifest, output: str, blobs: Blobs = None,

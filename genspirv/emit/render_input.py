@@ -73,5 +73,6 @@ def prepare(manifest: Manifest, blobs: Blobs = None) -> RenderInput:
     ids: set[int] = set()
     _containers(doc, ids)
     for s in shaders:          # each mapping, not the list: that one is gone, and its id with it
-        _containers(s, ids)
+        ids.add(id(s))         # its values are the doc entry's (walked above), but for a new meta
+        ids.add(id(s["meta"]))
     return RenderInput(manifest, verified, doc, tuple(shaders), frozenset(ids))

@@ -91,15 +91,17 @@ class Raised(Exception):
     """The function raised in the child, or its result could not be sent back; the text says what."""
 
 
-def call_in_child(fn: Callable[..., Any], args: tuple, timeout: float, memory: Optional[int] = None) -> Any:
+def call_in_child(fn: Callable[..., Any], args: tuple, timeout: float, memory: Optional[int] = None,
+                  per_stage: bool = False) -> Any:
     """``fn(stage, *args)`` in a child process (``memory``: bytes it may map past what it maps at
-    its start); its result, or Overran, Died or Raised."""
-    deadline = time.monotonic() + timeout
+    its start); its result, or Overran, Died or Raised. ``per_stage``: ``timeout`` bounds each
+    stage, not the whole call (each stage reported restarts the clock, the child's own alarm too):
+    several items in one child, each with the time one would have alone."""
     frames: queue.Queue = queue.Queue()
-    kill, wait = (_fork if forks_safely() else _spawn)(fn, args, timeout, memory, frames)
+    kill, wait = (_fork if forks_safely() else _spawn)(fn, args, timeout, memory, frames, per_stage)
     answer, stage, answered = None, None, False
     try:
-        answer, stage = _wait(frames, deadline)
+        answer, stage = _wait(frames, timeout, per_stage)
         answered = True
     finally:
         if not answered:              # overran or interrupted: the child goes too
@@ -113,9 +115,10 @@ def call_in_child(fn: Callable[..., Any], args: tuple, timeout: float, memory: O
     return pickle.loads(payload)
 
 
-def _wait(frames: queue.Queue, deadline: float) -> tuple[Optional[tuple[bytes, bytes]], Optional[str]]:
+def _wait(frames: queue.Queue, timeout: float,
+          per_stage: bool) -> tuple[Optional[tuple[bytes, bytes]], Optional[str]]:
     """The child's answer (None if it ended without one) and the last stage it reported."""
-    stage = None
+    stage, deadline = None, time.monotonic() + timeout
     while True:
         try:
             frame = frames.get(timeout=max(deadline - time.monotonic(), 0.0))
@@ -126,6 +129,8 @@ def _wait(frames: queue.Queue, deadline: float) -> tuple[Optional[tuple[bytes, b
         if frame[0] != _STAGE:
             return frame, stage
         stage = frame[1].decode("utf-8")
+        if per_stage:
+            deadline = time.monotonic() + timeout
 
 
 def _read(stream: BinaryIO, frames: queue.Queue, before: Callable[[], None] = lambda: None) -> None:
@@ -165,7 +170,7 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _fork(fn, args, timeout, memory, frames):
+def _fork(fn, args, timeout, memory, frames, per_stage):
     read, write = os.pipe()
     for stream in (sys.stdout, sys.stderr):     # the child must not print this process's pending text again
         stream.flush()
@@ -181,7 +186,7 @@ def _fork(fn, args, timeout, memory, frames):
             os.environ.pop(name, None)
         _arm(timeout + GRACE)
         _cap_memory(memory)
-        _run(fn, args, write)
+        _run(fn, args, write, timeout + GRACE if per_stage else None)
     os.close(write)
     _reader(os.fdopen(read, "rb"), frames)
 
@@ -193,8 +198,8 @@ def _fork(fn, args, timeout, memory, frames):
     return (lambda: _kill_group(pid)), wait
 
 
-def _spawn(fn, args, timeout, memory, frames):
-    request = pickle.dumps((fn, args, timeout, memory), pickle.HIGHEST_PROTOCOL)
+def _spawn(fn, args, timeout, memory, frames, per_stage):
+    request = pickle.dumps((fn, args, timeout, memory, per_stage), pickle.HIGHEST_PROTOCOL)
     group = hasattr(os, "killpg")              # POSIX (macOS); Windows has no process groups to kill
     try:
         child = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -225,7 +230,7 @@ def _spawn(fn, args, timeout, memory, frames):
 
 def _serve() -> None:                   # pragma: no cover - runs in the fresh interpreter
     """The fresh interpreter's side of ``_spawn``: read the call, run it, answer on the old stdout."""
-    fn, args, timeout, memory = pickle.load(sys.stdin.buffer)
+    fn, args, timeout, memory, per_stage = pickle.load(sys.stdin.buffer)
     out = os.dup(1)
     os.dup2(2, 1)                        # the function's own prints go to stderr, not into the frames
     if sys.platform == "win32":
@@ -233,21 +238,30 @@ def _serve() -> None:                   # pragma: no cover - runs in the fresh i
         msvcrt.setmode(out, os.O_BINARY)
     _arm(timeout + GRACE)
     _cap_memory(memory)
-    _run(fn, args, out)
+    _run(fn, args, out, timeout + GRACE if per_stage else None)
+
+
+_ALARM_AT: list[float] = []     # Windows: when the child's alarm thread ends it (``_arm`` moves it)
 
 
 def _arm(seconds: float) -> None:
-    """The child's own deadline, so it ends even when no parent is left to kill it."""
+    """The child's own deadline, ``seconds`` from now (again: moved), so it ends even when no
+    parent is left to kill it."""
     import signal
     if hasattr(signal, "setitimer"):
         signal.signal(signal.SIGALRM, signal.SIG_DFL)       # ringing ends the process
         signal.setitimer(signal.ITIMER_REAL, seconds)
-    else:
-        # Windows: a thread, which gets its turn between the function's bytecodes
-        # (a pure-Python loop lets it in every few ms; a long C call holds it off).
-        def ring() -> None:
-            time.sleep(seconds)
-            os._exit(RUNG)
+        return
+    # Windows: a thread, which gets its turn between the function's bytecodes (a pure-Python
+    # loop lets it in every few ms; a long C call holds it off); one thread, its time moved.
+    first = not _ALARM_AT
+    _ALARM_AT[:] = [time.monotonic() + seconds]
+
+    def ring() -> None:
+        while (left := _ALARM_AT[0] - time.monotonic()) > 0:
+            time.sleep(left)
+        os._exit(RUNG)
+    if first:
         threading.Thread(target=ring, daemon=True).start()
 
 
@@ -269,16 +283,27 @@ def _cap_memory(memory: Optional[int]) -> None:
         pass
 
 
-def _run(fn, args, fd: int) -> None:    # pragma: no cover - runs in the child
-    """Call ``fn`` and write its stages and its answer to ``fd`` as frames; the process then ends."""
+def _run(fn, args, fd: int, rearm: Optional[float]) -> None:    # pragma: no cover - runs in the child
+    """Call ``fn`` and write its stages and its answer to ``fd`` as frames; the process then ends.
+    ``rearm``: each stage sets the child's alarm this far ahead again (``per_stage``)."""
+    import gc
+    # The project's code runs with the collector on, whatever the caller had (a build turns it
+    # off while it writes): a child rendering many outputs frees each one's cycles as it goes.
+    gc.enable()
     try:
         def send(kind: bytes, payload: bytes) -> None:
-            data = _HEAD.pack(kind, len(payload)) + payload
+            os.write(fd, _HEAD.pack(kind, len(payload)))
+            data = memoryview(payload)      # a write may take part of it: no copy of the rest each time
             while data:
                 data = data[os.write(fd, data):]
 
+        def stage(name: str) -> None:
+            if rearm is not None:
+                _arm(rearm)
+            send(_STAGE, name.encode("utf-8"))
+
         try:
-            result = fn(lambda name: send(_STAGE, name.encode("utf-8")), *args)
+            result = fn(stage, *args)
             try:
                 send(_RESULT, pickle.dumps(result, pickle.HIGHEST_PROTOCOL))
             except Exception as exc:             # noqa: BLE001 - named to the caller, in one line
