@@ -61,7 +61,7 @@ from ..project.variants import CompilerName, Versions, compiler_named
 from ..toolchain.chain import Compilers, compilers_for
 from ..toolchain.compiler import CommandLog, Compiler
 from .blob_cache import BlobCache, local_cache_dir
-from .commit import (SpareBlobs, commit, folders_removed_on_failure, log_written, output_error, owned_blobs,
+from .commit import (WRITERS, SpareBlobs, commit, folders_removed_on_failure, log_written, output_error, owned_blobs,
                      remove_stale_temp_files, save_state, spare_blobs, stage_blob)
 from .keys import KeyInputs, OutputsRecord, Record, key_inputs, outputs_current, outputs_key, settings_digest, sha256_hex
 from .plan import Plan, Reason, Step, make_plan, replaced
@@ -86,7 +86,6 @@ if TYPE_CHECKING:
 # given: the runner (compile, compile_workers, variant_compile), the rendering (render, manifest),
 # the remote cache and check's compare step are imported where they are first used.
 
-WRITERS = 4     # threads that keep, stage and render finished compiles (mostly waiting on fsync)
 
 
 class BuildInterrupted(KeyboardInterrupt):

