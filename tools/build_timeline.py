@@ -5,8 +5,8 @@
 Runs ``genspirv build --force`` (or ``check``) through the command line's own
 ``main`` in this process on PROJECT and prints, in seconds from the start: the
 imports, the end of each phase of the build (the config loaded, the workers
-started, the plan, the writers, the outputs rendered and committed, the next
-no-op stamped), the first tool command started, the last compile finished (its
+started, the plan, the writers, the templates' data, the outputs rendered and
+committed, the written outputs logged in the stat log), the first tool command started, the last compile finished (its
 progress line), and the command returned; with how many tool commands ran and
 the command's own CPU. The build's own serial part is what comes before the
 first command and after the last progress line. A tool of the build benchmark (docs/BENCHMARKS.md), not of the
@@ -92,8 +92,10 @@ PHASES = (
     ("genspirv.buildsys.compile_workers", "early_workers", "workers asked to start"),
     ("genspirv.buildsys.builder", "Builder._plan", "planned"),
     ("genspirv.buildsys.builder", "Staging.decided", "writers done"),
-    ("genspirv.buildsys.builder", "expected_outputs", "outputs rendered"),
+    ("genspirv.emit", "prepare", "templates' data made"),
+    ("genspirv.buildsys.render", "expected_outputs", "outputs rendered"),
     ("genspirv.buildsys.builder", "commit", "committed"),
+    ("genspirv.buildsys.builder", "log_written", "written outputs logged"),
     ("genspirv.buildsys.builder", "Builder._run_steps", "compiles returned"),
 )
 CONTEXTS = {"early_workers"}
