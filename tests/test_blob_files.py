@@ -121,6 +121,7 @@ def _table_case(cc: str, lang: str, want: str, *flags: str) -> tuple:
     _table_case(EMBED_CLANG, "c++", "embed", "-DGENSPIRV_BLOBS_EMBED"),
     _table_case(EMBED_CLANG, "c", "embed", "-U__ELF__"),          # no .incbin for this object format
 ])
+@pytest.mark.slow
 def test_the_c_table_links_the_blob_files_themselves(repo_project, tmp_path, cc, lang, want, flags):
     root = repo_project.root
     files = emit.render("c", repo_project, "manifests/filetable", blob_mode="files")
@@ -182,6 +183,7 @@ int main(int argc, char **argv) {
 @pytest.mark.parametrize("mode,force", [("arrays", ""), ("files", ""), ("files", "-DGENSPIRV_BLOBS_EMBED")])
 @pytest.mark.parametrize("cc", [pytest.param(GCC, id="gcc"), pytest.param(CLANG, id="clang"),
                                 pytest.param(EMBED_CLANG, id="clang-embed")])
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["c", "c++"])
 def test_a_templates_blob_arrays_are_the_blobs_in_either_mode(repo_project, tmp_path, mode, force, cc, lang):
     if cc is None:

@@ -151,6 +151,7 @@ def test_a_hostile_manifest_or_blob_is_one_line_naming_it(project, hostile, comm
     one_line(run(cli_command(*READERS[command], "--root", str(project)), project), 1, named, says)
 
 
+@pytest.mark.slow
 def test_lint_reads_no_fifo_a_manifests_depends_names(project):
     """lint reads each entry's depends for suppression comments; a hand-edited depends may name a
     FIFO in the project, which is skipped as unreadable (control: the same lint without it)."""
@@ -185,6 +186,7 @@ def test_the_runtime_refuses_a_hostile_manifest_or_blob_in_one_line(project, hos
     one_line(run([sys.executable, "-c", RUNTIME, str(project / MANIFEST)], project), 1, named.split("/")[-1], says)
 
 
+@pytest.mark.slow
 def test_every_command_and_the_runtime_read_the_same_project_unspoiled(project):
     """Negative control for the rows above and below: untouched, every command and the runtime work."""
     for args in READERS.values():
@@ -203,6 +205,7 @@ def test_every_command_and_the_runtime_read_the_same_project_unspoiled(project):
                  id=f"{h}-{'fresh clone' if fresh else 'with state'}")
     for h in ("manifest nested 100,000 deep", "manifest of 50,000 bad entries", "manifest past MANIFEST_MAX")
     for fresh in (True, False)])
+@pytest.mark.slow
 def test_build_replaces_a_hostile_manifest_and_check_reports_it(project, hostile, fresh):
     """The committed manifest is build's output: a fresh clone's build (which reads it for its
     records) writes it afresh; check reports it stale, naming it."""
@@ -249,6 +252,7 @@ STATE_FILES = {".genspirv/tools.json": (["build"], ["check"]),
 
 @pytest.mark.parametrize("which, spoiler", [pytest.param(w, s, marks=() if s == "a FIFO" else pytest.mark.slow)
                                              for w in STATE_FILES for s in SPOILERS])
+@pytest.mark.slow
 def test_a_hostile_cache_file_in_genspirv_is_started_again(project, which, spoiler):
     """These are caches: what is not a regular file of JSON is not ours, read as empty and
     written afresh (a regular file again), and the command goes on."""

@@ -192,6 +192,7 @@ def test_both_paths_give_the_same_blobs_manifest_commands_and_progress(tmp_path,
     assert processes[2] == threads[2] and len(threads[2]) == 6
 
 
+@pytest.mark.slow
 def test_a_build_that_compiles_everything_starts_its_workers_before_its_plan(tmp_path, monkeypatch):
     # A first build, --force and check compile every variant: their workers start before the plan
     # is made (their Python start overlaps it); a rebuild of what changed starts them on demand.

@@ -129,6 +129,7 @@ const unsigned int {{ s.ident }}_words[{{ s.words | length }}] = { {{ s.words | 
 """
 
 
+@pytest.mark.slow
 def test_outputs_rendered_on_many_threads_at_once_are_the_serial_bytes(tmp_path):
     manifest, blobs = _manifest(tmp_path)
     (tmp_path / "t.j2").write_text(PER_SOURCE)

@@ -80,6 +80,7 @@ def _both(root: Path, library: Watched, tmp_path: Path, every: int = 1):
         yield v.name, by_process, by_library, library.answered
 
 
+@pytest.mark.slow
 def test_this_repositorys_shaders_compile_to_glslangValidators_bytes(tmp_path):
     # Every fourth variant in the quick loop (each takes glslangValidator ~90 ms); all of them below.
     found = _compare(REPO, tmp_path, "--every", "4", "--passes", "2")
@@ -113,6 +114,7 @@ HALF_ZERO = ("#version 450\n#extension GL_EXT_shader_16bit_storage : require\nla
              "void main() { d[gl_GlobalInvocationID.x] = float16_t(0); }\n")
 
 
+@pytest.mark.slow
 def test_nested_includes_defines_with_an_equals_sign_and_vulkan13_give_the_same_bytes_and_deps(tmp_path):
     root = _project(tmp_path, NESTED, MATRIX)
     found = _compare(root, tmp_path)
@@ -132,6 +134,7 @@ def test_the_comparison_sees_a_difference(library, tmp_path):
     assert one.blob != eq.blob
 
 
+@pytest.mark.slow
 def test_with_a_zeroed_heap_glslangs_unwritten_memory_reads_as_in_its_process(tmp_path):
     root = _project(tmp_path, {"glsl/half.comp": HALF_ZERO}, "")
     assert _compare(root, tmp_path, "--passes", "3")["counts"]["equal"] == 3
@@ -140,6 +143,7 @@ def test_with_a_zeroed_heap_glslangs_unwritten_memory_reads_as_in_its_process(tm
     assert control["heap"] == "MALLOC_PERTURB_=1" and control["counts"]["different"] == 1
 
 
+@pytest.mark.slow
 def test_a_glslangValidator_process_makes_the_same_bytes_whatever_heap_the_build_inherits(tmp_path, monkeypatch):
     root = _project(tmp_path, {"glsl/half.comp": HALF_ZERO}, "")
     config = load_config(root)

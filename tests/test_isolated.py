@@ -211,6 +211,7 @@ def _stages(stage, n: int, seconds: float) -> int:
     return n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fork", [True, False], ids=["fork", "fresh-python"])
 def test_per_stage_the_deadline_bounds_each_stage_not_the_whole_call(monkeypatch, fork):
     """Several outputs in one child, each with the time one would have alone: four stages of

@@ -66,6 +66,7 @@ class Holds(FakeCompiler):
         return super().compile(job)
 
 
+@pytest.mark.slow
 def test_check_waits_for_a_running_build_instead_of_calling_its_staged_files_leftovers(tmp_path, monkeypatch):
     root = make_project(tmp_path / "p")
     build(load_config(root), compiler=FakeCompiler(), jobs=1)

@@ -375,6 +375,7 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | s
                      max_leaves=30)
 
 
+@pytest.mark.slow
 @given(_JSON, st.integers(min_value=0, max_value=3))
 @hsettings(max_examples=400, deadline=None)
 def test_indented_json_is_jsons_own_indent(value, depth):

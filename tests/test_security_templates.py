@@ -116,6 +116,7 @@ def test_a_good_template_renders_the_same_bytes_in_its_child(tmp_path):
     assert here.startswith(b"a 42 0x03, 0x02, 0x23, 0x07\n")
 
 
+@pytest.mark.slow
 def test_the_build_cli_stops_a_runaway_template_with_one_line_and_writes_nothing(tmp_path):
     """As a user runs it: exit 2, one ``genspirv: error:`` line naming the template, no traceback,
     no output written; the control: a quick template, exit 0 and its output."""
@@ -208,6 +209,7 @@ def test_a_projects_outputs_render_in_as_many_children_as_jobs_each_as_it_would_
     assert len(calls) == 2 + 5
 
 
+@pytest.mark.slow
 def test_a_runaway_output_among_others_in_one_child_names_its_own_template(tmp_path, monkeypatch):
     """The child renders t, then u (which never ends): the line names u, not the first of the share."""
     monkeypatch.setenv("GENSPIRV_GENERATOR_TIMEOUT", "1")

@@ -92,6 +92,7 @@ def test_feature_variant_compiles_validates_reflects_and_repeats(slang, name, tm
         assert info.push_constant_size == tools.cross_push_constant_size(cross)
 
 
+@pytest.mark.slow
 def test_spirv_val_refuses_a_damaged_blob(slang, tmp_path):
     """Negative control: the validator above does refuse a blob wrong for its target
     (coopmat2 asks SPIR-V 1.6, which vulkan1.2 does not take)."""

@@ -116,6 +116,7 @@ def test_include_search_matches_glslangvalidator(slang, tmp_path, layout):
     assert ok == (layout not in ("missing", "system-form"))
 
 
+@pytest.mark.slow
 def test_defines_undefines_and_flags_match(slang, tmp_path):
     _write(tmp_path, {"a.comp": "#version 450\n#ifdef GONE\nint gone;\n#endif\nint x = A + B;\n"
                                 "#ifdef BARE\nint bare = 1 BARE;\n#endif\nvoid main() {}\n"})

@@ -102,6 +102,7 @@ def _glslang_g0(root: Path, out: Path, *extra: str) -> bytes:
     return out.read_bytes()
 
 
+@pytest.mark.slow
 @needs_tools
 @pytest.mark.parametrize("optimize", [False, True])
 def test_a_g0_blob_is_glslangs_g0_blob_and_its_manifest_keeps_every_name(tmp_path, optimize):
@@ -128,6 +129,7 @@ def test_a_g0_blob_is_glslangs_g0_blob_and_its_manifest_keeps_every_name(tmp_pat
     assert _build(stripped, "check", "-q") == 0
 
 
+@pytest.mark.slow
 @needs_tools
 def test_the_content_key_covers_g0(tmp_path, capsys):
     root = _project(tmp_path, "[]")
