@@ -111,29 +111,27 @@ def render_outputs(source, entries: Sequence, jobs: int, blob_root: Optional[str
     from ..project.config import BlobMode
     templated = [i for i, g in enumerate(entries) if g.template is not None]
     children = min(len(templated), max(jobs, 1))
-    shares = [templated[k::children] for k in range(children)]
     out: list[dict[str, bytes]] = [{} for _ in entries]
 
-    def one(indices: list[int]) -> None:
-        if entries[indices[0]].template is None:        # a built-in target, alone on its thread
-            g = entries[indices[0]]
-            out[indices[0]] = render_output(source, g.target, g.output, None, BlobMode(g.blobs).value, blob_root)
-            return
+    def share(indices: list[int]) -> None:          # one child renders these, one after another
         from .project import TemplateOutput, render_templates
         wanted = [TemplateOutput(entries[i].template, check_output(entries[i].output), BlobMode(entries[i].blobs),
                                  blob_root) for i in indices]
         for i, data in zip(indices, render_templates(source, wanted)):
             out[i] = {entries[i].output: data}
 
-    others = [[i] for i, g in enumerate(entries) if g.template is None]
-    tasks = shares + others
+    def table(i: int) -> None:                      # a built-in target, on its thread
+        g = entries[i]
+        out[i] = render_output(source, g.target, g.output, None, BlobMode(g.blobs).value, blob_root)
+
+    tasks = [(share, templated[k::children]) for k in range(children)]
+    tasks += [(table, i) for i, g in enumerate(entries) if g.template is None]
     if len(tasks) == 1:
-        one(tasks[0])
+        tasks[0][0](tasks[0][1])
     elif tasks:
         from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(max_workers=min(len(tasks), max(jobs, 1) + len(others)),
-                                thread_name_prefix="genspirv-render") as pool:
-            list(pool.map(one, tasks))
+        with ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix="genspirv-render") as pool:
+            list(pool.map(lambda task: task[0](task[1]), tasks))
     return out
 
 
